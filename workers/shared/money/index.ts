@@ -1,0 +1,2 @@
+export * from './usd.ts';
+export * from './wire.ts';
