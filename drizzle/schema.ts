@@ -1,0 +1,273 @@
+/**
+ * The single TypeScript description of Faucet's tables. `migrations/*.sql` creates exactly this;
+ * `drizzle/schema.node.test.ts` proves the two agree column by column.
+ */
+import { sql } from 'drizzle-orm';
+import {
+  bigserial,
+  boolean,
+  char,
+  check,
+  index,
+  integer,
+  jsonb,
+  numeric,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+
+const money = (name: string) => numeric(name, { precision: 20, scale: 8 });
+const id = () => uuid('id').primaryKey().default(sql`gen_random_uuid()`);
+const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
+
+export const developers = pgTable('developers', {
+  id: id(),
+  name: text('name').notNull(),
+  email: text('email').notNull().unique(),
+  apiKeyHash: text('api_key_hash').notNull().unique(),
+  apiKeyPrefix: text('api_key_prefix').notNull(),
+  createdAt: createdAt(),
+});
+
+export const apps = pgTable('apps', {
+  id: id(),
+  developerId: uuid('developer_id').notNull().references(() => developers.id),
+  publicAppId: text('public_app_id').notNull().unique(),
+  name: text('name').notNull(),
+  /** Channel share of the platform margin paid to the developer, in basis points. */
+  developerShareBps: integer('developer_share_bps').notNull().default(5000),
+  createdAt: createdAt(),
+});
+
+export const appFeatures = pgTable(
+  'app_features',
+  {
+    id: id(),
+    appId: uuid('app_id').notNull().references(() => apps.id),
+    featureKey: text('feature_key').notNull(),
+    name: text('name').notNull(),
+    defaultModel: text('default_model').notNull(),
+    /** `platform_first` or `byok_first` (DESIGN §6). */
+    routePolicy: text('route_policy').notNull().default('platform_first'),
+    /** Retail price per million tokens on the developer_key route; null = upstream cost. */
+    developerPricePerMtokUsd: money('developer_price_per_mtok_usd'),
+    /** Fee per call on byok/local routes, shown openly to the user. */
+    openFeeUsd: money('open_fee_usd').notNull().default('0'),
+    createdAt: createdAt(),
+  },
+  (table) => [uniqueIndex('app_features_app_feature_key').on(table.appId, table.featureKey)],
+);
+
+export const endUsers = pgTable(
+  'end_users',
+  {
+    id: id(),
+    appId: uuid('app_id').notNull().references(() => apps.id),
+    /** HMAC-SHA-256 of the external user id with SESSION_HASH_SECRET; the raw id is never stored. */
+    externalUserHash: text('external_user_hash').notNull(),
+    createdAt: createdAt(),
+  },
+  (table) => [uniqueIndex('end_users_app_external').on(table.appId, table.externalUserHash)],
+);
+
+/** Every ledger account: user and developer wallets and the platform's system accounts. */
+export const wallets = pgTable(
+  'wallets',
+  {
+    id: id(),
+    /** `user`, `developer`, `platform_revenue`, `platform_upstream_payable`, `payment_clearing`. */
+    kind: text('kind').notNull(),
+    endUserId: uuid('end_user_id').unique().references(() => endUsers.id),
+    developerId: uuid('developer_id').unique().references(() => developers.id),
+    currency: char('currency', { length: 3 }).notNull().default('USD'),
+    /** Cache of the sum of this wallet's entries; reconciliation recomputes it. */
+    balance: money('balance').notNull().default('0'),
+    /** System accounts (clearing, payable) may go negative; wallets never. */
+    allowNegative: boolean('allow_negative').notNull().default(false),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    check('wallets_non_negative', sql`${table.allowNegative} or ${table.balance} >= 0`),
+    uniqueIndex('wallets_system_kind').on(table.kind).where(sql`${table.endUserId} is null and ${table.developerId} is null`),
+  ],
+);
+
+export const ledgerTransactions = pgTable('ledger_transactions', {
+  id: id(),
+  /** `seed_opening_balance`, `usage`, `adjustment`, `refund`, `chargeback`, `top_up`, `payout`. */
+  kind: text('kind').notNull(),
+  /** Makes a booking happen once: usage uses `usage:<request_id>`, others their own key. */
+  idempotencyKey: text('idempotency_key').unique(),
+  requestId: text('request_id'),
+  reason: text('reason'),
+  metadata: jsonb('metadata').notNull().default({}),
+  createdAt: createdAt(),
+});
+
+export const ledgerEntries = pgTable(
+  'ledger_entries',
+  {
+    id: bigserial('id', { mode: 'bigint' }).primaryKey(),
+    transactionId: uuid('transaction_id').notNull().references(() => ledgerTransactions.id),
+    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    /** Signed: positive credits the wallet, negative debits it. A transaction's entries sum to zero. */
+    amount: money('amount').notNull(),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    index('ledger_entries_wallet').on(table.walletId),
+    index('ledger_entries_transaction').on(table.transactionId),
+  ],
+);
+
+export const balanceHolds = pgTable(
+  'balance_holds',
+  {
+    id: id(),
+    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    requestId: text('request_id').notNull().unique(),
+    amount: money('amount').notNull(),
+    /** `active`, `settled`, `released`. */
+    status: text('status').notNull().default('active'),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    createdAt: createdAt(),
+    closedAt: timestamp('closed_at', { withTimezone: true }),
+  },
+  (table) => [index('balance_holds_wallet_active').on(table.walletId).where(sql`${table.status} = 'active'`)],
+);
+
+export const virtualSessions = pgTable(
+  'virtual_sessions',
+  {
+    id: id(),
+    tokenHash: text('token_hash').notNull().unique(),
+    appId: uuid('app_id').notNull().references(() => apps.id),
+    endUserId: uuid('end_user_id').notNull().references(() => endUsers.id),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    createdAt: createdAt(),
+  },
+  (table) => [index('virtual_sessions_expires').on(table.expiresAt)],
+);
+
+export const providerCredentials = pgTable(
+  'provider_credentials',
+  {
+    id: id(),
+    /** `end_user` (BYOK) or `developer`. */
+    ownerType: text('owner_type').notNull(),
+    endUserId: uuid('end_user_id').references(() => endUsers.id),
+    developerId: uuid('developer_id').references(() => developers.id),
+    provider: text('provider').notNull(),
+    label: text('label'),
+    /** AES-256-GCM ciphertext and IV, base64; `key_version` names the encryption key used. */
+    ciphertext: text('ciphertext').notNull(),
+    iv: text('iv').notNull(),
+    keyVersion: integer('key_version').notNull(),
+    maskedKey: text('masked_key').notNull(),
+    /** `active` or `disabled`. */
+    status: text('status').notNull().default('active'),
+    monthlyBudgetUsd: money('monthly_budget_usd'),
+    createdAt: createdAt(),
+    disabledAt: timestamp('disabled_at', { withTimezone: true }),
+  },
+  (table) => [
+    index('provider_credentials_end_user').on(table.endUserId, table.provider),
+    index('provider_credentials_developer').on(table.developerId, table.provider),
+  ],
+);
+
+export const usageEvents = pgTable(
+  'usage_events',
+  {
+    id: id(),
+    requestId: text('request_id').notNull().unique(),
+    appId: uuid('app_id').notNull().references(() => apps.id),
+    endUserId: uuid('end_user_id').references(() => endUsers.id),
+    featureKey: text('feature_key').notNull(),
+    /** `platform`, `developer_key`, `byok`, `local`. */
+    routeMode: text('route_mode').notNull(),
+    provider: text('provider').notNull(),
+    model: text('model').notNull(),
+    inputTokens: integer('input_tokens').notNull(),
+    outputTokens: integer('output_tokens').notNull(),
+    cachedTokens: integer('cached_tokens').notNull().default(0),
+    /** True when the provider gave no token counts and Faucet estimated them. */
+    estimated: boolean('estimated').notNull().default(false),
+    upstreamCostUsd: money('upstream_cost_usd').notNull(),
+    retailUsd: money('retail_usd').notNull(),
+    developerRevenueUsd: money('developer_revenue_usd').notNull(),
+    platformShareUsd: money('platform_share_usd').notNull(),
+    providerCredentialId: uuid('provider_credential_id').references(() => providerCredentials.id),
+    ledgerTransactionId: uuid('ledger_transaction_id').references(() => ledgerTransactions.id),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    index('usage_events_end_user_created').on(table.endUserId, table.createdAt),
+    index('usage_events_created').on(table.createdAt),
+    index('usage_events_credential_created').on(table.providerCredentialId, table.createdAt),
+  ],
+);
+
+export const payouts = pgTable(
+  'payouts',
+  {
+    id: id(),
+    developerId: uuid('developer_id').notNull().references(() => developers.id),
+    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    amount: money('amount').notNull(),
+    /** `pending` → `processing` → `paid`. */
+    status: text('status').notNull().default('pending'),
+    operatorNote: text('operator_note'),
+    ledgerTransactionId: uuid('ledger_transaction_id').references(() => ledgerTransactions.id),
+    createdAt: createdAt(),
+    approvedAt: timestamp('approved_at', { withTimezone: true }),
+    paidAt: timestamp('paid_at', { withTimezone: true }),
+  },
+  (table) => [
+    uniqueIndex('payouts_one_open_per_wallet').on(table.walletId).where(sql`${table.status} in ('pending', 'processing')`),
+  ],
+);
+
+export const auditLogs = pgTable(
+  'audit_logs',
+  {
+    id: bigserial('id', { mode: 'bigint' }).primaryKey(),
+    /** `user`, `developer`, `admin`, `system`. */
+    actorType: text('actor_type').notNull(),
+    actorId: text('actor_id'),
+    action: text('action').notNull(),
+    targetType: text('target_type').notNull(),
+    targetId: text('target_id').notNull(),
+    requestId: text('request_id'),
+    metadata: jsonb('metadata').notNull().default({}),
+    createdAt: createdAt(),
+  },
+  (table) => [index('audit_logs_target').on(table.targetType, table.targetId)],
+);
+
+export const checkoutSessions = pgTable('checkout_sessions', {
+  id: id(),
+  stripeSessionId: text('stripe_session_id').notNull().unique(),
+  walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+  amountCents: integer('amount_cents').notNull(),
+  /** `pending`, `completed`, `expired`. */
+  status: text('status').notNull().default('pending'),
+  ledgerTransactionId: uuid('ledger_transaction_id').references(() => ledgerTransactions.id),
+  createdAt: createdAt(),
+  completedAt: timestamp('completed_at', { withTimezone: true }),
+});
+
+export const processedWebhookEvents = pgTable('processed_webhook_events', {
+  eventId: text('event_id').primaryKey(),
+  type: text('type').notNull(),
+  receivedAt: timestamp('received_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+export const schemaMigrations = pgTable('schema_migrations', {
+  name: text('name').primaryKey(),
+  checksum: text('checksum').notNull(),
+  appliedAt: timestamp('applied_at', { withTimezone: true }).notNull().defaultNow(),
+});

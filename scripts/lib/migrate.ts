@@ -1,0 +1,54 @@
+/** Applies `migrations/NNNN_*.sql` in order, once each, recording name and checksum. Forward-only. */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type pg from 'pg';
+
+export const migrationsDir = join(import.meta.dirname, '..', '..', 'migrations');
+
+export interface Migration {
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+export function readMigrations(dir = migrationsDir): Migration[] {
+  return readdirSync(dir)
+    .filter((file) => /^\d{4}_[a-z0-9_]+\.sql$/.test(file))
+    .sort()
+    .map((name) => {
+      const sql = readFileSync(join(dir, name), 'utf8');
+      return { name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+    });
+}
+
+/** Returns the names applied by this run (empty when the database was already current). */
+export async function migrate(client: pg.Client, migrations = readMigrations()): Promise<string[]> {
+  await client.query(`create table if not exists schema_migrations (
+    name text primary key, checksum text not null, applied_at timestamptz not null default now())`);
+  // One runner at a time, also across processes.
+  await client.query('select pg_advisory_lock(727274)');
+  try {
+    const { rows } = await client.query<{ name: string; checksum: string }>('select name, checksum from schema_migrations');
+    const applied = new Map(rows.map((row) => [row.name, row.checksum]));
+    const ran: string[] = [];
+    for (const migration of migrations) {
+      const known = applied.get(migration.name);
+      if (known === migration.checksum) continue;
+      if (known) throw new Error(`migration ${migration.name} changed after it was applied; add a new migration instead`);
+      await client.query('begin');
+      try {
+        await client.query(migration.sql);
+        await client.query('insert into schema_migrations (name, checksum) values ($1, $2)', [migration.name, migration.checksum]);
+        await client.query('commit');
+      } catch (error) {
+        await client.query('rollback');
+        throw new Error(`migration ${migration.name} failed: ${(error as Error).message}`);
+      }
+      ran.push(migration.name);
+    }
+    return ran;
+  } finally {
+    await client.query('select pg_advisory_unlock(727274)');
+  }
+}

