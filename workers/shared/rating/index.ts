@@ -1,0 +1,3 @@
+export * from './catalog.ts';
+export * from './rate-usage.ts';
+export * from './rating-error.ts';
