@@ -1,0 +1,128 @@
+import { cloudChat, cloudChatStream, type CloudChatConfig } from './cloud-chat.ts';
+import { FaucetError } from './errors.ts';
+import { defaultRetryOptions, type RetryOptions } from './http/retry-policy.ts';
+import type { RetryEvent, TransportConfig } from './http/transport.ts';
+import { defaultBridgeUrl, detectBridge, diagnose, listModels } from './local/bridge-client.ts';
+import { localChat, localChatStream, type LocalChatConfig } from './local/local-chat.ts';
+import { flushUsageReports } from './local/report-delivery.ts';
+import { UsageQueue } from './local/usage-queue.ts';
+import { completionText, featureInputToMessages } from './messages.ts';
+import { SessionManager } from './session.ts';
+import type {
+  BridgeDiagnosis,
+  BridgeInfo,
+  BridgeModel,
+  ChatCompletion,
+  ChatOptions,
+  ChatStreamPart,
+  FeatureResult,
+  FlushResult,
+  RouteMode,
+  Session,
+  UsageRecord,
+  UsageReport,
+  Wallet,
+} from './types.ts';
+import { getWallet, listUsage, type UserAccountConfig } from './user-account.ts';
+
+export interface FaucetOptions {
+  publicAppId: string;
+  /** The end user as your app knows them; the control API stores only an HMAC of it, the bridge sees only its SHA-256. */
+  user: { id: string };
+  /** Control API, e.g. `https://api.example.com` (sessions, wallet, usage). */
+  baseUrl: string;
+  /** Gateway for chat; defaults to `baseUrl`. */
+  gatewayBaseUrl?: string;
+  /** Local bridge; defaults to `http://127.0.0.1:17480`. */
+  bridgeUrl?: string;
+  /** Per attempt, until the whole answer (or a stream's first byte) arrived. Default 60 s. */
+  timeoutMs?: number;
+  /** Longest silence between two stream chunks. Default 30 s. */
+  streamIdleTimeoutMs?: number;
+  retry?: Partial<RetryOptions>;
+  onRetry?: (event: RetryEvent) => void;
+  /** A fetch to use instead of the global one (tests, proxies). */
+  fetch?: typeof fetch;
+  /** Clock for session expiry; defaults to `Date.now`. */
+  now?: () => number;
+}
+
+export interface FeatureOptions {
+  feature: string;
+  /** Text, messages, or any JSON value (sent as one user message holding its JSON). */
+  input: unknown;
+  model?: string;
+  routeMode?: RouteMode;
+  signal?: AbortSignal;
+}
+
+export interface FaucetClient {
+  readonly publicAppId: string;
+  createSession(signal?: AbortSignal): Promise<Session>;
+  chat(options: ChatOptions): Promise<ChatCompletion>;
+  /** Text deltas as they arrive, then one `metadata` part; stop early with the signal or `break`. */
+  chatStream(options: ChatOptions): AsyncIterable<ChatStreamPart>;
+  runFeature(options: FeatureOptions): Promise<FeatureResult>;
+  getWallet(signal?: AbortSignal): Promise<Wallet>;
+  listUsage(options?: { limit?: number; signal?: AbortSignal }): Promise<UsageRecord[]>;
+  local: {
+    detectBridge(signal?: AbortSignal): Promise<BridgeInfo>;
+    listModels(signal?: AbortSignal): Promise<BridgeModel[]>;
+    diagnose(signal?: AbortSignal): Promise<BridgeDiagnosis>;
+    pendingUsageReports(): UsageReport[];
+    flushUsageReports(): Promise<FlushResult>;
+  };
+}
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, '');
+}
+
+function requireText(value: unknown, name: string): string {
+  if (typeof value !== 'string' || value === '') throw new FaucetError('invalid_request', `${name} is required`);
+  return value;
+}
+
+export function createFaucet(options: FaucetOptions): FaucetClient {
+  const publicAppId = requireText(options.publicAppId, 'publicAppId');
+  const userId = requireText(options.user?.id, 'user.id');
+  const baseUrl = trimSlash(requireText(options.baseUrl, 'baseUrl'));
+  const gatewayBaseUrl = trimSlash(options.gatewayBaseUrl ?? baseUrl);
+  const bridgeUrl = trimSlash(options.bridgeUrl ?? defaultBridgeUrl);
+  const fetchImpl = options.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => globalThis.fetch(input, init));
+  const transport: TransportConfig = {
+    fetch: fetchImpl,
+    timeoutMs: options.timeoutMs ?? 60_000,
+    streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 30_000,
+    retry: { ...defaultRetryOptions, ...options.retry },
+    onRetry: options.onRetry,
+  };
+  const sessions = new SessionManager({ transport, baseUrl, publicAppId, userId, now: options.now ?? Date.now });
+  const queue = new UsageQueue();
+  const cloud: CloudChatConfig = { transport, gatewayBaseUrl, sessions };
+  const local: LocalChatConfig = { transport, bridgeUrl, sessions, queue, publicAppId, userId };
+  const account: UserAccountConfig = { transport, baseUrl, sessions };
+
+  const chat = (chatOptions: ChatOptions) => (chatOptions.routeMode === 'local' ? localChat(local, chatOptions) : cloudChat(cloud, chatOptions));
+
+  return {
+    publicAppId,
+    createSession: (signal) => sessions.create(signal),
+    chat,
+    chatStream: (chatOptions) => (chatOptions.routeMode === 'local' ? localChatStream(local, chatOptions) : cloudChatStream(cloud, chatOptions)),
+    async runFeature({ feature, input, model, routeMode, signal }) {
+      const completion = await chat({ feature, input: featureInputToMessages(input), model, routeMode, signal });
+      const { input_tokens, output_tokens, estimated } = completion.faucet;
+      return { text: completionText(completion), usage: { input_tokens, output_tokens, estimated }, faucet: completion.faucet };
+    },
+    getWallet: (signal) => getWallet(account, signal),
+    listUsage: (listOptions) => listUsage(account, listOptions),
+    local: {
+      detectBridge: (signal) => detectBridge(local, signal),
+      listModels: (signal) => listModels(local, signal),
+      diagnose: (signal) => diagnose(local, signal),
+      pendingUsageReports: () => queue.list(),
+      flushUsageReports: () => flushUsageReports(local),
+    },
+  };
+}

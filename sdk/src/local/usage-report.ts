@@ -1,0 +1,41 @@
+import { sha256Hex } from '../ids.ts';
+import type { UsageReport } from '../types.ts';
+
+export interface LocalCallFacts {
+  requestId: string;
+  publicAppId: string;
+  userId: string;
+  feature?: string;
+  provider: string;
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  estimated: boolean;
+  occurredAt: Date;
+}
+
+/**
+ * The report of one local call. It is built field by field from counts and identifiers, so no
+ * prompt or answer text can ride along; the user ID leaves the device only as its SHA-256.
+ */
+export async function buildUsageReport(facts: LocalCallFacts): Promise<UsageReport> {
+  const report: UsageReport = {
+    request_id: facts.requestId,
+    public_app_id: facts.publicAppId,
+    user_id_hash: await sha256Hex(facts.userId),
+    route_mode: 'local',
+    provider: facts.provider,
+    model: facts.model,
+    input_tokens: facts.inputTokens,
+    output_tokens: facts.outputTokens,
+    estimated: facts.estimated,
+    occurred_at: facts.occurredAt.toISOString(),
+  };
+  if (facts.feature !== undefined) report.feature = facts.feature;
+  return report;
+}
+
+/** Rough token count (≈4 characters a token) for servers that report no usage; marked as estimated. */
+export function estimateTokens(text: string): number {
+  return text.length === 0 ? 0 : Math.ceil(text.length / 4);
+}

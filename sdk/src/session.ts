@@ -1,0 +1,100 @@
+import { FaucetError } from './errors.ts';
+import { requestJson, type TransportConfig } from './http/transport.ts';
+import type { Session } from './types.ts';
+
+export interface SessionConfig {
+  transport: TransportConfig;
+  baseUrl: string;
+  publicAppId: string;
+  userId: string;
+  now: () => number;
+}
+
+interface CachedSession {
+  session: Session;
+  expiresAt: number;
+  /** Refresh from this moment on, a little before the token expires. */
+  refreshAt: number;
+}
+
+/** At most this long, and at most a fifth of the token's lifetime, before expiry the token is renewed. */
+const maxRefreshMarginMs = 60_000;
+
+/**
+ * Holds the end user's session token: created on first use, shared by concurrent calls, renewed
+ * shortly before it expires, and dropped when the server says it is no longer valid (401).
+ */
+export class SessionManager {
+  private cached: CachedSession | undefined;
+  private creating: Promise<CachedSession> | undefined;
+
+  constructor(private readonly config: SessionConfig) {}
+
+  /** Always asks the server for a new session and caches it. */
+  async create(signal?: AbortSignal): Promise<Session> {
+    return (await this.start(signal, true)).session;
+  }
+
+  /** A token that is not about to expire, creating a session when needed. */
+  async token(signal?: AbortSignal): Promise<string> {
+    const cached = this.cached;
+    if (cached && this.config.now() < cached.refreshAt) return cached.session.session_token;
+    return (await this.start(signal, false)).session.session_token;
+  }
+
+  /** Forgets `token` if it is still the cached one (the server refused it). */
+  invalidate(token: string): void {
+    if (this.cached?.session.session_token === token) this.cached = undefined;
+  }
+
+  /** Runs `call` with a token; on 401 renews the session once and runs it again. */
+  async withToken<T>(call: (token: string) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const token = await this.token(signal);
+    try {
+      return await call(token);
+    } catch (thrown) {
+      if (!FaucetError.isInstance(thrown) || thrown.status !== 401) throw thrown;
+      this.invalidate(token);
+      return call(await this.token(signal));
+    }
+  }
+
+  private start(signal: AbortSignal | undefined, force: boolean): Promise<CachedSession> {
+    if (force || !this.creating) {
+      const creating = this.fetchSession().finally(() => {
+        if (this.creating === creating) this.creating = undefined;
+      });
+      this.creating = creating;
+    }
+    // The shared request runs without the caller's signal, so one caller's abort spares the others.
+    return raceAbort(this.creating!, signal);
+  }
+
+  private async fetchSession(): Promise<CachedSession> {
+    const { transport, baseUrl, publicAppId, userId, now } = this.config;
+    const session = await requestJson<Session>(transport, {
+      method: 'POST',
+      url: `${baseUrl}/v1/sessions`,
+      body: { public_app_id: publicAppId, external_user_id: userId },
+      what: 'Session request',
+    });
+    const expiresAt = Date.parse(session?.expires_at);
+    if (typeof session?.session_token !== 'string' || Number.isNaN(expiresAt)) {
+      throw new FaucetError('invalid_response', 'Session answer lacks session_token or expires_at');
+    }
+    const receivedAt = now();
+    const margin = Math.min(maxRefreshMarginMs, Math.max(0, expiresAt - receivedAt) / 5);
+    this.cached = { session, expiresAt, refreshAt: expiresAt - margin };
+    return this.cached;
+  }
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(new FaucetError('aborted', 'Session request was aborted', { cause: signal.reason }));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new FaucetError('aborted', 'Session request was aborted', { cause: signal.reason }));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

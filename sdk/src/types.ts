@@ -1,0 +1,143 @@
+/** Wire shapes of the Faucet API as the SDK returns them. Money is always an 8-digit decimal string. */
+
+export type RouteMode = 'platform' | 'developer_key' | 'byok' | 'local';
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  name?: string;
+}
+
+/** A plain string (one user message), a list of messages, or `{ messages }`. */
+export type ChatInput = string | ChatMessage[] | { messages: ChatMessage[] };
+
+export interface ChatOptions {
+  feature: string;
+  input: ChatInput;
+  /** `provider:model`, e.g. `mock:echo`; for `local`, the bridge's model id (a `provider:` prefix is allowed). */
+  model?: string;
+  routeMode?: RouteMode;
+  temperature?: number;
+  maxTokens?: number;
+  signal?: AbortSignal;
+}
+
+export interface FaucetCharge {
+  currency: 'USD';
+  amount_usd: string;
+  upstream_cost_usd: string;
+}
+
+/**
+ * How the usage report of a local call fared: `accepted` by the bridge, `queued` in the SDK's memory
+ * until `local.flushUsageReports()` delivers it, or `rejected` by the bridge as invalid (not retried).
+ */
+export type UsageReportStatus = 'accepted' | 'queued' | 'rejected';
+
+export interface FaucetMetadata {
+  request_id: string;
+  route_mode: RouteMode;
+  provider: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  estimated: boolean;
+  charge?: FaucetCharge;
+  /** Only for `local` calls. */
+  usage_report_status?: UsageReportStatus;
+}
+
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    message: { role: 'assistant'; content: string | null };
+    finish_reason: string | null;
+  }>;
+  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  faucet: FaucetMetadata;
+}
+
+export type ChatStreamPart = { type: 'delta'; delta: string } | { type: 'metadata'; faucet: FaucetMetadata };
+
+export interface FeatureResult {
+  text: string;
+  usage: { input_tokens: number; output_tokens: number; estimated: boolean };
+  faucet: FaucetMetadata;
+}
+
+export interface Session {
+  session_token: string;
+  token_type: 'Bearer';
+  expires_at: string;
+}
+
+export interface Wallet {
+  wallet_id: string;
+  currency: 'USD';
+  balance_usd: string;
+  held_usd: string;
+  available_usd: string;
+}
+
+export interface UsageRecord {
+  request_id: string;
+  feature_key: string;
+  route_mode: RouteMode;
+  provider: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  estimated: boolean;
+  charged_usd: string;
+  created_at: string;
+}
+
+/** What the SDK sends to the bridge after a local call: counts and identifiers, never content. */
+export interface UsageReport {
+  request_id: string;
+  public_app_id: string;
+  user_id_hash: string;
+  feature?: string;
+  route_mode: 'local';
+  provider: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  estimated: boolean;
+  occurred_at: string;
+}
+
+export interface BridgeInfo {
+  available: boolean;
+  url: string;
+  version?: string;
+}
+
+export interface BridgeModel {
+  id: string;
+  provider: string;
+  owned_by?: string;
+}
+
+export interface BridgeDiagnosis {
+  available: boolean;
+  /** Human-readable reasons local calls would fail; empty when everything looks fine. */
+  problems: string[];
+  diagnostics?: {
+    bound_address: string;
+    loopback: boolean;
+    upstream: { url: string; kind: string; reachable: boolean; reason?: string };
+    outbox: { pending: number };
+  };
+}
+
+export interface FlushResult {
+  sent: number;
+  /** Reports the bridge refused as invalid; they are not retried. */
+  dropped: number;
+  pending: number;
+}
