@@ -1,0 +1,18 @@
+import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
+
+/** The OpenAI-compatible gateway: routing, metering, rating and booking of model calls. */
+export function createGatewayApp(): ServiceApp {
+  const app = createServiceApp({
+    service: 'gateway',
+    title: 'Faucet gateway',
+    version: '1.0.0',
+    rateLimit: {
+      maxRequestsSetting: 'GATEWAY_RATE_LIMIT_MAX_REQUESTS',
+      windowMsSetting: 'GATEWAY_RATE_LIMIT_WINDOW_MS',
+      defaultMaxRequests: 600,
+      defaultWindowMs: 60_000,
+    },
+    defaultMaxBodyBytes: 2 * 1024 * 1024,
+  });
+  return app;
+}

@@ -1,0 +1,3 @@
+import { createGatewayApp } from './app.ts';
+
+export default createGatewayApp();

@@ -1,0 +1,48 @@
+/** Anthropic's Messages API behind the OpenAI-shaped adapter interface. */
+import { FaucetError } from '../../../../shared/errors.ts';
+import { outboundFetch } from '../../upstream/outbound-fetch.ts';
+import { readBodyJson } from '../../upstream/read-body.ts';
+import { failureFromResponse } from '../../upstream/upstream-failure.ts';
+import { outputTokenCap } from '../provider-catalog.ts';
+import type { ProviderAdapter, ProviderCall, ProviderContext } from '../provider.ts';
+import { chunksFromAnthropicSse } from './chunks-from-anthropic-sse.ts';
+import { fromAnthropicResponse } from './from-anthropic-response.ts';
+import { toAnthropicRequest } from './to-anthropic-request.ts';
+
+export const anthropicVersion = '2023-06-01';
+const label = 'Anthropic';
+
+export function createAnthropicAdapter(context: ProviderContext): ProviderAdapter {
+  async function post(call: ProviderCall, stream: boolean): Promise<Response> {
+    const body = toAnthropicRequest({ ...call.request, stream }, outputTokenCap('anthropic', call.request.model));
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
+      'anthropic-version': anthropicVersion,
+    };
+    if (call.credential.apiKey !== null) headers['x-api-key'] = call.credential.apiKey;
+    const response = await outboundFetch(
+      `${call.credential.baseUrl.replace(/\/+$/, '')}/messages`,
+      { method: 'POST', headers, body: JSON.stringify(body) },
+      { fetch: context.fetch, timeoutMs: context.upstreamTimeoutMs, ...(call.signal ? { signal: call.signal } : {}) },
+    );
+    if (!response.ok) throw await failureFromResponse(response, label);
+    return response;
+  }
+
+  return {
+    async complete(call) {
+      const response = await post(call, false);
+      return fromAnthropicResponse(await readBodyJson(response), nowSeconds());
+    },
+    async stream(call) {
+      const response = await post(call, true);
+      if (response.body === null) throw new FaucetError('upstream_error', `${label} sent no stream.`);
+      return chunksFromAnthropicSse(response.body, nowSeconds());
+    },
+  };
+}
+
+function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}

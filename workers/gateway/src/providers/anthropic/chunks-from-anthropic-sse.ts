@@ -1,0 +1,101 @@
+/**
+ * Anthropic's streaming events → OpenAI chunks. `message_start` opens the assistant turn and
+ * reports the input tokens; text and tool-input deltas become content and tool-call deltas;
+ * `message_delta` carries the stop reason and the output tokens; at `message_stop` a final chunk
+ * with empty `choices` and the whole `usage` follows, as OpenAI sends it with `include_usage`.
+ */
+import { z } from 'zod';
+import { FaucetError } from '../../../../shared/errors.ts';
+import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
+import { parseSse } from '../../sse/parse-sse.ts';
+import { anthropicUsageSchema, openAiFinishReason, openAiUsage, type AnthropicUsage } from './from-anthropic-response.ts';
+
+const eventSchema = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('message_start'), message: z.looseObject({ id: z.string(), model: z.string(), usage: anthropicUsageSchema.optional() }) }),
+  z.looseObject({
+    type: z.literal('content_block_start'),
+    index: z.number().int(),
+    content_block: z.looseObject({ type: z.string(), id: z.string().optional(), name: z.string().optional(), text: z.string().optional() }),
+  }),
+  z.looseObject({
+    type: z.literal('content_block_delta'),
+    index: z.number().int(),
+    delta: z.looseObject({ type: z.string(), text: z.string().optional(), partial_json: z.string().optional() }),
+  }),
+  z.looseObject({ type: z.literal('content_block_stop') }),
+  z.looseObject({ type: z.literal('message_delta'), delta: z.looseObject({ stop_reason: z.string().nullish() }), usage: anthropicUsageSchema.optional() }),
+  z.looseObject({ type: z.literal('message_stop') }),
+  z.looseObject({ type: z.literal('ping') }),
+  z.looseObject({ type: z.literal('error') }),
+]);
+
+export async function* chunksFromAnthropicSse(body: ReadableStream<Uint8Array>, created: number): AsyncGenerator<ChatCompletionChunk> {
+  let id = '';
+  let model = '';
+  const usage: AnthropicUsage = {};
+  /** Anthropic numbers content blocks; OpenAI numbers tool calls only. */
+  const toolIndexByBlock = new Map<number, number>();
+  const chunk = (delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: string | null = null): ChatCompletionChunk => ({
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    choices: [{ index: 0, delta, finish_reason: finishReason }],
+  });
+
+  for await (const raw of parseSse(body)) {
+    let value: unknown;
+    try {
+      value = JSON.parse(raw.data);
+    } catch (error) {
+      throw new FaucetError('upstream_error', 'Anthropic streamed an event that is not JSON.', { cause: error });
+    }
+    const parsed = eventSchema.safeParse(value);
+    if (!parsed.success) continue; // Event types added later by Anthropic are skipped, as its docs ask.
+    const event = parsed.data;
+    switch (event.type) {
+      case 'message_start':
+        id = event.message.id;
+        model = event.message.model;
+        Object.assign(usage, definedFields(event.message.usage ?? {}));
+        yield chunk({ role: 'assistant', content: '' });
+        break;
+      case 'content_block_start':
+        if (event.content_block.type === 'tool_use') {
+          const toolIndex = toolIndexByBlock.size;
+          toolIndexByBlock.set(event.index, toolIndex);
+          yield chunk({
+            tool_calls: [{ index: toolIndex, id: event.content_block.id ?? '', type: 'function', function: { name: event.content_block.name ?? '', arguments: '' } }],
+          });
+        } else if (event.content_block.type === 'text' && event.content_block.text) {
+          yield chunk({ content: event.content_block.text });
+        }
+        break;
+      case 'content_block_delta':
+        if (event.delta.type === 'text_delta' && event.delta.text !== undefined) {
+          yield chunk({ content: event.delta.text });
+        } else if (event.delta.type === 'input_json_delta' && event.delta.partial_json !== undefined) {
+          const toolIndex = toolIndexByBlock.get(event.index);
+          if (toolIndex !== undefined) yield chunk({ tool_calls: [{ index: toolIndex, function: { arguments: event.delta.partial_json } }] });
+        }
+        break;
+      case 'message_delta':
+        Object.assign(usage, definedFields(event.usage ?? {}));
+        if (event.delta.stop_reason != null) yield chunk({}, openAiFinishReason(event.delta.stop_reason));
+        break;
+      case 'message_stop':
+        yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage: openAiUsage(usage) };
+        return;
+      case 'error':
+        throw new FaucetError('upstream_error', 'Anthropic reported an error mid-stream.');
+      default:
+        break;
+    }
+  }
+  throw new FaucetError('upstream_error', 'Anthropic ended the stream before message_stop.');
+}
+
+/** `message_delta` usage repeats only some counts; absent or null ones must not erase earlier ones. */
+function definedFields(usage: AnthropicUsage): AnthropicUsage {
+  return Object.fromEntries(Object.entries(usage).filter(([, value]) => typeof value === 'number'));
+}

@@ -1,0 +1,72 @@
+/** Anthropic Messages response → OpenAI chat completion, usage included. */
+import { z } from 'zod';
+import { FaucetError } from '../../../../shared/errors.ts';
+import type { ChatCompletion, ChatUsage } from '../../openai/chat-schemas.ts';
+
+export const anthropicUsageSchema = z.looseObject({
+  input_tokens: z.number().int().nonnegative().nullish(),
+  output_tokens: z.number().int().nonnegative().nullish(),
+  cache_creation_input_tokens: z.number().int().nonnegative().nullish(),
+  cache_read_input_tokens: z.number().int().nonnegative().nullish(),
+});
+
+const anthropicMessageSchema = z.looseObject({
+  id: z.string(),
+  model: z.string(),
+  content: z.array(z.looseObject({ type: z.string(), text: z.string().optional(), id: z.string().optional(), name: z.string().optional(), input: z.unknown().optional() })),
+  stop_reason: z.string().nullish(),
+  usage: anthropicUsageSchema,
+});
+
+export type AnthropicUsage = z.infer<typeof anthropicUsageSchema>;
+
+const finishReasons: Record<string, string> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  pause_turn: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'content_filter',
+};
+
+export function openAiFinishReason(stopReason: string | null | undefined): string | null {
+  if (stopReason == null) return null;
+  return finishReasons[stopReason] ?? 'stop';
+}
+
+/** Anthropic counts cache reads and writes apart from `input_tokens`; OpenAI's prompt count includes them. */
+export function openAiUsage(usage: AnthropicUsage): ChatUsage {
+  const cacheRead = usage.cache_read_input_tokens ?? 0;
+  const promptTokens = (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) + cacheRead;
+  const completionTokens = usage.output_tokens ?? 0;
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+    prompt_tokens_details: { cached_tokens: cacheRead },
+  };
+}
+
+export function fromAnthropicResponse(value: unknown, created: number): ChatCompletion {
+  const parsed = anthropicMessageSchema.safeParse(value);
+  if (!parsed.success) throw new FaucetError('upstream_error', 'Anthropic answered with an unexpected message shape.');
+  const message = parsed.data;
+  const text = message.content.filter((block) => block.type === 'text').map((block) => block.text ?? '').join('');
+  const toolCalls = message.content
+    .filter((block) => block.type === 'tool_use')
+    .map((block) => ({ id: block.id ?? '', type: 'function', function: { name: block.name ?? '', arguments: JSON.stringify(block.input ?? {}) } }));
+  return {
+    id: message.id,
+    object: 'chat.completion',
+    created,
+    model: message.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: text === '' && toolCalls.length > 0 ? null : text, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+        finish_reason: openAiFinishReason(message.stop_reason),
+      },
+    ],
+    usage: openAiUsage(message.usage),
+  };
+}

@@ -1,0 +1,130 @@
+/**
+ * OpenAI chat request → Anthropic Messages request. System and developer messages become the
+ * top-level `system`; tool calls become `tool_use` blocks and tool answers `tool_result` blocks in
+ * a user turn; consecutive turns of one role are merged, because Anthropic wants them alternating.
+ */
+import { FaucetError } from '../../../../shared/errors.ts';
+import type { ChatMessage, ChatRequest } from '../../openai/chat-schemas.ts';
+import { messageText } from '../../tokens/count-prompt-tokens.ts';
+
+type AnthropicBlock = Record<string, unknown> & { type: string };
+interface AnthropicMessage {
+  role: 'user' | 'assistant';
+  content: AnthropicBlock[];
+}
+
+export interface AnthropicRequest {
+  model: string;
+  max_tokens: number;
+  messages: AnthropicMessage[];
+  system?: string;
+  stream?: boolean;
+  temperature?: number;
+  top_p?: number;
+  stop_sequences?: string[];
+  tools?: Array<{ name: string; description?: string; input_schema: Record<string, unknown> }>;
+  tool_choice?: Record<string, unknown>;
+  metadata?: { user_id: string };
+}
+
+export function toAnthropicRequest(request: ChatRequest, defaultMaxTokens: number): AnthropicRequest {
+  const system: string[] = [];
+  const messages: AnthropicMessage[] = [];
+  const append = (role: AnthropicMessage['role'], blocks: AnthropicBlock[]) => {
+    if (blocks.length === 0) return;
+    const last = messages.at(-1);
+    if (last?.role === role) last.content.push(...blocks);
+    else messages.push({ role, content: blocks });
+  };
+
+  for (const message of request.messages) {
+    switch (message.role) {
+      case 'system':
+      case 'developer':
+        system.push(messageText(message));
+        break;
+      case 'user':
+        append('user', userBlocks(message));
+        break;
+      case 'assistant':
+        append('assistant', assistantBlocks(message));
+        break;
+      case 'tool':
+        append('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: messageText(message) }]);
+        break;
+      case 'function':
+        throw new FaucetError('invalid_request', 'Messages with role "function" are deprecated; use "tool" messages.');
+    }
+  }
+  if (messages.length === 0) throw new FaucetError('invalid_request', 'Anthropic models need at least one user or assistant message.');
+
+  const translated: AnthropicRequest = {
+    model: request.model,
+    max_tokens: request.max_completion_tokens ?? request.max_tokens ?? defaultMaxTokens,
+    messages,
+  };
+  if (system.length > 0) translated.system = system.join('\n\n');
+  if (request.stream) translated.stream = true;
+  if (typeof request.temperature === 'number') translated.temperature = Math.min(request.temperature, 1);
+  if (typeof request.top_p === 'number') translated.top_p = request.top_p;
+  if (request.stop != null) translated.stop_sequences = typeof request.stop === 'string' ? [request.stop] : request.stop;
+  if (request.tools !== undefined && request.tools.length > 0) {
+    translated.tools = request.tools.map((tool) => ({
+      name: tool.function.name,
+      ...(tool.function.description === undefined ? {} : { description: tool.function.description }),
+      input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
+    }));
+  }
+  const toolChoice = anthropicToolChoice(request);
+  if (toolChoice !== undefined) translated.tool_choice = toolChoice;
+  if (request.user !== undefined) translated.metadata = { user_id: request.user };
+  return translated;
+}
+
+function anthropicToolChoice(request: ChatRequest): Record<string, unknown> | undefined {
+  const choice = request.tool_choice;
+  const disableParallel = request.parallel_tool_calls === false ? { disable_parallel_tool_use: true } : {};
+  if (choice === undefined) return request.parallel_tool_calls === false ? { type: 'auto', ...disableParallel } : undefined;
+  if (choice === 'none') return { type: 'none' };
+  if (choice === 'auto') return { type: 'auto', ...disableParallel };
+  if (choice === 'required') return { type: 'any', ...disableParallel };
+  return { type: 'tool', name: choice.function.name, ...disableParallel };
+}
+
+function userBlocks(message: ChatMessage): AnthropicBlock[] {
+  if (typeof message.content === 'string') return [{ type: 'text', text: message.content }];
+  if (!Array.isArray(message.content)) return [];
+  return message.content.map((part): AnthropicBlock => {
+    if (part.type === 'text' && typeof part.text === 'string') return { type: 'text', text: part.text };
+    if (part.type === 'image_url') return imageBlock(part.image_url);
+    throw new FaucetError('invalid_request', `Content parts of type "${part.type}" are not supported for Anthropic models.`);
+  });
+}
+
+function imageBlock(imageUrl: unknown): AnthropicBlock {
+  const url = typeof imageUrl === 'object' && imageUrl !== null ? (imageUrl as { url?: unknown }).url : undefined;
+  if (typeof url !== 'string') throw new FaucetError('invalid_request', 'An image_url part needs an image_url.url.');
+  const dataUrl = /^data:(image\/[a-z+.-]+);base64,(.*)$/s.exec(url);
+  if (dataUrl !== null) return { type: 'image', source: { type: 'base64', media_type: dataUrl[1], data: dataUrl[2] } };
+  // Anthropic fetches the image itself; the gateway never does.
+  return { type: 'image', source: { type: 'url', url } };
+}
+
+function assistantBlocks(message: ChatMessage): AnthropicBlock[] {
+  const blocks: AnthropicBlock[] = [];
+  const text = messageText(message);
+  if (text !== '') blocks.push({ type: 'text', text });
+  for (const call of message.tool_calls ?? []) {
+    blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseToolArguments(call.function.arguments) });
+  }
+  return blocks;
+}
+
+function parseToolArguments(text: string): unknown {
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new FaucetError('invalid_request', 'A tool call in the conversation has arguments that are not JSON.');
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * The one interface every provider sits behind. Adapters speak OpenAI's chat format on both sides:
+ * they receive an OpenAI request (model already without its `provider:` prefix) and return an
+ * OpenAI completion or chunk stream, translating to and from their upstream's own protocol.
+ */
+import type { ChatCompletion, ChatCompletionChunk, ChatRequest } from '../openai/chat-schemas.ts';
+import type { FetchFunction } from '../upstream/outbound-fetch.ts';
+
+export interface ProviderCredential {
+  /** Sent in the provider's auth header; null for providers that need none (mock). */
+  apiKey: string | null;
+  /** Root of the provider's API, e.g. `https://api.openai.com/v1`. */
+  baseUrl: string;
+}
+
+export interface ProviderCall {
+  request: ChatRequest;
+  credential: ProviderCredential;
+  /** Aborted when the client goes away; adapters stop the upstream exchange. */
+  signal?: AbortSignal;
+}
+
+export interface ProviderAdapter {
+  complete(call: ProviderCall): Promise<ChatCompletion>;
+  /**
+   * Resolves once the upstream has accepted the call (so refusals surface as a plain error
+   * response); the chunks then arrive as the upstream sends them, the last one carrying `usage`
+   * when the upstream reports it. Failures mid-stream are thrown as FaucetError.
+   */
+  stream(call: ProviderCall): Promise<AsyncIterable<ChatCompletionChunk>>;
+}
+
+/** What adapters need from their surroundings; nothing else reaches them. */
+export interface ProviderContext {
+  fetch: FetchFunction;
+  upstreamTimeoutMs: number;
+  /** Delay the mock provider waits before answering (MOCK_PROVIDER_LATENCY_MS). */
+  mockLatencyMs: number;
+}
