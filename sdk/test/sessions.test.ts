@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { clientFor } from './client-for.ts';
+import { startFakeFaucet, type FakeFaucet } from './fake-faucet.ts';
+
+let faucet: FakeFaucet | undefined;
+afterEach(async () => {
+  await faucet?.close();
+  faucet = undefined;
+});
+
+const chatTokens = (server: FakeFaucet) => server.requestsTo('/v1/chat/completions').map((request) => request.headers.authorization);
+
+describe('sessions', () => {
+  it('are created lazily, on the first call that needs one', async () => {
+    faucet = await startFakeFaucet();
+    const client = clientFor(faucet.url);
+    expect(faucet.sessions).toHaveLength(0);
+    await client.chat({ feature: 'chat', model: 'mock:echo', input: 'hi' });
+    expect(faucet.sessions).toHaveLength(1);
+    expect(faucet.requestsTo('/v1/sessions')[0]!.body).toBe(JSON.stringify({ public_app_id: 'app_fake_demo', external_user_id: 'user-42@example.com' }));
+  });
+
+  it('are cached and shared by concurrent calls', async () => {
+    faucet = await startFakeFaucet();
+    const client = clientFor(faucet.url);
+    await Promise.all([client.chat({ feature: 'chat', input: 'a' }), client.getWallet(), client.listUsage()]);
+    await client.chat({ feature: 'chat', input: 'b' });
+    expect(faucet.sessions).toEqual(['fvs_fake_1']);
+    expect(new Set(chatTokens(faucet))).toEqual(new Set(['Bearer fvs_fake_1']));
+  });
+
+  it('are renewed before they expire, without waiting for a 401', async () => {
+    faucet = await startFakeFaucet({ sessionTtlSeconds: 600 });
+    let now = Date.now();
+    const client = clientFor(faucet.url, { now: () => now });
+    await client.chat({ feature: 'chat', input: 'a' });
+    now += 590_000; // inside the last fifth of the token's life
+    await client.chat({ feature: 'chat', input: 'b' });
+    expect(faucet.sessions).toEqual(['fvs_fake_1', 'fvs_fake_2']);
+    expect(chatTokens(faucet)).toEqual(['Bearer fvs_fake_1', 'Bearer fvs_fake_2']);
+    expect(faucet.requestsTo('/v1/chat/completions')).toHaveLength(2);
+  });
+
+  it('are renewed once when the server answers 401, and the call succeeds', async () => {
+    faucet = await startFakeFaucet();
+    const client = clientFor(faucet.url);
+    await client.chat({ feature: 'chat', input: 'a' });
+    faucet.expireAllSessions();
+    const answer = await client.chat({ feature: 'chat', input: 'b' });
+    expect(answer.choices[0]!.message.content).toBe('echo: b');
+    expect(chatTokens(faucet)).toEqual(['Bearer fvs_fake_1', 'Bearer fvs_fake_1', 'Bearer fvs_fake_2']);
+  });
+
+  it('are renewed only once per call: a second 401 is thrown', async () => {
+    faucet = await startFakeFaucet({ sessionTtlSeconds: 0 });
+    const error = await clientFor(faucet.url).getWallet().catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({ code: 'unauthorized', status: 401 });
+    expect(faucet.requestsTo('/v1/user/wallet')).toHaveLength(2);
+  });
+
+  it('can be created explicitly', async () => {
+    faucet = await startFakeFaucet();
+    const session = await clientFor(faucet.url).createSession();
+    expect(session).toMatchObject({ session_token: 'fvs_fake_1', token_type: 'Bearer' });
+  });
+});
