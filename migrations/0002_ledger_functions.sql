@@ -1,0 +1,301 @@
+-- Ledger bookings as server-side functions: each booking is one statement (one round trip), and the
+-- statements inside run in a fixed order with a fresh snapshot each (READ COMMITTED), so a check made
+-- after a row lock sees every booking committed before it. Idempotent: create or replace.
+--
+-- Deadlock rule: every transaction locks wallet rows in one global order, (rank, id), where rank is
+-- 0 for user wallets, 1 for developer wallets, 2 for system accounts. The hot rows (developer and
+-- system accounts) therefore come last and are held only for the tail of a booking.
+-- Locks are FOR NO KEY UPDATE, which does not conflict with the KEY SHARE locks of foreign-key checks.
+
+-- System accounts every booking may need (the seed creates the same rows; both are no-ops when present).
+insert into wallets (kind, allow_negative) values
+  ('platform_revenue', false),
+  ('platform_upstream_payable', false),
+  ('payment_clearing', true),
+  ('platform_adjustments', true)
+on conflict (kind) where end_user_id is null and developer_id is null do nothing;
+
+create or replace function faucet_wallet_rank(p_kind text) returns integer
+language sql immutable as $$
+  select case p_kind when 'user' then 0 when 'developer' then 1 else 2 end
+$$;
+
+-- Sum of a wallet's active, unexpired holds, leaving out one request's own hold (null: leave out none).
+create or replace function faucet_held(p_wallet_id uuid, p_except_request_id text) returns numeric
+language sql stable as $$
+  select coalesce(sum(amount), 0)::numeric(20, 8) from balance_holds
+  where wallet_id = p_wallet_id and status = 'active' and expires_at > now()
+    and (p_except_request_id is null or request_id <> p_except_request_id)
+$$;
+
+create or replace function faucet_system_wallet(p_kind text) returns uuid
+language plpgsql stable as $$
+declare
+  v_id uuid;
+begin
+  select id into v_id from wallets where kind = p_kind and end_user_id is null and developer_id is null;
+  if v_id is null then
+    raise exception 'system wallet % is missing', p_kind using errcode = 'P0002';
+  end if;
+  return v_id;
+end
+$$;
+
+create or replace function faucet_user_wallet(p_end_user_id uuid) returns uuid
+language plpgsql as $$
+declare
+  v_id uuid;
+begin
+  insert into wallets (kind, end_user_id) values ('user', p_end_user_id) on conflict (end_user_id) do nothing;
+  select id into v_id from wallets where end_user_id = p_end_user_id;
+  return v_id;
+end
+$$;
+
+create or replace function faucet_developer_wallet_of_app(p_app_id uuid) returns uuid
+language plpgsql as $$
+declare
+  v_developer_id uuid;
+  v_id uuid;
+begin
+  select developer_id into v_developer_id from apps where id = p_app_id;
+  if v_developer_id is null then
+    raise exception 'app % does not exist', p_app_id using errcode = 'P0002';
+  end if;
+  insert into wallets (kind, developer_id) values ('developer', v_developer_id) on conflict (developer_id) do nothing;
+  select id into v_id from wallets where developer_id = v_developer_id;
+  return v_id;
+end
+$$;
+
+-- Appends the entries of one transaction and moves the cached balances, locking in (rank, id) order.
+-- Zero amounts are left out. The caller has checked the transaction sums to zero.
+create or replace function faucet_apply_entries(p_transaction_id uuid, p_wallet_ids uuid[], p_amounts numeric[])
+returns void
+language plpgsql as $$
+declare
+  r record;
+begin
+  insert into ledger_entries (transaction_id, wallet_id, amount)
+  select p_transaction_id, t.wallet_id, t.amount
+  from unnest(p_wallet_ids, p_amounts) as t(wallet_id, amount)
+  where t.amount <> 0;
+
+  for r in
+    select t.wallet_id, sum(t.amount) as delta
+    from unnest(p_wallet_ids, p_amounts) as t(wallet_id, amount)
+    join wallets w on w.id = t.wallet_id
+    group by t.wallet_id, w.kind
+    having sum(t.amount) <> 0
+    order by faucet_wallet_rank(w.kind), t.wallet_id
+  loop
+    update wallets set balance = balance + r.delta where id = r.wallet_id;
+  end loop;
+end
+$$;
+
+-- One balanced transaction of any kind (adjustments, top-ups, payouts, ...).
+-- outcome: 'posted' | 'duplicate' (same idempotency key seen before: returns that transaction)
+--        | 'insufficient_balance' (a debit would take a wallet below zero, counting its holds).
+create or replace function faucet_post_transaction(
+  p_kind text,
+  p_idempotency_key text,
+  p_request_id text,
+  p_reason text,
+  p_metadata jsonb,
+  p_wallet_ids uuid[],
+  p_amounts numeric[]
+) returns table (outcome text, transaction_id uuid, metadata jsonb, created_at timestamptz)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_transaction ledger_transactions%rowtype;
+  r record;
+begin
+  if coalesce(array_length(p_wallet_ids, 1), 0) < 2 or array_length(p_wallet_ids, 1) <> array_length(p_amounts, 1) then
+    raise exception 'a transaction needs at least two entries' using errcode = '22023';
+  end if;
+  if (select sum(a) from unnest(p_amounts) as a) <> 0 then
+    raise exception 'entries of a transaction must sum to zero' using errcode = '22023';
+  end if;
+
+  perform 1 from wallets w where w.id = any (p_wallet_ids)
+  order by faucet_wallet_rank(w.kind), w.id
+  for no key update;
+  if (select count(*) from wallets w where w.id = any (p_wallet_ids)) <> (select count(distinct x) from unnest(p_wallet_ids) as x) then
+    raise exception 'unknown wallet in transaction' using errcode = 'P0002';
+  end if;
+
+  if p_idempotency_key is not null then
+    select * into v_transaction from ledger_transactions t where t.idempotency_key = p_idempotency_key;
+    if found then
+      return query select 'duplicate'::text, v_transaction.id, v_transaction.metadata, v_transaction.created_at;
+      return;
+    end if;
+  end if;
+
+  for r in
+    select w.id, w.balance, w.allow_negative, sum(t.amount) as delta
+    from unnest(p_wallet_ids, p_amounts) as t(wallet_id, amount)
+    join wallets w on w.id = t.wallet_id
+    group by w.id
+  loop
+    if r.delta < 0 and not r.allow_negative and r.balance - faucet_held(r.id, null) + r.delta < 0 then
+      return query select 'insufficient_balance'::text, null::uuid, null::jsonb, null::timestamptz;
+      return;
+    end if;
+  end loop;
+
+  insert into ledger_transactions (kind, idempotency_key, request_id, reason, metadata)
+  values (p_kind, p_idempotency_key, p_request_id, p_reason, coalesce(p_metadata, '{}'::jsonb))
+  on conflict (idempotency_key) do nothing
+  returning * into v_transaction;
+  if v_transaction.id is null then
+    -- Same key committed meanwhile by a transaction over other wallets.
+    select * into v_transaction from ledger_transactions t where t.idempotency_key = p_idempotency_key;
+    return query select 'duplicate'::text, v_transaction.id, v_transaction.metadata, v_transaction.created_at;
+    return;
+  end if;
+
+  perform faucet_apply_entries(v_transaction.id, p_wallet_ids, p_amounts);
+  return query select 'posted'::text, v_transaction.id, v_transaction.metadata, v_transaction.created_at;
+end
+$$;
+
+-- Reserve an amount against the end user's available balance (balance − active unexpired holds).
+-- outcome: 'reserved' | 'duplicate' (a hold for this request exists: returns it) | 'insufficient_balance'.
+create or replace function faucet_reserve_hold(p_end_user_id uuid, p_request_id text, p_amount numeric, p_ttl_seconds integer)
+returns table (outcome text, hold_id uuid, wallet_id uuid, amount numeric, expires_at timestamptz, available_usd numeric)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_wallet_id uuid;
+  v_balance numeric;
+  v_available numeric;
+  v_hold balance_holds%rowtype;
+begin
+  if p_amount < 0 or p_ttl_seconds <= 0 then
+    raise exception 'hold amount must not be negative and its lifetime positive' using errcode = '22023';
+  end if;
+  v_wallet_id := faucet_user_wallet(p_end_user_id);
+  select balance into v_balance from wallets where id = v_wallet_id for no key update;
+
+  select * into v_hold from balance_holds h where h.request_id = p_request_id;
+  if found then
+    return query select 'duplicate'::text, v_hold.id, v_hold.wallet_id, v_hold.amount, v_hold.expires_at,
+      (v_balance - faucet_held(v_wallet_id, null))::numeric(20, 8);
+    return;
+  end if;
+
+  v_available := v_balance - faucet_held(v_wallet_id, null);
+  if v_available < p_amount then
+    return query select 'insufficient_balance'::text, null::uuid, v_wallet_id, p_amount::numeric(20, 8), null::timestamptz,
+      v_available::numeric(20, 8);
+    return;
+  end if;
+
+  insert into balance_holds (wallet_id, request_id, amount, expires_at)
+  values (v_wallet_id, p_request_id, p_amount, now() + make_interval(secs => p_ttl_seconds))
+  returning * into v_hold;
+  return query select 'reserved'::text, v_hold.id, v_wallet_id, v_hold.amount, v_hold.expires_at,
+    (v_available - p_amount)::numeric(20, 8);
+end
+$$;
+
+-- Book one rated model call: the usage record, its balanced transaction (user −retail; developer,
+-- platform revenue and upstream payable +their shares) and the settlement of the request's hold.
+-- Booked once per request_id. outcome: 'booked' | 'duplicate' (returns the first booking) |
+-- 'insufficient_balance' (balance − other holds < retail: nothing is written).
+create or replace function faucet_book_usage(
+  p_request_id text,
+  p_app_id uuid,
+  p_end_user_id uuid,
+  p_feature_key text,
+  p_route_mode text,
+  p_provider text,
+  p_model text,
+  p_input_tokens integer,
+  p_output_tokens integer,
+  p_cached_tokens integer,
+  p_estimated boolean,
+  p_upstream_cost numeric,
+  p_upstream_payable numeric,
+  p_retail numeric,
+  p_developer_revenue numeric,
+  p_platform_share numeric,
+  p_provider_credential_id uuid,
+  p_metadata jsonb
+) returns table (
+  outcome text,
+  usage_event_id uuid,
+  ledger_transaction_id uuid,
+  upstream_cost_usd numeric,
+  retail_usd numeric,
+  developer_revenue_usd numeric,
+  platform_share_usd numeric,
+  balance_usd numeric,
+  created_at timestamptz
+)
+language plpgsql as $$
+#variable_conflict use_column
+declare
+  v_wallet_id uuid;
+  v_balance numeric;
+  v_event usage_events%rowtype;
+  v_transaction_id uuid;
+begin
+  if least(p_upstream_cost, p_upstream_payable, p_retail, p_developer_revenue, p_platform_share) < 0
+     or p_retail <> p_upstream_payable + p_developer_revenue + p_platform_share then
+    raise exception 'rated amounts must be non-negative and retail must equal payable + developer + platform'
+      using errcode = '22023';
+  end if;
+
+  v_wallet_id := faucet_user_wallet(p_end_user_id);
+  select balance into v_balance from wallets where id = v_wallet_id for no key update;
+
+  select * into v_event from usage_events u where u.request_id = p_request_id;
+  if found then
+    return query select 'duplicate'::text, v_event.id, v_event.ledger_transaction_id, v_event.upstream_cost_usd,
+      v_event.retail_usd, v_event.developer_revenue_usd, v_event.platform_share_usd, v_balance::numeric(20, 8),
+      v_event.created_at;
+    return;
+  end if;
+
+  if p_retail > 0 and v_balance - faucet_held(v_wallet_id, p_request_id) < p_retail then
+    return query select 'insufficient_balance'::text, null::uuid, null::uuid, null::numeric, p_retail::numeric(20, 8),
+      null::numeric, null::numeric, v_balance::numeric(20, 8), null::timestamptz;
+    return;
+  end if;
+
+  if p_retail > 0 then
+    insert into ledger_transactions (kind, idempotency_key, request_id, reason, metadata)
+    values ('usage', 'usage:' || p_request_id, p_request_id, null, coalesce(p_metadata, '{}'::jsonb))
+    returning id into v_transaction_id;
+  end if;
+
+  insert into usage_events (
+    request_id, app_id, end_user_id, feature_key, route_mode, provider, model, input_tokens, output_tokens,
+    cached_tokens, estimated, upstream_cost_usd, retail_usd, developer_revenue_usd, platform_share_usd,
+    provider_credential_id, ledger_transaction_id
+  ) values (
+    p_request_id, p_app_id, p_end_user_id, p_feature_key, p_route_mode, p_provider, p_model, p_input_tokens,
+    p_output_tokens, p_cached_tokens, p_estimated, p_upstream_cost, p_retail, p_developer_revenue,
+    p_platform_share, p_provider_credential_id, v_transaction_id
+  ) returning * into v_event;
+
+  if p_retail > 0 then
+    perform faucet_apply_entries(
+      v_transaction_id,
+      array[v_wallet_id, faucet_developer_wallet_of_app(p_app_id), faucet_system_wallet('platform_revenue'),
+            faucet_system_wallet('platform_upstream_payable')],
+      array[-p_retail, p_developer_revenue, p_platform_share, p_upstream_payable]
+    );
+  end if;
+
+  update balance_holds set status = 'settled', closed_at = now()
+  where request_id = p_request_id and wallet_id = v_wallet_id and status = 'active';
+
+  return query select 'booked'::text, v_event.id, v_transaction_id, v_event.upstream_cost_usd, v_event.retail_usd,
+    v_event.developer_revenue_usd, v_event.platform_share_usd, (v_balance - p_retail)::numeric(20, 8), v_event.created_at;
+end
+$$;

@@ -1,0 +1,64 @@
+/**
+ * What the ledger needs from a database handle: one `execute` of a Drizzle `sql` query. Every
+ * ledger operation is a single statement (a server-side function from migrations/0002), so a plain
+ * Drizzle database works — `drizzle-orm/neon-serverless` in the workers, `node-postgres` in scripts —
+ * and no interactive transaction is ever held open across round trips.
+ */
+import type { SQL } from 'drizzle-orm';
+import { FaucetError } from '../errors.ts';
+
+export interface LedgerDatabase {
+  execute(query: SQL): PromiseLike<{ rows: unknown[] }>;
+}
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: string): boolean {
+  return UUID_PATTERN.test(value);
+}
+
+/** Refuse a malformed id before it reaches a `::uuid` cast (which would be a 500). */
+export function requireUuid(value: string, what: string): string {
+  if (!isUuid(value)) throw new FaucetError('not_found', `${what} not found`);
+  return value;
+}
+
+function sqlState(error: unknown): string | undefined {
+  for (let current = error; typeof current === 'object' && current !== null; current = (current as { cause?: unknown }).cause) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+/** The ledger functions' own SQLSTATEs, mapped to coded errors; anything else stays internal. */
+function translate(error: unknown): unknown {
+  switch (sqlState(error)) {
+    case 'P0002':
+      return new FaucetError('not_found', 'wallet, app or account not found', { cause: error });
+    case '22023':
+      return new FaucetError('invalid_request', 'the booking was refused as malformed', { cause: error });
+    case '23505':
+      return new FaucetError('conflict', 'this request id was already used for another booking', { cause: error });
+    case '23514':
+      return new FaucetError('insufficient_balance', 'insufficient balance', { cause: error });
+    default:
+      return error;
+  }
+}
+
+/** Run one query and return its rows, typed by the caller (the SQL returns exactly these columns). */
+export async function queryRows<Row>(db: LedgerDatabase, query: SQL): Promise<Row[]> {
+  try {
+    const result = await db.execute(query);
+    return result.rows as Row[];
+  } catch (error) {
+    throw translate(error);
+  }
+}
+
+export async function queryOne<Row>(db: LedgerDatabase, query: SQL): Promise<Row> {
+  const [row] = await queryRows<Row>(db, query);
+  if (!row) throw new Error('ledger query returned no row');
+  return row;
+}
