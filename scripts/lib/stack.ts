@@ -1,0 +1,197 @@
+/**
+ * The whole local stack: embedded PostgreSQL (migrated and seeded), the Neon-style WebSocket proxy,
+ * and the three workers under `wrangler dev`. Used by `npm start` and by the Node test suites.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type LocalSecrets } from './dev-vars.ts';
+import { formatEnvFile } from './dev-vars.ts';
+import { migrate } from './migrate.ts';
+import { freePort, portOrFree, waitForHttp } from './ports.ts';
+import { ensureDatabase, type PostgresServer, startPostgres, withClient } from './postgres.ts';
+import { demo, seed, type SeedResult } from './seed.ts';
+import { startWsProxy, type WsProxy } from './ws-proxy.ts';
+
+export const repoRoot = join(import.meta.dirname, '..', '..');
+
+export interface StackOptions {
+  /** Folder for the database, wrangler state and generated files. */
+  stateDir: string;
+  secrets: LocalSecrets;
+  /** Preferred ports (taken when free); random free ports otherwise. */
+  ports?: Partial<Record<'api' | 'gateway' | 'metrics' | 'postgres' | 'proxy', number>>;
+  sessionTtlSeconds?: number;
+  /** Extra worker variables (e.g. rate limits, MOCK_PROVIDER_LATENCY_MS). */
+  workerVars?: Record<string, string>;
+  /** Echo worker output (npm start) instead of keeping it for failure reports (tests). */
+  verbose?: boolean;
+}
+
+export interface Stack {
+  apiUrl: string;
+  gatewayUrl: string;
+  metricsUrl: string;
+  publicAppId: string;
+  featureKey: string;
+  adminToken: string;
+  developerKey: string;
+  demoExternalUserId: string;
+  databaseUrl: string;
+  seed: SeedResult;
+  postgres: PostgresServer;
+  proxy: WsProxy;
+  stop(): Promise<void>;
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  mkdirSync(options.stateDir, { recursive: true });
+  const port = async (name: keyof NonNullable<StackOptions['ports']>) =>
+    options.ports?.[name] ? portOrFree(options.ports[name]!) : freePort();
+  const ports = {
+    postgres: await port('postgres'),
+    proxy: await port('proxy'),
+    metrics: await port('metrics'),
+    api: await port('api'),
+    gateway: await port('gateway'),
+  };
+
+  const postgres = await startPostgres({ dataDir: join(options.stateDir, 'postgres', 'data'), port: ports.postgres });
+  const children: ChildProcess[] = [];
+  let proxy: WsProxy | undefined;
+  const stop = async () => {
+    await Promise.all(children.map(stopChild));
+    await proxy?.close();
+    await postgres.stop();
+  };
+
+  try {
+    await ensureDatabase(postgres.url('postgres'), 'faucet');
+    const databaseUrl = postgres.url('faucet');
+    const seeded = await withClient(databaseUrl, async (client) => {
+      await migrate(client);
+      return seed(client, {
+        developerKey: options.secrets.DEMO_DEVELOPER_KEY,
+        sessionHashSecret: options.secrets.SESSION_HASH_SECRET,
+      });
+    });
+    proxy = await startWsProxy({ port: ports.proxy });
+
+    const urls = {
+      api: `http://127.0.0.1:${ports.api}`,
+      gateway: `http://127.0.0.1:${ports.gateway}`,
+      metrics: `http://127.0.0.1:${ports.metrics}`,
+    };
+    const { DEMO_DEVELOPER_KEY: _notAWorkerSecret, ...workerSecrets } = options.secrets;
+    const envFile = join(options.stateDir, 'workers.env');
+    writeFileSync(
+      envFile,
+      formatEnvFile({
+        ...workerSecrets,
+        ENVIRONMENT: 'development',
+        DATABASE_URL: databaseUrl,
+        DATABASE_WS_PROXY: `127.0.0.1:${proxy.port}`,
+        API_BASE_URL: urls.api,
+        GATEWAY_BASE_URL: urls.gateway,
+        SESSION_TTL_SECONDS: String(options.sessionTtlSeconds ?? 900),
+        ...options.workerVars,
+      }),
+      { mode: 0o600 },
+    );
+
+    const wrangler = (name: string, environment: string | undefined, listenPort: number, inspectorPort: number) => {
+      const args = [
+        join(repoRoot, 'node_modules', 'wrangler', 'bin', 'wrangler.js'),
+        'dev',
+        '-c',
+        join(repoRoot, 'wrangler.toml'),
+        ...(environment ? ['--env', environment] : []),
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(listenPort),
+        // Each dev process needs its own inspector port; they all default to 9229.
+        '--inspector-port',
+        String(inspectorPort),
+        '--env-file',
+        envFile,
+        '--persist-to',
+        join(options.stateDir, 'wrangler-state'),
+        '--show-interactive-dev-session=false',
+        '--log-level',
+        options.verbose ? 'info' : 'warn',
+      ];
+      const child = spawn(process.execPath, args, {
+        cwd: repoRoot,
+        env: {
+          ...process.env,
+          // Each stack has its own registry, so a test stack never binds to `npm start`'s workers.
+          WRANGLER_REGISTRY_PATH: join(options.stateDir, 'wrangler-registry'),
+          WRANGLER_SEND_METRICS: 'false',
+          CI: 'true',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const output: string[] = [];
+      const keep = (chunk: Buffer) => {
+        const text = chunk.toString();
+        if (options.verbose) process.stdout.write(text.replace(/^/gm, `[${name}] `));
+        output.push(text);
+        if (output.length > 200) output.shift();
+      };
+      child.stdout?.on('data', keep);
+      child.stderr?.on('data', keep);
+      children.push(child);
+      return { child, output };
+    };
+
+    const workers = [
+      { name: 'metrics', ...wrangler('metrics', 'metrics', ports.metrics, await freePort()), url: urls.metrics },
+      { name: 'api', ...wrangler('api', undefined, ports.api, await freePort()), url: urls.api },
+      { name: 'gateway', ...wrangler('gateway', 'gateway', ports.gateway, await freePort()), url: urls.gateway },
+    ];
+    await Promise.all(
+      workers.map(async (worker) => {
+        const exited = new Promise<never>((_resolve, reject) =>
+          worker.child.once('exit', (code) => reject(new Error(`exited with code ${code}`))),
+        );
+        try {
+          await Promise.race([waitForHttp(`${worker.url}/health`, 120_000), exited]);
+        } catch (error) {
+          throw new Error(`${worker.name} worker did not start: ${(error as Error).message}\n${worker.output.join('')}`);
+        }
+      }),
+    );
+
+    return {
+      apiUrl: urls.api,
+      gatewayUrl: urls.gateway,
+      metricsUrl: urls.metrics,
+      publicAppId: demo.publicAppId,
+      featureKey: demo.featureKey,
+      adminToken: options.secrets.ADMIN_TOKEN,
+      developerKey: options.secrets.DEMO_DEVELOPER_KEY,
+      demoExternalUserId: demo.externalUserId,
+      databaseUrl,
+      seed: seeded,
+      postgres,
+      proxy,
+      stop,
+    };
+  } catch (error) {
+    await stop().catch(() => {});
+    throw error;
+  }
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}

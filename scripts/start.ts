@@ -1,0 +1,49 @@
+/** `npm start`: the whole local stack with persistent data under `.faucet/`, then waits for Ctrl-C. */
+import { join } from 'node:path';
+import { ensureDevVars } from './lib/dev-vars.ts';
+import { repoRoot, startStack } from './lib/stack.ts';
+
+const secrets = ensureDevVars(join(repoRoot, '.dev.vars'));
+console.log('faucet: starting PostgreSQL, the WebSocket proxy and three workers…');
+const stack = await startStack({
+  stateDir: join(repoRoot, '.faucet'),
+  secrets,
+  ports: { api: 8787, gateway: 8788, metrics: 8789, postgres: 54329, proxy: 54330 },
+  verbose: process.env.FAUCET_VERBOSE === '1',
+});
+
+const curl = [
+  `TOKEN=$(curl -s -X POST ${stack.apiUrl}/v1/sessions -H 'content-type: application/json' \\`,
+  `  -d '{"public_app_id":"${stack.publicAppId}","external_user_id":"${stack.demoExternalUserId}"}' | sed -E 's/.*"session_token":"([^"]+)".*/\\1/')`,
+  `curl -s ${stack.gatewayUrl}/v1/chat/completions -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \\`,
+  `  -d '{"model":"mock:echo","feature":"${stack.featureKey}","messages":[{"role":"user","content":"Hello Faucet"}]}'`,
+].join('\n');
+
+console.log(`
+Faucet is running (local, embedded PostgreSQL; data in .faucet/, secrets in .dev.vars)
+
+  Control API     ${stack.apiUrl}        (OpenAPI: ${stack.apiUrl}/openapi.json)
+  Gateway         ${stack.gatewayUrl}/v1     (OpenAPI: ${stack.gatewayUrl}/openapi.json)
+  Metrics worker  ${stack.metricsUrl}
+  PostgreSQL      ${stack.databaseUrl}
+
+  Demo public_app_id   ${stack.publicAppId}   (feature "${stack.featureKey}", model mock:echo, user "${stack.demoExternalUserId}" with 10 USD)
+  Admin token          ${stack.adminToken}
+  Developer key        ${stack.developerKey}
+
+Try it:
+${curl}
+
+Ctrl-C stops everything; \`npm run db:reset\` wipes the data.
+`);
+
+let stopping = false;
+const shutdown = async () => {
+  if (stopping) return;
+  stopping = true;
+  console.log('faucet: stopping…');
+  await stack.stop();
+  process.exit(0);
+};
+process.on('SIGINT', shutdown);
+process.on('SIGTERM', shutdown);

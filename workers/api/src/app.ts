@@ -1,0 +1,20 @@
+import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
+import { registerSessionRoutes } from './routes/sessions.ts';
+
+/** The control API: sessions, wallets, provider keys, payments, admin and reports. */
+export function createApiApp(): ServiceApp {
+  const app = createServiceApp({
+    service: 'api',
+    title: 'Faucet control API',
+    version: '1.0.0',
+    rateLimit: {
+      maxRequestsSetting: 'API_RATE_LIMIT_MAX_REQUESTS',
+      windowMsSetting: 'API_RATE_LIMIT_WINDOW_MS',
+      defaultMaxRequests: 1200,
+      defaultWindowMs: 60_000,
+    },
+    defaultMaxBodyBytes: 256 * 1024,
+  });
+  registerSessionRoutes(app);
+  return app;
+}

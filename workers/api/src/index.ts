@@ -1,0 +1,3 @@
+import { createApiApp } from './app.ts';
+
+export default createApiApp();

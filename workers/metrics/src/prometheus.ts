@@ -1,0 +1,42 @@
+/** Prometheus text exposition (version 0.0.4) of Faucet's HTTP counters. */
+export interface RequestSample {
+  service: string;
+  method: string;
+  route: string;
+  status: number;
+  durationMs: number;
+  rateLimited: boolean;
+}
+
+export interface CounterSeries {
+  labels: Record<string, string>;
+  value: number;
+}
+
+export interface MetricFamily {
+  name: string;
+  help: string;
+  series: CounterSeries[];
+}
+
+function escapeLabel(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
+}
+
+function formatValue(value: number): string {
+  return Number.isInteger(value) ? String(value) : value.toFixed(3);
+}
+
+export function renderPrometheus(families: MetricFamily[]): string {
+  const lines: string[] = [];
+  for (const family of families) {
+    lines.push(`# HELP ${family.name} ${family.help}`, `# TYPE ${family.name} counter`);
+    for (const series of family.series) {
+      const labels = Object.entries(series.labels)
+        .map(([key, value]) => `${key}="${escapeLabel(value)}"`)
+        .join(',');
+      lines.push(`${family.name}{${labels}} ${formatValue(series.value)}`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,76 @@
+/**
+ * The one way a Faucet HTTP worker is built: request IDs, logs and metrics, rate limiting, body size
+ * limit, per-request database, the error envelope, `/health`, `/ready`, `/metrics`, `/openapi.json`.
+ */
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { bodyLimit } from 'hono/body-limit';
+import type { AppEnv } from './app-env.ts';
+import { intSetting, type ServiceName } from './env.ts';
+import { FaucetError } from './errors.ts';
+import { database } from './middleware/database.ts';
+import { observe } from './middleware/observe.ts';
+import { rateLimit, type RateLimitOptions } from './middleware/rate-limit.ts';
+import { requestId } from './middleware/request-id.ts';
+import { describeZodError, renderError } from './render-error.ts';
+
+export interface ServiceAppOptions {
+  service: ServiceName;
+  title: string;
+  version: string;
+  rateLimit: Omit<RateLimitOptions, 'exempt'>;
+  defaultMaxBodyBytes: number;
+}
+
+export type ServiceApp = OpenAPIHono<AppEnv>;
+
+export function createServiceApp(options: ServiceAppOptions): ServiceApp {
+  const app = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw new FaucetError('invalid_request', describeZodError(result.error));
+    },
+  });
+
+  app.use('*', async function service(c, next) {
+    c.set('service', options.service);
+    await next();
+  });
+  app.use('*', requestId());
+  app.use('*', observe());
+  app.use('*', rateLimit({ ...options.rateLimit, exempt: ['/health'] }));
+  app.use('*', (c, next) =>
+    bodyLimit({
+      maxSize: intSetting(c.env.MAX_REQUEST_BODY_BYTES, options.defaultMaxBodyBytes),
+      onError: () => {
+        throw new FaucetError('payload_too_large', 'Request body is too large');
+      },
+    })(c, next),
+  );
+  app.use('*', database());
+
+  app.onError(renderError);
+  app.notFound((c) => renderError(new FaucetError('not_found', `No route for ${c.req.method} ${c.req.path}`), c));
+
+  app.get('/health', (c) => c.json({ status: 'ok', service: options.service }));
+  app.get('/ready', (c) => {
+    const checks = {
+      database_configured: Boolean(c.env.DATABASE_URL),
+      gateway_base_url: c.env.GATEWAY_BASE_URL ?? null,
+      api_base_url: c.env.API_BASE_URL ?? null,
+      rate_limiter_bound: Boolean(c.env.RATE_LIMITER),
+      metrics_bound: Boolean(c.env.METRICS),
+      environment: c.env.ENVIRONMENT ?? 'development',
+    };
+    const ready = checks.database_configured;
+    return c.json({ status: ready ? 'ready' : 'not_ready', service: options.service, checks }, ready ? 200 : 503);
+  });
+  app.get('/metrics', async (c) => {
+    if (!c.env.METRICS) throw new FaucetError('not_found', 'Metrics are not configured');
+    const text = await c.env.METRICS.get(c.env.METRICS.idFromName('global')).render(options.service);
+    return c.body(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+  });
+  app.doc31('/openapi.json', {
+    openapi: '3.1.0',
+    info: { title: options.title, version: options.version },
+  });
+  return app;
+}

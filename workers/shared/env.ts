@@ -1,0 +1,43 @@
+/** Bindings every Faucet worker may receive (wrangler.toml vars, Worker secrets, Durable Objects). */
+export interface Env {
+  ENVIRONMENT?: string; // 'development' | 'test' | 'production'
+  DATABASE_URL?: string;
+  /** Local only: `host:port` of the Neon-style WebSocket proxy in front of a plain PostgreSQL. */
+  DATABASE_WS_PROXY?: string;
+  API_BASE_URL?: string;
+  GATEWAY_BASE_URL?: string;
+
+  ADMIN_TOKEN?: string;
+  SESSION_HASH_SECRET?: string;
+  SESSION_TTL_SECONDS?: string;
+  PROVIDER_KEY_ENCRYPTION_KEY?: string;
+  STRIPE_SECRET_KEY?: string;
+  STRIPE_WEBHOOK_SECRET?: string;
+  OPENAI_API_KEY?: string;
+  ANTHROPIC_API_KEY?: string;
+
+  API_RATE_LIMIT_MAX_REQUESTS?: string;
+  API_RATE_LIMIT_WINDOW_MS?: string;
+  GATEWAY_RATE_LIMIT_MAX_REQUESTS?: string;
+  GATEWAY_RATE_LIMIT_WINDOW_MS?: string;
+  MAX_REQUEST_BODY_BYTES?: string;
+  LOG_LEVEL?: string;
+
+  RATE_LIMITER?: DurableObjectNamespace<import('../metrics/src/rate-limiter.ts').RateLimiter>;
+  METRICS?: DurableObjectNamespace<import('../metrics/src/metrics-aggregator.ts').MetricsAggregator>;
+
+  [key: string]: unknown;
+}
+
+export type ServiceName = 'api' | 'gateway' | 'metrics';
+
+/** Reads a non-negative integer setting, falling back when absent or malformed. */
+export function intSetting(value: unknown, fallback: number): number {
+  if (typeof value !== 'string' && typeof value !== 'number') return fallback;
+  const parsed = Number(value);
+  return Number.isSafeInteger(parsed) && parsed >= 0 ? parsed : fallback;
+}
+
+export function isProduction(env: Env): boolean {
+  return env.ENVIRONMENT === 'production';
+}
