@@ -1,3 +1,4 @@
 export * from './catalog.ts';
 export * from './rate-usage.ts';
 export * from './rating-error.ts';
+export * from './settings.ts';

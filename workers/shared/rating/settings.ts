@@ -1,0 +1,45 @@
+/**
+ * Where rating inputs come from: the platform's percentages from the environment (with the documented
+ * defaults), the channel share from the app, the feature's prices from its row.
+ */
+import { parseDatabaseAmount } from '../money/index.ts';
+import { defaultRatingSettings, type FeaturePricing, type RatingSettings } from './rate-usage.ts';
+
+export interface RatingEnv {
+  PLATFORM_MARKUP_BPS?: unknown;
+  PLATFORM_FEE_BPS?: unknown;
+}
+
+function basisPoints(value: unknown, fallback: number, max: number): number {
+  if (typeof value !== 'string' || !/^\d{1,6}$/.test(value)) return fallback;
+  const parsed = Number(value);
+  return parsed <= max ? parsed : fallback;
+}
+
+/** `developerShareBps` is the app's channel share of the platform margin (`apps.developer_share_bps`). */
+export function ratingSettingsFor(env: RatingEnv, developerShareBps: number | null | undefined): RatingSettings {
+  return {
+    platformMarkupBps: basisPoints(env.PLATFORM_MARKUP_BPS, defaultRatingSettings.platformMarkupBps, 100_000),
+    platformFeeBps: basisPoints(env.PLATFORM_FEE_BPS, defaultRatingSettings.platformFeeBps, 10_000),
+    channelShareBps:
+      typeof developerShareBps === 'number' && Number.isSafeInteger(developerShareBps) && developerShareBps >= 0 && developerShareBps <= 10_000
+        ? developerShareBps
+        : defaultRatingSettings.channelShareBps,
+  };
+}
+
+export interface FeaturePriceRow {
+  /** `app_features.developer_price_per_mtok_usd`: one price per million tokens, input and output alike. */
+  developerPricePerMtokUsd: string | null;
+  /** `app_features.open_fee_usd`. */
+  openFeeUsd: string | null;
+}
+
+export function featurePricingFromRow(row: FeaturePriceRow | null | undefined): FeaturePricing {
+  if (!row) return {};
+  const perMillion = row.developerPricePerMtokUsd === null ? null : parseDatabaseAmount(row.developerPricePerMtokUsd);
+  return {
+    developerPrice: perMillion ? { inputPerMillion: perMillion, outputPerMillion: perMillion } : null,
+    openFeeUsd: row.openFeeUsd === null ? null : parseDatabaseAmount(row.openFeeUsd),
+  };
+}
