@@ -29,7 +29,9 @@ describe('typed errors', () => {
 
   it('fall back to the status and the x-request-id header when the body is not an envelope', async () => {
     const server = await startScriptedGateway([
-      (_, response) => response.writeHead(404, { 'x-request-id': 'req_plain', 'content-type': 'text/plain' }).end('nope'),
+      (_, response) => {
+        response.writeHead(404, { 'x-request-id': 'req_plain', 'content-type': 'text/plain' }).end('nope');
+      },
     ]);
     servers.push(server);
     const error = await failure(clientFor(server.url).chat({ feature: 'chat', input: 'hi' }));
@@ -46,7 +48,9 @@ describe('typed errors', () => {
 
   it('reject a 200 answer that lacks the faucet metadata as invalid_response', async () => {
     const server = await startScriptedGateway([
-      (_, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"choices":[]}'),
+      (_, response) => {
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"choices":[]}');
+      },
     ]);
     servers.push(server);
     const error = await failure(clientFor(server.url).chat({ feature: 'chat', input: 'hi' }));

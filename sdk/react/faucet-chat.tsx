@@ -1,0 +1,86 @@
+import { useId, useState, type KeyboardEvent } from 'react';
+import type { RouteMode } from '@faucet/sdk';
+import { classNames } from './class-names.ts';
+import { ErrorNotice } from './error-notice.tsx';
+import { useFaucetContext } from './faucet-context.tsx';
+import { ChatStore } from './state/chat-store.ts';
+import { useStore } from './use-store.ts';
+
+export interface FaucetChatProps {
+  feature: string;
+  model?: string;
+  routeMode?: RouteMode;
+  title?: string;
+  placeholder?: string;
+  className?: string;
+}
+
+/** A conversation with streamed answers, a stop button while answering, and errors shown inline. */
+export function FaucetChat({ feature, model, routeMode, title = 'Chat', placeholder = 'Ask something…', className }: FaucetChatProps) {
+  const { client, usageEvents } = useFaucetContext();
+  const [store] = useState(() => new ChatStore(client, { feature }));
+  store.settings = { feature, model, routeMode, onSettled: usageEvents.notify };
+  const state = useStore(store);
+  const [draft, setDraft] = useState('');
+  const titleId = useId();
+  const inputId = useId();
+
+  const send = () => {
+    if (draft.trim() === '' || state.busy) return;
+    void store.send(draft);
+    setDraft('');
+  };
+  const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (event.key === 'Enter' && !event.shiftKey) {
+      event.preventDefault();
+      send();
+    }
+  };
+
+  return (
+    <section className={classNames('faucet-chat', className)} aria-labelledby={titleId} aria-busy={state.busy}>
+      <h2 id={titleId} className="faucet-chat__title">
+        {title}
+      </h2>
+      <ol className="faucet-chat__messages" role="log" aria-live="polite" aria-label="Messages">
+        {state.messages.map((message) => (
+          <li key={message.id} className={`faucet-chat__message faucet-chat__message--${message.role}`} data-status={message.status}>
+            <span className="faucet-chat__author">{message.role === 'user' ? 'You' : 'Assistant'}</span>
+            <span className="faucet-chat__content">{message.content || (message.status === 'streaming' ? '…' : '')}</span>
+            {message.status === 'stopped' ? <span className="faucet-chat__note"> (stopped)</span> : null}
+          </li>
+        ))}
+      </ol>
+      {state.error ? <ErrorNotice error={state.error} /> : null}
+      <form
+        className="faucet-chat__form"
+        onSubmit={(event) => {
+          event.preventDefault();
+          send();
+        }}
+      >
+        <label htmlFor={inputId} className="faucet-chat__label">
+          Message
+        </label>
+        <textarea
+          id={inputId}
+          className="faucet-chat__input"
+          value={draft}
+          placeholder={placeholder}
+          rows={2}
+          onChange={(event) => setDraft(event.target.value)}
+          onKeyDown={onKeyDown}
+        />
+        {state.busy ? (
+          <button type="button" className="faucet-button faucet-chat__stop" onClick={() => store.stop()}>
+            Stop
+          </button>
+        ) : (
+          <button type="submit" className="faucet-button faucet-chat__send" disabled={draft.trim() === ''}>
+            Send
+          </button>
+        )}
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,66 @@
+import { createContext, useContext, useMemo, type ReactNode } from 'react';
+import { createFaucet, type FaucetClient, type FaucetOptions } from '@faucet/sdk';
+
+/** Tells usage views that a call which may have cost money has finished. */
+export interface UsageEvents {
+  subscribe(listener: () => void): () => void;
+  notify(): void;
+}
+
+function createUsageEvents(): UsageEvents {
+  const listeners = new Set<() => void>();
+  return {
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    notify: () => listeners.forEach((listener) => listener()),
+  };
+}
+
+interface FaucetContextValue {
+  client: FaucetClient;
+  usageEvents: UsageEvents;
+}
+
+const FaucetContext = createContext<FaucetContextValue | null>(null);
+
+export interface FaucetProviderProps {
+  publicAppId: string;
+  userId: string;
+  /** Control API base URL. */
+  baseUrl: string;
+  /** Gateway base URL; defaults to `baseUrl`. */
+  gatewayBaseUrl?: string;
+  bridgeUrl?: string;
+  /** Further client options (timeouts, retries); read when the client is created. */
+  options?: Omit<FaucetOptions, 'publicAppId' | 'user' | 'baseUrl' | 'gatewayBaseUrl' | 'bridgeUrl'>;
+  /** Use this client instead of creating one (tests, or sharing a client outside React). */
+  client?: FaucetClient;
+  children?: ReactNode;
+}
+
+/** Creates the Faucet client for the components below it; a new one only when an ID or URL changes. */
+export function FaucetProvider({ publicAppId, userId, baseUrl, gatewayBaseUrl, bridgeUrl, options, client, children }: FaucetProviderProps) {
+  const value = useMemo<FaucetContextValue>(
+    () => ({
+      client: client ?? createFaucet({ ...options, publicAppId, user: { id: userId }, baseUrl, gatewayBaseUrl, bridgeUrl }),
+      usageEvents: createUsageEvents(),
+    }),
+    // `options` is read once per client on purpose: an inline object would otherwise recreate it on every render.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [client, publicAppId, userId, baseUrl, gatewayBaseUrl, bridgeUrl],
+  );
+  return <FaucetContext.Provider value={value}>{children}</FaucetContext.Provider>;
+}
+
+export function useFaucetContext(): FaucetContextValue {
+  const value = useContext(FaucetContext);
+  if (!value) throw new Error('Faucet components must be placed inside <FaucetProvider>');
+  return value;
+}
+
+/** The client of the nearest `FaucetProvider`. */
+export function useFaucet(): FaucetClient {
+  return useFaucetContext().client;
+}

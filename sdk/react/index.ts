@@ -1,0 +1,10 @@
+export { FaucetProvider, useFaucet, type FaucetProviderProps } from './faucet-context.tsx';
+export { FaucetChat, type FaucetChatProps } from './faucet-chat.tsx';
+export { FaucetFeatureCommand, type FaucetFeatureCommandProps } from './faucet-feature-command.tsx';
+export { FaucetUsage, type FaucetUsageProps } from './faucet-usage.tsx';
+export { FaucetUsageSummary } from './faucet-usage-summary.tsx';
+export { ChatStore, type ChatState, type ShownMessage } from './state/chat-store.ts';
+export { FeatureStore, parseJsonInput, type FeatureState } from './state/feature-store.ts';
+export { UsageStore, type UsageState } from './state/usage-store.ts';
+export type { ShownError } from './state/store.ts';
+export { faucetStyles } from './styles.ts';

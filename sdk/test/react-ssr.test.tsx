@@ -1,0 +1,35 @@
+import { renderToString } from 'react-dom/server';
+import { describe, expect, it } from 'vitest';
+
+describe('React layer on the server', () => {
+  it('imports without touching window or document, and renders every component to HTML', async () => {
+    const touched: string[] = [];
+    for (const name of ['window', 'document', 'localStorage']) {
+      Object.defineProperty(globalThis, name, {
+        configurable: true,
+        get() {
+          touched.push(name);
+          throw new Error(`${name} touched`);
+        },
+      });
+    }
+    try {
+      const { FaucetProvider, FaucetChat, FaucetFeatureCommand, FaucetUsage } = await import('@faucet/sdk/react');
+      const html = renderToString(
+        <FaucetProvider publicAppId="app_x" userId="u1" baseUrl="http://127.0.0.1:1">
+          <FaucetChat feature="chat" />
+          <FaucetFeatureCommand feature="chat" initialInput="{not json" />
+          <FaucetUsage />
+        </FaucetProvider>,
+      );
+      expect(touched).toEqual([]);
+      expect(html).toContain('role="log"');
+      expect(html).toContain('>Message</label>');
+      expect(html).toContain('>Input (JSON)</label>');
+      expect(html).toMatch(/role="alert"[^>]*data-code="invalid_json"/);
+      expect(html).toContain('<caption>Recent usage</caption>');
+    } finally {
+      for (const name of ['window', 'document', 'localStorage']) delete (globalThis as Record<string, unknown>)[name];
+    }
+  });
+});
