@@ -1,7 +1,7 @@
 import { helpText } from './cli/help-text';
 import { parseCli } from './cli/parse-args';
 import { createLogger } from './log';
-import { NonLoopbackRefusedError, startBridge } from './server';
+import { NonLoopbackRefusedError, startBridge, type RunningBridge } from './server';
 import { bridgeVersion } from './version';
 
 /** Exit codes: 0 done, 1 could not start, 2 bad usage. */
@@ -19,28 +19,30 @@ async function main(): Promise<number | undefined> {
       return 2;
   }
   const log = createLogger();
-  let bridge;
-  try {
-    bridge = await startBridge({ ...command.options, log });
-  } catch (error) {
-    const message = error instanceof NonLoopbackRefusedError ? error.message : `could not start: ${(error as { code?: string }).code ?? (error as Error).message}`;
-    process.stderr.write(`faucet-bridge: ${message}\n`);
-    return error instanceof NonLoopbackRefusedError ? 2 : 1;
-  }
-  process.stdout.write(`faucet-bridge ${bridgeVersion} listening on ${bridge.url}\n`);
-
+  // Handlers go in before the "listening" line, so a signal sent as soon as it appears is caught.
+  let bridge: RunningBridge | undefined;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info('stopping', { signal });
-    void bridge.close().then(() => {
+    void (bridge?.close() ?? Promise.resolve()).then(() => {
       log.info('stopped');
       process.exit(0);
     });
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+
+  try {
+    bridge = await startBridge({ ...command.options, log });
+  } catch (error) {
+    const refused = error instanceof NonLoopbackRefusedError;
+    const message = refused ? error.message : `could not start: ${(error as { code?: string }).code ?? (error as Error).message}`;
+    process.stderr.write(`faucet-bridge: ${message}\n`);
+    return refused ? 2 : 1;
+  }
+  process.stdout.write(`faucet-bridge ${bridgeVersion} listening on ${bridge.url}\n`);
   return undefined;
 }
 

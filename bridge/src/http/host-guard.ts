@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import { hostHeaderFor, isLoopbackHost } from './loopback';
 
 /**
@@ -6,7 +7,15 @@ import { hostHeaderFor, isLoopbackHost } from './loopback';
  */
 export function allowedHostHeaders(boundHost: string, port: number): Set<string> {
   const allowed = new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
-  if (!isLoopbackHost(boundHost)) allowed.add(hostHeaderFor(boundHost, port));
+  if (isLoopbackHost(boundHost)) return allowed;
+  if (boundHost === '0.0.0.0' || boundHost === '::') {
+    // A wildcard bind is reached by this machine's own addresses.
+    for (const addresses of Object.values(networkInterfaces())) {
+      for (const { address } of addresses ?? []) allowed.add(hostHeaderFor(address, port));
+    }
+  } else {
+    allowed.add(hostHeaderFor(boundHost, port));
+  }
   return allowed;
 }
 

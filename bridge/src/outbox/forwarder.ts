@@ -41,6 +41,11 @@ export class Forwarder {
     });
   }
 
+  /** Resolves once no pass is running (a pass already asked for included). */
+  async settled(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
