@@ -1,0 +1,143 @@
+/**
+ * The demo page: bundles `demo-app.tsx` with esbuild in memory and serves it on loopback, with
+ * `/api/*` and `/gateway/*` proxied to the control API and the gateway so the page needs no CORS.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+
+export interface DemoServerOptions {
+  port: number;
+  apiBaseUrl: string;
+  gatewayBaseUrl: string;
+  publicAppId: string;
+  host?: string;
+  /** The end user the page acts as; the seed gives `demo-user` a 10 USD wallet. */
+  userId?: string;
+  featureKey?: string;
+  model?: string;
+}
+
+export interface DemoServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function buildDemoBundle(): Promise<string> {
+  const result = await build({
+    entryPoints: [join(import.meta.dirname, 'demo-app.tsx')],
+    bundle: true,
+    write: false,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    minify: true,
+    jsx: 'automatic',
+    define: { 'process.env.NODE_ENV': '"production"' },
+    logLevel: 'silent',
+  });
+  return result.outputFiles[0]!.text;
+}
+
+function escapeJsonForHtml(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, '\\u003c');
+}
+
+function demoHtml(config: Record<string, string>): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Faucet demo</title>
+<script type="application/json" id="faucet-demo-config">${escapeJsonForHtml(config)}</script>
+<script type="module" src="/demo.js"></script>
+</head>
+<body><div id="root"></div></body>
+</html>`;
+}
+
+const forwardedRequestHeaders = ['authorization', 'content-type', 'accept', 'x-request-id'];
+const forwardedResponseHeaders = ['content-type', 'x-request-id', 'retry-after', 'cache-control'];
+
+async function readBody(incoming: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of incoming) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** Passes one request through, streaming the answer (SSE included); a client that leaves aborts it. */
+async function proxy(incoming: IncomingMessage, response: ServerResponse, target: string): Promise<void> {
+  const upstreamAbort = new AbortController();
+  response.on('close', () => upstreamAbort.abort());
+  const headers: Record<string, string> = {};
+  for (const name of forwardedRequestHeaders) {
+    const value = incoming.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  const method = incoming.method ?? 'GET';
+  const body = method === 'GET' || method === 'HEAD' ? undefined : new Uint8Array(await readBody(incoming));
+  let upstream: Response;
+  try {
+    upstream = await fetch(target, { method, headers, body, signal: upstreamAbort.signal });
+  } catch {
+    const requestId = headers['x-request-id'] ?? 'demo_proxy';
+    response.writeHead(502, { 'content-type': 'application/json', 'x-request-id': requestId });
+    response.end(JSON.stringify({ error: { code: 'upstream_error', message: 'The local stack did not answer', request_id: requestId } }));
+    return;
+  }
+  const outgoing: Record<string, string> = {};
+  for (const name of forwardedResponseHeaders) {
+    const value = upstream.headers.get(name);
+    if (value !== null) outgoing[name] = value;
+  }
+  response.writeHead(upstream.status, outgoing);
+  try {
+    const reader = upstream.body?.getReader();
+    for (let chunk = await reader?.read(); chunk && !chunk.done; chunk = await reader!.read()) response.write(chunk.value);
+  } catch {
+    // The client left or the upstream broke off mid-stream; nothing more to send.
+  }
+  response.end();
+}
+
+export async function startDemoServer(options: DemoServerOptions): Promise<DemoServer> {
+  const bundle = await buildDemoBundle();
+  const html = demoHtml({
+    publicAppId: options.publicAppId,
+    userId: options.userId ?? 'demo-user',
+    featureKey: options.featureKey ?? 'chat',
+    model: options.model ?? 'mock:echo',
+  });
+  const apiBaseUrl = options.apiBaseUrl.replace(/\/+$/, '');
+  const gatewayBaseUrl = options.gatewayBaseUrl.replace(/\/+$/, '');
+
+  const server = createServer((incoming, response) => {
+    const path = incoming.url ?? '/';
+    if (path.startsWith('/api/')) return void proxy(incoming, response, apiBaseUrl + path.slice(4));
+    if (path.startsWith('/gateway/')) return void proxy(incoming, response, gatewayBaseUrl + path.slice(8));
+    if (incoming.method !== 'GET') return void response.writeHead(405).end();
+    if (path === '/' || path === '/index.html') {
+      return void response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(html);
+    }
+    if (path === '/demo.js') {
+      return void response.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-store' }).end(bundle);
+    }
+    response.writeHead(404, { 'content-type': 'text/plain' }).end('Not found');
+  });
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${host}:${port}/`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
