@@ -1,21 +1,23 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBridge } from '../scripts/build';
 import { rawRequest } from '../test-support/http-request';
 import { freePort } from '../test-support/listen';
 import { version } from '../package.json';
 
+let directory: string;
 let binary: string;
 let stateDirectory: string;
 
 beforeAll(async () => {
-  const directory = await mkdtemp(join(tmpdir(), 'faucet-bridge-bin-'));
+  directory = await mkdtemp(join(tmpdir(), 'faucet-bridge-bin-'));
   binary = await buildBridge(join(directory, 'faucet-bridge.mjs'));
   stateDirectory = join(directory, 'state');
 });
+afterAll(() => rm(directory, { recursive: true, force: true }));
 
 interface Child {
   stdout: string;
