@@ -255,6 +255,9 @@ begin
 
   select * into v_event from usage_events u where u.request_id = p_request_id;
   if found then
+    if v_event.end_user_id is distinct from p_end_user_id then
+      raise exception 'request id already booked for another end user' using errcode = '23505';
+    end if;
     return query select 'duplicate'::text, v_event.id, v_event.ledger_transaction_id, v_event.upstream_cost_usd,
       v_event.retail_usd, v_event.developer_revenue_usd, v_event.platform_share_usd, v_balance::numeric(20, 8),
       v_event.created_at;

@@ -5,10 +5,9 @@
  */
 import { FaucetError } from '../errors.ts';
 import { formatUsd, negateUsd, type Usd } from '../money/index.ts';
-import { requireUuid, type LedgerDatabase } from './database.ts';
-import { postTransaction } from './post-transaction.ts';
-import { queryRows } from './database.ts';
 import { sql } from 'drizzle-orm';
+import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
+import { postTransaction } from './post-transaction.ts';
 
 export const adjustmentKinds = ['adjustment', 'refund', 'chargeback'] as const;
 export type AdjustmentKind = (typeof adjustmentKinds)[number];
@@ -48,10 +47,15 @@ export interface AdjustWalletResult {
   replayed: boolean;
 }
 
-async function counterAccountId(db: LedgerDatabase, kind: AdjustmentKind): Promise<string> {
-  const [row] = await queryRows<{ id: string }>(db, sql`select faucet_system_wallet(${counterAccount[kind]}) as id`);
-  if (!row) throw new Error('counter-account missing');
-  return row.id;
+/** The counter-account of the adjustment; only user and developer wallets are adjusted this way. */
+async function counterAccountId(db: LedgerDatabase, walletId: string, kind: AdjustmentKind): Promise<string> {
+  const row = await queryOne<{ target_kind: string | null; counter_id: string }>(
+    db,
+    sql`select (select kind from wallets where id = ${walletId}::uuid) as target_kind,
+               faucet_system_wallet(${counterAccount[kind]}) as counter_id`,
+  );
+  if (row.target_kind !== 'user' && row.target_kind !== 'developer') throw new FaucetError('not_found', 'wallet not found');
+  return row.counter_id;
 }
 
 export async function adjustWallet(db: LedgerDatabase, input: AdjustWalletInput): Promise<AdjustWalletResult> {
@@ -69,7 +73,7 @@ export async function adjustWallet(db: LedgerDatabase, input: AdjustWalletInput)
     kind: input.kind,
     entries: [
       { walletId: input.walletId, amount: walletAmount },
-      { walletId: await counterAccountId(db, input.kind), amount: negateUsd(walletAmount) },
+      { walletId: await counterAccountId(db, input.walletId, input.kind), amount: negateUsd(walletAmount) },
     ],
     idempotencyKey: input.idempotencyKey ? `adjustment:${input.walletId}:${input.idempotencyKey}` : null,
     requestId: input.requestId,

@@ -5,6 +5,8 @@ import { queryRows, requireUuid, type LedgerDatabase } from './database.ts';
 
 export interface WalletBalance {
   walletId: string;
+  /** `user`, `developer`, or a system account. */
+  kind: string;
   currency: 'USD';
   balanceUsd: Usd;
   heldUsd: Usd;
@@ -13,6 +15,7 @@ export interface WalletBalance {
 
 interface Row {
   id: string;
+  kind: string;
   balance: string;
   held: string;
   available: string;
@@ -21,6 +24,7 @@ interface Row {
 function toBalance(row: Row): WalletBalance {
   return {
     walletId: row.id,
+    kind: row.kind,
     currency: 'USD',
     balanceUsd: parseDatabaseAmount(row.balance),
     heldUsd: parseDatabaseAmount(row.held),
@@ -28,23 +32,21 @@ function toBalance(row: Row): WalletBalance {
   };
 }
 
-/** The end user's wallet, created empty on first sight (a new user simply has nothing to spend). */
-export async function getUserWalletBalance(db: LedgerDatabase, endUserId: string): Promise<WalletBalance> {
+/** The end user's wallet (sessions create it with the end user), or null. */
+export async function getUserWalletBalance(db: LedgerDatabase, endUserId: string): Promise<WalletBalance | null> {
   const [row] = await queryRows<Row>(
     db,
-    sql`with wallet as (select id, balance from wallets where id = faucet_user_wallet(${requireUuid(endUserId, 'end user')}::uuid))
-        select id, balance::numeric(20, 8) as balance, faucet_held(id, null) as held,
+    sql`select id, kind, balance::numeric(20, 8) as balance, faucet_held(id, null) as held,
                greatest(balance - faucet_held(id, null), 0)::numeric(20, 8) as available
-        from wallet`,
+        from wallets where end_user_id = ${requireUuid(endUserId, 'end user')}::uuid`,
   );
-  if (!row) throw new Error('user wallet missing after creation');
-  return toBalance(row);
+  return row ? toBalance(row) : null;
 }
 
 export async function getWalletBalance(db: LedgerDatabase, walletId: string): Promise<WalletBalance | null> {
   const [row] = await queryRows<Row>(
     db,
-    sql`select id, balance::numeric(20, 8) as balance, faucet_held(id, null) as held,
+    sql`select id, kind, balance::numeric(20, 8) as balance, faucet_held(id, null) as held,
                greatest(balance - faucet_held(id, null), 0)::numeric(20, 8) as available
         from wallets where id = ${requireUuid(walletId, 'wallet')}::uuid`,
   );

@@ -5,10 +5,8 @@
 import { parseDatabaseAmount } from '../money/index.ts';
 import { defaultRatingSettings, type FeaturePricing, type RatingSettings } from './rate-usage.ts';
 
-export interface RatingEnv {
-  PLATFORM_MARKUP_BPS?: unknown;
-  PLATFORM_FEE_BPS?: unknown;
-}
+/** Worker bindings; reads `PLATFORM_MARKUP_BPS` and `PLATFORM_FEE_BPS` (basis points, as strings). */
+export type RatingEnv = { readonly [key: string]: unknown };
 
 function basisPoints(value: unknown, fallback: number, max: number): number {
   if (typeof value !== 'string' || !/^\d{1,6}$/.test(value)) return fallback;
