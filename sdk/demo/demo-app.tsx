@@ -17,7 +17,8 @@ body { margin: 0; background: #eef1f5; font-family: system-ui, sans-serif; color
 .demo header p { margin: 0; color: #5b6270; }
 .demo__model { display: flex; gap: 0.5rem; align-items: center; }
 .demo__model input { font: inherit; padding: 0.25rem 0.5rem; }
-.demo__grid { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(20rem, 1fr)); align-items: start; }
+.demo__grid { display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(22rem, 1fr)); align-items: start; }
+.demo__grid > .faucet-usage { grid-column: 1 / -1; }
 `;
 
 function DemoPage({ config }: { config: DemoConfig }) {

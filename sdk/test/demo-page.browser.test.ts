@@ -1,0 +1,92 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDemoServer, type DemoServer } from '../demo/serve.ts';
+import { launchChromium } from './chromium.ts';
+import { startFakeFaucet, type FakeFaucet } from './fake-faucet.ts';
+
+const repoRoot = join(import.meta.dirname, '..', '..');
+
+let backend: FakeFaucet;
+let demo: DemoServer;
+let browser: Browser;
+let page: Page;
+
+/** USD decimal string to integer units of 1e-8, to compare balances without floats. */
+const units = (usd: string) => BigInt(usd.replace(/ USD$/, '').replace('.', ''));
+
+async function balance(): Promise<string> {
+  const output = page.getByRole('region', { name: 'Usage' }).locator('.faucet-usage__balance');
+  await expect.poll(() => output.textContent()).toMatch(/^\d+\.\d{8} USD$/);
+  return (await output.textContent())!;
+}
+
+beforeAll(async () => {
+  backend = await startFakeFaucet();
+  demo = await startDemoServer({ port: 0, apiBaseUrl: backend.url, gatewayBaseUrl: backend.url, publicAppId: backend.publicAppId });
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.goto(demo.url);
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await demo?.close();
+  await backend?.close();
+});
+
+describe('demo page in Chromium', () => {
+  it('answers a chat message, streamed into the conversation', async () => {
+    const chat = page.getByRole('region', { name: 'Chat' });
+    await chat.getByLabel('Message', { exact: true }).fill('Hello from the browser');
+    await chat.getByLabel('Message', { exact: true }).press('Enter');
+    const answer = chat.locator('.faucet-chat__message--assistant[data-status="done"]');
+    await answer.waitFor();
+    expect(await answer.locator('.faucet-chat__content').textContent()).toContain('Hello from the browser');
+  });
+
+  it('shows the usage summary of a feature command', async () => {
+    const command = page.getByRole('region', { name: 'Feature command' });
+    await command.getByRole('button', { name: 'Run' }).click();
+    const summary = command.getByRole('definition');
+    await command.locator('.faucet-summary').waitFor();
+    expect(await command.locator('.faucet-summary__route-mode').textContent()).toBe('platform');
+    expect(await command.locator('.faucet-summary__request-id').textContent()).toMatch(/\S{8,}/);
+    expect(await command.locator('.faucet-summary__model').textContent()).toContain('echo');
+    expect(await command.locator('.faucet-summary__tokens').textContent()).toMatch(/^\d+ in \/ \d+ out/);
+    expect(await summary.count()).toBeGreaterThanOrEqual(4);
+  });
+
+  it('shows the balance going down after a paid call', async () => {
+    const before = await balance();
+    const chat = page.getByRole('region', { name: 'Chat' });
+    await chat.getByLabel('Message', { exact: true }).fill('One more, please');
+    await chat.getByRole('button', { name: 'Send' }).click();
+    await expect.poll(async () => units(await balance())).toBeLessThan(units(before));
+    expect(await page.getByRole('region', { name: 'Usage' }).locator('.faucet-usage__row').count()).toBeGreaterThan(0);
+  });
+
+  it('displays a server error with its code and request ID', async () => {
+    await page.getByLabel('Model', { exact: true }).fill('mock:no-such-model');
+    const chat = page.getByRole('region', { name: 'Chat' });
+    await chat.getByLabel('Message', { exact: true }).fill('This should fail');
+    await chat.getByLabel('Message', { exact: true }).press('Enter');
+    const alert = chat.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.textContent()).toMatch(/Request ID/);
+    expect(await alert.getAttribute('data-code')).toMatch(/^(invalid_request|not_found)$/);
+    await page.getByLabel('Model', { exact: true }).fill('mock:echo');
+  });
+
+  it('displays invalid JSON input as an error and does not run', async () => {
+    const command = page.getByRole('region', { name: 'Feature command' });
+    await command.getByLabel('Input (JSON)').fill('{"task": ');
+    const alert = command.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.getAttribute('data-code')).toBe('invalid_json');
+    expect(await command.getByRole('button', { name: 'Run' }).isDisabled()).toBe(true);
+    mkdirSync(join(repoRoot, 'test-results'), { recursive: true });
+    await page.screenshot({ path: join(repoRoot, 'test-results', 'sdk-demo-page.png'), fullPage: true });
+  });
+});
