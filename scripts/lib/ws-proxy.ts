@@ -5,7 +5,12 @@
  */
 import { createServer, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { createRequire } from 'node:module';
+import type { WebSocket, WebSocketServer as WebSocketServerType } from 'ws';
+
+// Loaded through require: under Vite (test global setup) a bare import of `ws` can resolve to its
+// browser stub, which has no server.
+const { WebSocketServer } = createRequire(import.meta.url)('ws') as { WebSocketServer: typeof WebSocketServerType };
 
 export interface WsProxy {
   port: number;

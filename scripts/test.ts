@@ -1,0 +1,21 @@
+/**
+ * `npm test`: every suite (Workers runtime, Node, browser). Installs Debian's Chromium first when the
+ * browser tests need it and this machine can (root with apt-get), since no browser is downloaded
+ * any other way here.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from './lib/stack.ts';
+
+const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+if (!existsSync(chromium) && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
+  console.log('faucet: installing Chromium from Debian for the browser tests…');
+  const quiet = { stdio: 'inherit' as const, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } };
+  spawnSync('apt-get', ['update', '-qq'], quiet);
+  spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], quiet);
+}
+
+const vitest = join(repoRoot, 'node_modules', 'vitest', 'vitest.mjs');
+const result = spawnSync(process.execPath, [vitest, 'run', ...process.argv.slice(2)], { cwd: repoRoot, stdio: 'inherit' });
+process.exit(result.status ?? 1);

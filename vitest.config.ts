@@ -1,0 +1,59 @@
+import { cloudflareTest } from '@cloudflare/vitest-plugin';
+import { defineConfig } from 'vitest/config';
+import { testSecrets } from './tests/setup/test-secrets.ts';
+
+/**
+ * Three kinds of tests (see README):
+ * - `workers`: every `*.test.ts` under workers/ (but `*.node.test.ts`), inside the Workers runtime,
+ *   against a real embedded PostgreSQL behind the WebSocket proxy; each file clones its own database.
+ * - `node`: the SDK, the bridge, scripts, pure logic (`*.node.test.ts`) and end-to-end tests against the
+ *   whole local stack started once by the global setup; `*.browser.test.ts` drive headless Chromium.
+ */
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        plugins: [
+          cloudflareTest(({ inject }) => ({
+            wrangler: { configPath: './wrangler.toml', environment: 'test' },
+            miniflare: {
+              bindings: {
+                // Explicit, so that a developer's own .dev.vars never leaks into the tests.
+                ...Object.fromEntries(Object.entries(testSecrets).filter(([key]) => key !== 'DEMO_DEVELOPER_KEY')),
+                DATABASE_WS_PROXY: inject('wsProxyAddress'),
+                TEST_DATABASE_ADMIN_URL: inject('databaseAdminUrl'),
+                TEST_DATABASE_URL_PREFIX: inject('databaseUrlPrefix'),
+              },
+            },
+          })),
+        ],
+        test: {
+          name: 'workers',
+          include: ['workers/**/*.test.ts'],
+          exclude: ['**/*.node.test.ts', '**/node_modules/**'],
+          globalSetup: ['tests/setup/workers-database.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'node',
+          environment: 'node',
+          include: [
+            'sdk/**/*.test.{ts,tsx}',
+            'bridge/**/*.test.ts',
+            'scripts/**/*.test.ts',
+            'tests/**/*.test.ts',
+            'drizzle/**/*.test.ts',
+            'workers/**/*.node.test.ts',
+          ],
+          exclude: ['**/node_modules/**', '**/dist/**'],
+          globalSetup: ['tests/setup/node-stack.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});

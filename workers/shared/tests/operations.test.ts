@@ -1,0 +1,233 @@
+import parsePrometheus from 'parse-prometheus-text-format';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createServiceApp } from '../app.ts';
+import { FaucetError } from '../errors.ts';
+import { adminToken, api, call, createTestEnv, gateway, type TestEnv } from '../../test/harness.ts';
+
+/** A service app like the real ones, with routes that fail on purpose. */
+function probeApp(service: 'api' | 'gateway' = 'api') {
+  const app = createServiceApp({
+    service,
+    title: 'probe',
+    version: '0',
+    rateLimit: {
+      maxRequestsSetting: 'API_RATE_LIMIT_MAX_REQUESTS',
+      windowMsSetting: 'API_RATE_LIMIT_WINDOW_MS',
+      defaultMaxRequests: 1200,
+      defaultWindowMs: 60_000,
+    },
+    defaultMaxBodyBytes: 1024,
+  });
+  app.get('/boom', () => {
+    throw new Error('database password is hunter2 at /srv/secret.ts:12');
+  });
+  app.get('/coded', () => {
+    throw new FaucetError('invalid_state', 'Payout is not approved');
+  });
+  app.post('/echo', async (c) => c.json(await c.req.json()));
+  app.get('/items/:id', (c) => c.json({ id: c.req.param('id') }));
+  return app;
+}
+
+let testEnv: TestEnv;
+beforeAll(async () => {
+  testEnv = await createTestEnv();
+});
+
+type Envelope = { error: { code: string; message: string; request_id: string } };
+
+describe('request IDs', () => {
+  it('keeps a safe caller-supplied x-request-id', async () => {
+    const response = await call(probeApp(), testEnv, '/nowhere', { headers: { 'x-request-id': 'client-abc_123:9' } });
+    expect(response.headers.get('x-request-id')).toBe('client-abc_123:9');
+    expect(((await response.json()) as Envelope).error.request_id).toBe('client-abc_123:9');
+  });
+
+  it.each(['has space', 'x'.repeat(129), '<script>', ''])('replaces an unsafe one (%j) with a generated ID', async (supplied) => {
+    const response = await call(probeApp(), testEnv, '/health', { headers: { 'x-request-id': supplied } });
+    expect(response.headers.get('x-request-id')).toMatch(/^req_[0-9a-f]{32}$/);
+  });
+
+  it('generates one for every response, success included', async () => {
+    const first = await call(probeApp(), testEnv, '/health');
+    const second = await call(probeApp(), testEnv, '/health');
+    expect(first.headers.get('x-request-id')).toMatch(/^req_/);
+    expect(first.headers.get('x-request-id')).not.toBe(second.headers.get('x-request-id'));
+  });
+});
+
+describe('error envelope', () => {
+  const expectEnvelope = async (response: Response, status: number, code: string) => {
+    expect(response.status).toBe(status);
+    expect(response.headers.get('content-type')).toContain('application/json');
+    const body = (await response.json()) as Envelope;
+    expect(Object.keys(body)).toEqual(['error']);
+    expect(body.error.code).toBe(code);
+    expect(body.error.request_id).toBe(response.headers.get('x-request-id'));
+    return body;
+  };
+
+  it('404 for an unknown route', async () => {
+    await expectEnvelope(await call(probeApp(), testEnv, '/v1/nothing'), 404, 'not_found');
+  });
+
+  it('400 for malformed JSON', async () => {
+    const response = await call(api(), testEnv, '/v1/sessions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"public_app_id": ',
+    });
+    await expectEnvelope(response, 400, 'invalid_request');
+  });
+
+  it('413 for an oversized body', async () => {
+    const response = await call(probeApp(), testEnv, '/echo', { json: { text: 'x'.repeat(4096) } });
+    await expectEnvelope(response, 413, 'payload_too_large');
+  });
+
+  it('413 on the real API for a body over its limit', async () => {
+    const response = await call(api(), testEnv, '/v1/sessions', {
+      json: { public_app_id: 'app_demo_local', external_user_id: 'x'.repeat(300 * 1024) },
+    });
+    await expectEnvelope(response, 413, 'payload_too_large');
+  });
+
+  it('500 without internals for an unexpected exception', async () => {
+    const body = await expectEnvelope(await call(probeApp(), testEnv, '/boom'), 500, 'internal_error');
+    expect(body.error.message).toBe('Internal error');
+    expect(JSON.stringify(body)).not.toMatch(/hunter2|secret\.ts|at /);
+  });
+
+  it('maps a coded error to its status', async () => {
+    await expectEnvelope(await call(probeApp(), testEnv, '/coded'), 409, 'invalid_state');
+  });
+
+  it('401 for a wrong or missing admin token', async () => {
+    await expectEnvelope(await call(api(), testEnv, '/v1/admin/reconciliation/ledger'), 401, 'unauthorized');
+    await expectEnvelope(
+      await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: `${adminToken}x` }),
+      401,
+      'unauthorized',
+    );
+  });
+});
+
+describe('rate limiting', () => {
+  it('answers 429 rate_limited with retry-after past the limit, counted per IP and route', async () => {
+    const limitedEnv = { ...testEnv, API_RATE_LIMIT_MAX_REQUESTS: '3', API_RATE_LIMIT_WINDOW_MS: '60000' };
+    const app = probeApp();
+    const from = (ip: string, path: string) => call(app, limitedEnv, path, { headers: { 'cf-connecting-ip': ip } });
+    const ip = `10.0.${Math.floor(Math.random() * 250)}.1`;
+    for (let index = 0; index < 3; index++) expect((await from(ip, '/items/a')).status).toBe(200);
+    const limited = await from(ip, '/items/b'); // same route pattern /items/:id
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(((await limited.json()) as Envelope).error.code).toBe('rate_limited');
+    // Another route and another IP have their own counters.
+    expect((await from(ip, '/nowhere')).status).toBe(404);
+    expect((await from(`${ip}0`, '/items/a')).status).toBe(200);
+  });
+
+  it('starts a new count when the window ends', async () => {
+    const limitedEnv = { ...testEnv, API_RATE_LIMIT_MAX_REQUESTS: '1', API_RATE_LIMIT_WINDOW_MS: '1000' };
+    const app = probeApp();
+    const ip = `10.1.${Math.floor(Math.random() * 250)}.2`;
+    const hit = () => call(app, limitedEnv, '/items/x', { headers: { 'cf-connecting-ip': ip } });
+    // Align to the start of a window so both hits fall in it.
+    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
+    expect((await hit()).status).toBe(200);
+    expect((await hit()).status).toBe(429);
+    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 20));
+    expect((await hit()).status).toBe(200);
+  });
+
+  it('is disabled by 0', async () => {
+    const openEnv = { ...testEnv, API_RATE_LIMIT_MAX_REQUESTS: '0' };
+    const app = probeApp();
+    for (let index = 0; index < 20; index++) {
+      expect((await call(app, openEnv, '/items/z', { headers: { 'cf-connecting-ip': '10.2.0.1' } })).status).toBe(200);
+    }
+  });
+
+  it('fails open when the limiter is unreachable', async () => {
+    const broken = {
+      ...testEnv,
+      API_RATE_LIMIT_MAX_REQUESTS: '1',
+      RATE_LIMITER: {
+        idFromName: () => ({}),
+        get: () => ({ hit: () => Promise.reject(new Error('durable object down')) }),
+      } as unknown as TestEnv['RATE_LIMITER'],
+    };
+    const app = probeApp();
+    for (let index = 0; index < 3; index++) expect((await call(app, broken, '/items/q')).status).toBe(200);
+  });
+});
+
+describe('metrics', () => {
+  it('exposes Prometheus text counting requests by route pattern, off the critical path', async () => {
+    const app = probeApp('gateway');
+    for (const id of ['1', '2', '3']) await call(app, testEnv, `/items/${id}`);
+    await call(app, testEnv, '/nowhere');
+    const response = await call(gateway(), testEnv, '/metrics');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/plain');
+    const text = await response.text();
+    const families = parsePrometheus(text) as Array<{
+      name: string;
+      type: string;
+      metrics: Array<{ labels: Record<string, string>; value: string }>;
+    }>;
+    const names = families.map((family) => family.name);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'service_http_requests_total',
+        'service_http_request_duration_ms_sum',
+        'service_rate_limited_total',
+      ]),
+    );
+    const requests = families.find((family) => family.name === 'service_http_requests_total')!;
+    const items = requests.metrics.find(
+      (metric) => metric.labels.route === '/items/:id' && metric.labels.service === 'gateway' && metric.labels.status === '200',
+    );
+    expect(items && Number(items.value)).toBe(3);
+    expect(requests.metrics.some((metric) => metric.labels.route === '/items/1')).toBe(false);
+    expect(requests.metrics.some((metric) => metric.labels.route === 'unmatched')).toBe(true);
+    // Only this service's series.
+    expect(requests.metrics.every((metric) => metric.labels.service === 'gateway')).toBe(true);
+  });
+
+  it('counts rate-limited requests', async () => {
+    const limitedEnv = { ...testEnv, API_RATE_LIMIT_MAX_REQUESTS: '1' };
+    const app = probeApp();
+    const ip = `10.3.${Math.floor(Math.random() * 250)}.3`;
+    await call(app, limitedEnv, '/items/r', { headers: { 'cf-connecting-ip': ip } });
+    await call(app, limitedEnv, '/items/r', { headers: { 'cf-connecting-ip': ip } });
+    const text = await (await call(api(), testEnv, '/metrics')).text();
+    expect(text).toMatch(/service_rate_limited_total\{service="api",method="GET",route="\/items\/:id"\} [1-9]/);
+  });
+});
+
+describe('health, readiness, OpenAPI', () => {
+  it('GET /health answers ok', async () => {
+    expect(await (await call(api(), testEnv, '/health')).json()).toEqual({ status: 'ok', service: 'api' });
+  });
+
+  it('GET /ready reports configuration without secrets', async () => {
+    const response = await call(gateway(), testEnv, '/ready');
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(JSON.parse(text).checks.database_configured).toBe(true);
+    for (const secret of [testEnv.ADMIN_TOKEN, testEnv.SESSION_HASH_SECRET, testEnv.DATABASE_URL]) {
+      expect(text).not.toContain(secret);
+    }
+  });
+
+  it('serves an OpenAPI 3.1 document for the API and the gateway', async () => {
+    for (const app of [api(), gateway()]) {
+      const document = (await (await call(app, testEnv, '/openapi.json')).json()) as { openapi: string; paths: object };
+      expect(document.openapi).toBe('3.1.0');
+    }
+    const apiDocument = (await (await call(api(), testEnv, '/openapi.json')).json()) as { paths: Record<string, unknown> };
+    expect(apiDocument.paths['/v1/sessions']).toBeDefined();
+  });
+});
