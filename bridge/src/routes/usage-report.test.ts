@@ -45,6 +45,8 @@ describe('POST /usage/report', () => {
     ['a raw user ID instead of its hash', { user_id_hash: 'user-42' }],
     ['an unsafe request ID', { request_id: 'a b/c' }],
     ['a timestamp that is not ISO-8601', { occurred_at: 'yesterday' }],
+    ['a model name with control characters', { model: 'llama\n3' }],
+    ['a token count beyond 32 bits', { input_tokens: 2 ** 31 }],
   ])('refuses %s', async (_label, overrides) => {
     bridge = await startTestBridge();
     const answer = await post(usageReport(overrides));
