@@ -76,7 +76,7 @@ export async function startFakeFaucet(options: { sessionTtlSeconds?: number } = 
     if (request.method === 'POST' && path === '/v1/sessions') {
       const body = JSON.parse(request.body) as { public_app_id?: string };
       if (body.public_app_id !== publicAppId) return sendError(response, 404, 'not_found', requestId);
-      const token = `fvs_fake_${sessions.length + 1}`;
+      const token = `fvs_fakesession${String(sessions.length + 1).padStart(8, '0')}`;
       sessions.push(token);
       valid.set(token, Date.now() + ttlMs);
       return sendJson(response, 201, { session_token: token, token_type: 'Bearer', expires_at: new Date(Date.now() + ttlMs).toISOString() });

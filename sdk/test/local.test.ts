@@ -30,7 +30,7 @@ describe('local route', () => {
     expect(faucet!.requestsTo('/v1/chat/completions')).toHaveLength(0);
     expect(answer.faucet).toMatchObject({ route_mode: 'local', provider: 'ollama', model: 'llama3.2:1b', input_tokens: 11, output_tokens: 7, estimated: false, usage_report_status: 'accepted' });
     const [report] = reportsReceived(bridge!);
-    expect(report!.headers.authorization).toBe('Bearer fvs_fake_1');
+    expect(report!.headers.authorization).toBe('Bearer fvs_fakesession00000001');
     expect(JSON.parse(report!.body)).toEqual({
       request_id: answer.faucet.request_id,
       public_app_id: 'app_fake_demo',

@@ -25,8 +25,8 @@ describe('sessions', () => {
     const client = clientFor(faucet.url);
     await Promise.all([client.chat({ feature: 'chat', input: 'a' }), client.getWallet(), client.listUsage()]);
     await client.chat({ feature: 'chat', input: 'b' });
-    expect(faucet.sessions).toEqual(['fvs_fake_1']);
-    expect(new Set(chatTokens(faucet))).toEqual(new Set(['Bearer fvs_fake_1']));
+    expect(faucet.sessions).toEqual(['fvs_fakesession00000001']);
+    expect(new Set(chatTokens(faucet))).toEqual(new Set(['Bearer fvs_fakesession00000001']));
   });
 
   it('are renewed before they expire, without waiting for a 401', async () => {
@@ -36,8 +36,8 @@ describe('sessions', () => {
     await client.chat({ feature: 'chat', input: 'a' });
     now += 590_000; // inside the last fifth of the token's life
     await client.chat({ feature: 'chat', input: 'b' });
-    expect(faucet.sessions).toEqual(['fvs_fake_1', 'fvs_fake_2']);
-    expect(chatTokens(faucet)).toEqual(['Bearer fvs_fake_1', 'Bearer fvs_fake_2']);
+    expect(faucet.sessions).toEqual(['fvs_fakesession00000001', 'fvs_fakesession00000002']);
+    expect(chatTokens(faucet)).toEqual(['Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000002']);
     expect(faucet.requestsTo('/v1/chat/completions')).toHaveLength(2);
   });
 
@@ -48,7 +48,7 @@ describe('sessions', () => {
     faucet.expireAllSessions();
     const answer = await client.chat({ feature: 'chat', input: 'b' });
     expect(answer.choices[0]!.message.content).toBe('echo: b');
-    expect(chatTokens(faucet)).toEqual(['Bearer fvs_fake_1', 'Bearer fvs_fake_1', 'Bearer fvs_fake_2']);
+    expect(chatTokens(faucet)).toEqual(['Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000002']);
   });
 
   it('are renewed only once per call: a second 401 is thrown', async () => {
@@ -61,6 +61,6 @@ describe('sessions', () => {
   it('can be created explicitly', async () => {
     faucet = await startFakeFaucet();
     const session = await clientFor(faucet.url).createSession();
-    expect(session).toMatchObject({ session_token: 'fvs_fake_1', token_type: 'Bearer' });
+    expect(session).toMatchObject({ session_token: 'fvs_fakesession00000001', token_type: 'Bearer' });
   });
 });

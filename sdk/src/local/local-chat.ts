@@ -1,4 +1,4 @@
-import { FaucetError } from '../errors.ts';
+import { FaucetError, errorFromStreamEvent } from '../errors.ts';
 import { newRequestId } from '../ids.ts';
 import { completionText, toMessages } from '../messages.ts';
 import { readSseData } from '../http/sse.ts';
@@ -16,25 +16,56 @@ export interface LocalChatConfig extends BridgeConfig, ReportDeliveryConfig {
 
 const providerKinds = new Set(['ollama', 'lmstudio', 'llamacpp', 'openai_compatible']);
 
+/** What the bridge says about the call it proxied (its answer carries a `faucet` object like the gateway's). */
+interface BridgeFacts {
+  provider?: string;
+  model?: string;
+  counts?: Counts;
+}
+
+function bridgeFacts(value: unknown): BridgeFacts {
+  const faucet = value as { provider?: unknown; model?: unknown; input_tokens?: unknown; output_tokens?: unknown; estimated?: unknown } | undefined;
+  if (typeof faucet !== 'object' || faucet === null) return {};
+  const facts: BridgeFacts = {};
+  if (typeof faucet.provider === 'string') facts.provider = faucet.provider;
+  if (typeof faucet.model === 'string') facts.model = faucet.model;
+  if (isCount(faucet.input_tokens) && isCount(faucet.output_tokens) && typeof faucet.estimated === 'boolean') {
+    facts.counts = { input_tokens: faucet.input_tokens, output_tokens: faucet.output_tokens, estimated: faucet.estimated };
+  }
+  return facts;
+}
+
+function isCount(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 0;
+}
+
+/** The model id to send: the caller's (an explicit `ollama:` style prefix is dropped), or the bridge's first model. */
+async function chooseModel(config: LocalChatConfig, requested: string | undefined, signal?: AbortSignal): Promise<{ model: string; provider?: string }> {
+  if (requested === undefined) {
+    const first = (await listModels(config, signal))[0];
+    if (!first) throw new FaucetError('invalid_request', 'The local model server offers no models');
+    return { model: first.id, provider: first.provider };
+  }
+  const colon = requested.indexOf(':');
+  const prefix = requested.slice(0, colon);
+  if (colon > 0 && providerKinds.has(prefix)) return { model: requested.slice(colon + 1), provider: prefix };
+  return { model: requested };
+}
+
+/** The provider for the report when the bridge did not name it: from the bridge's model list. */
+async function providerOf(config: LocalChatConfig, model: string): Promise<string> {
+  const models = await listModels(config).catch(() => []);
+  return models.find((entry) => entry.id === model)?.provider ?? models[0]?.provider ?? 'openai_compatible';
+}
+
 interface ResolvedModel {
   provider: string;
   model: string;
 }
 
-/** The bridge's model id and its provider: from the bridge's list, or an explicit `provider:` prefix. */
-async function resolveModel(config: LocalChatConfig, requested: string | undefined, signal?: AbortSignal): Promise<ResolvedModel> {
-  const models = await listModels(config, signal);
-  if (requested === undefined) {
-    const first = models[0];
-    if (!first) throw new FaucetError('invalid_request', 'The local model server offers no models');
-    return { provider: first.provider, model: first.id };
-  }
-  const listed = models.find((entry) => entry.id === requested);
-  if (listed) return { provider: listed.provider, model: listed.id };
-  const colon = requested.indexOf(':');
-  const prefix = requested.slice(0, colon);
-  if (colon > 0 && providerKinds.has(prefix)) return { provider: prefix, model: requested.slice(colon + 1) };
-  return { provider: models[0]?.provider ?? 'openai_compatible', model: requested };
+async function resolveFacts(config: LocalChatConfig, chosen: { model: string; provider?: string }, facts: BridgeFacts): Promise<ResolvedModel> {
+  const model = facts.model ?? chosen.model;
+  return { model, provider: facts.provider ?? chosen.provider ?? (await providerOf(config, model)) };
 }
 
 function bridgeBody(messages: ChatMessage[], model: string, options: ChatOptions, stream: boolean): Record<string, unknown> {
@@ -80,29 +111,30 @@ async function finishLocalCall(config: LocalChatConfig, requestId: string, resol
 /** A chat answered by the local model server through the bridge; the cloud only ever sees the usage report. */
 export async function localChat(config: LocalChatConfig, options: ChatOptions): Promise<ChatCompletion> {
   const messages = toMessages(options.input);
-  const resolved = await resolveModel(config, options.model, options.signal);
+  const chosen = await chooseModel(config, options.model, options.signal);
   const requestId = newRequestId('loc_');
-  let completion: Omit<ChatCompletion, 'faucet'>;
+  let completion: Omit<ChatCompletion, 'faucet'> & { faucet?: unknown };
   try {
     completion = await requestJson(config.transport, {
       method: 'POST',
       url: `${config.bridgeUrl}/v1/chat/completions`,
       headers: { 'x-request-id': requestId },
-      body: bridgeBody(messages, resolved.model, options, false),
+      body: bridgeBody(messages, chosen.model, options, false),
       signal: options.signal,
       what: 'Local chat request',
     });
   } catch (thrown) {
     throw asBridgeError(thrown, config.bridgeUrl);
   }
-  const counts = countTokens(completion?.usage, messages, completionText(completion));
-  const faucet = await finishLocalCall(config, requestId, resolved, counts, options.feature);
+  const facts = bridgeFacts(completion?.faucet);
+  const counts = facts.counts ?? countTokens(completion?.usage, messages, completionText(completion));
+  const faucet = await finishLocalCall(config, requestId, await resolveFacts(config, chosen, facts), counts, options.feature);
   return { ...completion, faucet };
 }
 
 export async function* localChatStream(config: LocalChatConfig, options: ChatOptions): AsyncGenerator<ChatStreamPart> {
   const messages = toMessages(options.input);
-  const resolved = await resolveModel(config, options.model, options.signal);
+  const chosen = await chooseModel(config, options.model, options.signal);
   const requestId = newRequestId('loc_');
   let opened;
   try {
@@ -110,7 +142,7 @@ export async function* localChatStream(config: LocalChatConfig, options: ChatOpt
       method: 'POST',
       url: `${config.bridgeUrl}/v1/chat/completions`,
       headers: { 'x-request-id': requestId },
-      body: bridgeBody(messages, resolved.model, options, true),
+      body: bridgeBody(messages, chosen.model, options, true),
       signal: options.signal,
       what: 'Local chat stream',
     });
@@ -124,8 +156,14 @@ export async function* localChatStream(config: LocalChatConfig, options: ChatOpt
   }
   let answer = '';
   let usage: { prompt_tokens?: number; completion_tokens?: number } | undefined;
+  let facts: BridgeFacts = {};
   for await (const data of readSseData(response.body, deadline, config.transport.streamIdleTimeoutMs, 'Local chat stream')) {
     const event = parseEvent(data) as ReturnType<typeof parseEvent> & { usage?: typeof usage };
+    if (event.error) throw errorFromStreamEvent(event.error);
+    if (event.object === 'faucet.usage') {
+      facts = bridgeFacts(event.faucet);
+      continue;
+    }
     if (event.usage) usage = event.usage;
     const delta = event.choices?.[0]?.delta?.content;
     if (typeof delta === 'string' && delta !== '') {
@@ -133,6 +171,7 @@ export async function* localChatStream(config: LocalChatConfig, options: ChatOpt
       yield { type: 'delta', delta };
     }
   }
-  const faucet = await finishLocalCall(config, requestId, resolved, countTokens(usage, messages, answer), options.feature);
+  const counts = facts.counts ?? countTokens(usage, messages, answer);
+  const faucet = await finishLocalCall(config, requestId, await resolveFacts(config, chosen, facts), counts, options.feature);
   yield { type: 'metadata', faucet };
 }
