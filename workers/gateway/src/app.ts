@@ -1,7 +1,9 @@
 import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
+import { defaultGatewayDependencies, type GatewayDependencies } from './gateway-dependencies.ts';
+import { registerChatCompletions } from './routes/chat-completions.ts';
 
 /** The OpenAI-compatible gateway: routing, metering, rating and booking of model calls. */
-export function createGatewayApp(): ServiceApp {
+export function createGatewayApp(dependencies: Partial<GatewayDependencies> = {}): ServiceApp {
   const app = createServiceApp({
     service: 'gateway',
     title: 'Faucet gateway',
@@ -14,5 +16,6 @@ export function createGatewayApp(): ServiceApp {
     },
     defaultMaxBodyBytes: 2 * 1024 * 1024,
   });
+  registerChatCompletions(app, { ...defaultGatewayDependencies, ...dependencies });
   return app;
 }

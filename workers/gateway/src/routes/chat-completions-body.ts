@@ -1,0 +1,17 @@
+/** The gateway's request body: an OpenAI chat request plus Faucet's `feature` and `route_mode`. */
+import { z } from 'zod';
+import { chatRequestSchema } from '../openai/chat-schemas.ts';
+
+export const requestedRouteModes = ['platform', 'developer_key', 'byok', 'local'] as const;
+export type RequestedRouteMode = (typeof requestedRouteModes)[number];
+
+export const chatCompletionsBodySchema = chatRequestSchema.extend({
+  model: z
+    .string()
+    .max(256)
+    .regex(/^[a-z0-9][a-z0-9_-]*:[^\s]+$/, 'must be "provider:model", e.g. "mock:echo" or "openai:gpt-4o-mini"'),
+  feature: z.string().min(1).max(128),
+  route_mode: z.enum(requestedRouteModes).optional(),
+});
+
+export type ChatCompletionsBody = z.infer<typeof chatCompletionsBodySchema>;

@@ -1,0 +1,135 @@
+/**
+ * Everything the gateway must know before it calls an upstream, in one statement (one database
+ * round trip): the session (unknown or expired → no row), the feature of the session's app, the
+ * stored keys the route may use, the route (DESIGN §6), a check that the request id was never
+ * booked, and — on the platform route only — the hold of the worst-case cost, which also claims
+ * the request id (`balance_holds.request_id` is unique).
+ */
+import { sql } from 'drizzle-orm';
+import type { Env } from '../../../shared/env.ts';
+import { FaucetError } from '../../../shared/errors.ts';
+import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
+import { formatUsd, type Usd } from '../../../shared/money/index.ts';
+import { featurePricingFromRow, type FeaturePricing } from '../../../shared/rating/index.ts';
+import type { ProviderCredential } from '../providers/provider.ts';
+import type { RequestedRouteMode } from '../routes/chat-completions-body.ts';
+import { platformPoolCredential, type CredentialLookup, type StoredCredentialKind } from './credential-lookup.ts';
+import type { ModelReference } from './parse-model.ts';
+
+export const holdTtlSeconds = 300;
+
+export interface AuthorizeInput {
+  tokenHash: string;
+  featureKey: string;
+  requestId: string;
+  requestedRoute: Exclude<RequestedRouteMode, 'local'> | undefined;
+  reference: ModelReference;
+  /** The platform route's worst-case retail cost; null when the catalog has no price for the model. */
+  holdAmount: Usd | null;
+}
+
+export interface CallPlan {
+  appId: string;
+  endUserId: string;
+  developerShareBps: number;
+  featureKey: string;
+  featurePricing: FeaturePricing;
+  routeMode: 'platform' | StoredCredentialKind;
+  credential: ProviderCredential;
+  providerCredentialId: string | null;
+  /** True when a hold was reserved (platform route): it must be settled or released. */
+  held: boolean;
+}
+
+interface AuthorizeRow {
+  app_id: string;
+  end_user_id: string;
+  developer_share_bps: number;
+  feature_key: string | null;
+  developer_price_per_mtok_usd: string | null;
+  open_fee_usd: string | null;
+  credential_kind: StoredCredentialKind | null;
+  credential_id: string | null;
+  sealed: Record<string, unknown> | null;
+  already_booked: boolean;
+  hold_outcome: 'reserved' | 'duplicate' | 'insufficient_balance' | null;
+}
+
+const noCandidates = sql`select null::text as kind, null::uuid as credential_id, null::jsonb as sealed where false`;
+
+export async function authorizeCall(db: LedgerDatabase, env: Env, lookup: CredentialLookup, input: AuthorizeInput): Promise<CallPlan> {
+  const pool = platformPoolCredential(env, input.reference);
+  const requested = input.requestedRoute ?? null;
+  const platformReady = pool !== null && input.holdAmount !== null;
+  const { rows } = await db.execute(sql`
+    with session as (
+      select s.app_id, s.end_user_id, a.developer_id, a.developer_share_bps
+        from virtual_sessions s join apps a on a.id = s.app_id
+       where s.token_hash = ${input.tokenHash} and s.expires_at > now()
+    ),
+    feature as (
+      select f.feature_key, f.route_policy, f.developer_price_per_mtok_usd::text, f.open_fee_usd::text
+        from app_features f join session on f.app_id = session.app_id
+       where f.feature_key = ${input.featureKey}
+    ),
+    candidates as (${lookup.candidatesSql(input.reference.provider) ?? noCandidates}),
+    chosen as (
+      select c.kind, c.credential_id, c.sealed from candidates c cross join feature f
+       where (c.kind = 'byok' and (${requested}::text = 'byok' or (${requested}::text is null and f.route_policy = 'byok_first')))
+          or (c.kind = 'developer_key' and (${requested}::text is null or ${requested}::text = 'developer_key'))
+       order by case c.kind when 'byok' then 0 else 1 end
+       limit 1
+    ),
+    booked as (select exists (select 1 from usage_events u where u.request_id = ${input.requestId}) as already_booked)
+    select session.app_id, session.end_user_id, session.developer_share_bps,
+           feature.feature_key, feature.developer_price_per_mtok_usd, feature.open_fee_usd,
+           chosen.kind as credential_kind, chosen.credential_id, chosen.sealed, booked.already_booked,
+           case when feature.feature_key is not null and chosen.kind is null and not booked.already_booked
+                     and (${requested}::text is null or ${requested}::text = 'platform') and ${platformReady}::boolean
+                then (select h.outcome from faucet_reserve_hold(session.end_user_id, ${input.requestId},
+                        ${input.holdAmount === null ? '0' : formatUsd(input.holdAmount)}::numeric, ${holdTtlSeconds}::integer) h)
+           end as hold_outcome
+      from session cross join booked left join feature on true left join chosen on true`);
+
+  const row = rows[0] as AuthorizeRow | undefined;
+  if (row === undefined) throw new FaucetError('unauthorized', 'Session is unknown or expired');
+  if (row.feature_key === null) throw new FaucetError('invalid_request', `This app has no feature "${input.featureKey}".`);
+  if (row.already_booked) throw new FaucetError('conflict', 'This request id was already used for a call; send a new x-request-id.');
+
+  const base = {
+    appId: row.app_id,
+    endUserId: row.end_user_id,
+    developerShareBps: row.developer_share_bps,
+    featureKey: row.feature_key,
+    featurePricing: featurePricingFromRow({ developerPricePerMtokUsd: row.developer_price_per_mtok_usd, openFeeUsd: row.open_fee_usd }),
+  };
+
+  if (row.credential_kind !== null && row.credential_id !== null) {
+    const credential = await lookup.open(
+      { kind: row.credential_kind, credentialId: row.credential_id, sealed: row.sealed ?? {} },
+      env,
+      input.reference,
+    );
+    return { ...base, routeMode: row.credential_kind, credential, providerCredentialId: row.credential_id, held: false };
+  }
+  if (requested === 'byok' || requested === 'developer_key') {
+    const what = requested === 'byok' ? 'BYOK key of yours' : "key of the app's developer";
+    throw new FaucetError('invalid_request', `route_mode "${requested}" needs an active ${what} for provider "${input.reference.provider}", and there is none.`);
+  }
+  if (input.holdAmount === null) {
+    throw new FaucetError('invalid_request', `Model "${input.reference.provider}:${input.reference.model}" has no platform price; it cannot be used on the platform route.`);
+  }
+  if (pool === null) {
+    throw new FaucetError('invalid_request', `The platform has no key for provider "${input.reference.provider}"; this model is not available on the platform route.`);
+  }
+  switch (row.hold_outcome) {
+    case 'reserved':
+      return { ...base, routeMode: 'platform', credential: pool, providerCredentialId: null, held: true };
+    case 'insufficient_balance':
+      throw new FaucetError('insufficient_balance', 'The available balance does not cover the worst-case cost of this call.');
+    case 'duplicate':
+      throw new FaucetError('conflict', 'This request id is already in use by another call; send a new x-request-id.');
+    default:
+      throw new FaucetError('internal_error', 'The hold was not placed');
+  }
+}
