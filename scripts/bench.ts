@@ -1,0 +1,43 @@
+/**
+ * `npm run bench`: prints the figures the issues ask for — worker bundle sizes, ledger bookings per
+ * second, gateway overhead, SDK size. Each part runs against the embedded PostgreSQL / local stack it
+ * starts itself. `npm run bench -- ledger` runs one part.
+ */
+import { measureWorkerBundles } from './bench/bundle-size.ts';
+
+const parts: Record<string, () => Promise<void>> = {
+  bundles: async () => {
+    console.log('\n== Worker bundles (wrangler deploy --dry-run) ==');
+    for (const size of measureWorkerBundles()) {
+      console.log(`${size.worker.padEnd(8)} ${(size.bytes / 1024).toFixed(1)} KiB, gzip ${(size.gzipBytes / 1024).toFixed(1)} KiB`);
+    }
+  },
+  ledger: async () => {
+    console.log('\n== Ledger ==');
+    const { runLedgerBench } = await import('./bench/ledger.ts');
+    await runLedgerBench();
+  },
+  gateway: async () => {
+    console.log('\n== Gateway ==');
+    const { runGatewayBench } = await import('./bench/gateway.ts');
+    await runGatewayBench();
+  },
+  sdk: async () => {
+    console.log('\n== SDK size (minified + gzip) ==');
+    const { measureSdkSize } = await import('../sdk/scripts/size.ts');
+    const size = await measureSdkSize();
+    console.log(`core   ${size.coreMinGzipBytes} bytes\nreact  ${size.reactMinGzipBytes} bytes`);
+  },
+};
+
+const selected = process.argv.slice(2).filter((name) => name in parts);
+let failed = false;
+for (const name of selected.length ? selected : Object.keys(parts)) {
+  try {
+    await parts[name]!();
+  } catch (error) {
+    failed = true;
+    console.error(`bench ${name} failed: ${(error as Error).message}`);
+  }
+}
+process.exit(failed ? 1 : 0);
