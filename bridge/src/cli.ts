@@ -23,7 +23,8 @@ async function main(): Promise<number | undefined> {
   let bridge: RunningBridge | undefined;
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) return;
+    // A second Ctrl+C means "now": skip the grace period.
+    if (stopping) process.exit(1);
     stopping = true;
     log.info('stopping', { signal });
     void (bridge?.close() ?? Promise.resolve()).then(() => {

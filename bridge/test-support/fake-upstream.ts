@@ -6,6 +6,10 @@ export interface FakeUpstreamOptions {
   reportUsage?: boolean;
   /** Cut the SSE stream after the first chunk without [DONE]. */
   breakStream?: boolean;
+  /** Never answer chat requests. */
+  hang?: boolean;
+  /** Stream the first chunk, then wait this long before the rest. */
+  pauseMidStreamMs?: number;
 }
 
 export interface FakeUpstream extends Listening {
@@ -43,6 +47,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       response.end(JSON.stringify({ error: { message: `model "${body.model}" not found, try pulling it first` } }));
       return;
     }
+    if (options.hang) return;
     const usage = { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 };
     if (!body.stream) {
       response.writeHead(200, { 'content-type': 'application/json' });
@@ -65,6 +70,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       return;
     }
     response.write(chunk({ role: 'assistant', content: 'Hello ' }));
+    if (options.pauseMidStreamMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMidStreamMs));
     response.write(chunk({ content: 'from the fake.' }));
     if (reportUsage && body.stream_options?.include_usage) {
       response.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', model: body.model, choices: [], usage })}\n\n`);

@@ -72,7 +72,12 @@ export class OutboxStore {
   async listDead(): Promise<DeadLetter[]> {
     const letters: DeadLetter[] = [];
     for (const name of await readdir(this.deadDirectory)) {
-      if (name.endsWith('.json')) letters.push(JSON.parse(await readFile(join(this.deadDirectory, name), 'utf8')) as DeadLetter);
+      if (!name.endsWith('.json')) continue;
+      try {
+        letters.push(JSON.parse(await readFile(join(this.deadDirectory, name), 'utf8')) as DeadLetter);
+      } catch {
+        // Unreadable dead letters are left for a human; they must not break diagnostics.
+      }
     }
     return letters;
   }

@@ -104,6 +104,24 @@ describe('POST /v1/chat/completions', () => {
     expect(error.request_id).toBe(answer.headers['x-request-id']);
   });
 
+  it('answers 504 when the upstream sends no response headers in time', async () => {
+    const upstream = await startFakeUpstream({ hang: true });
+    const bridge = await startTestBridge({ upstream: parseUpstreamUrl(upstream.url), upstreamTimeoutMs: 100 });
+    cleanup.push(upstream.close, () => bridge.close());
+    const answer = await chat(bridge, { model: 'm', messages: [{ role: 'user', content: 'Hi' }] });
+    expect(answer.status).toBe(504);
+    expect(answer.json().error.code).toBe('upstream_timeout');
+  });
+
+  it('does not cut a stream that outlasts the header timeout', async () => {
+    const upstream = await startFakeUpstream({ pauseMidStreamMs: 300 });
+    const bridge = await startTestBridge({ upstream: parseUpstreamUrl(upstream.url), upstreamTimeoutMs: 100 });
+    cleanup.push(upstream.close, () => bridge.close());
+    const answer = await chat(bridge, { model: 'm', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    expect(answer.text).not.toContain('"error"');
+    expect(answer.text.trim().endsWith('data: [DONE]')).toBe(true);
+  });
+
   it("passes an upstream's model-not-found on as not_found with its message", async () => {
     const { bridge } = await bridgeWithUpstream();
     const answer = await chat(bridge, { model: 'missing-model', messages: [{ role: 'user', content: 'Hi' }] });

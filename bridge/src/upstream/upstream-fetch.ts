@@ -15,18 +15,29 @@ export interface UpstreamFetchOptions {
  * tells a desktop user what to do; the caller's own Authorization header is never passed on.
  */
 export async function upstreamFetch(upstream: Upstream, path: string, options: UpstreamFetchOptions): Promise<Response> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
-  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  // The timeout covers the wait for headers only: a long generation must not be cut off mid-stream.
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, options.timeoutMs);
+  const forwardAbort = () => controller.abort();
+  if (options.signal?.aborted) controller.abort();
+  options.signal?.addEventListener('abort', forwardAbort, { once: true });
+
   const headers: Record<string, string> = { accept: 'application/json, text/event-stream' };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   try {
-    return await fetch(`${upstream.url}${path}`, { method: options.method ?? 'GET', headers, body: options.body, signal });
+    return await fetch(`${upstream.url}${path}`, { method: options.method ?? 'GET', headers, body: options.body, signal: controller.signal });
   } catch (error) {
-    if (timeout.aborted) {
+    if (timedOut) {
       throw new FaucetError('upstream_timeout', `The local model server at ${upstream.url} did not answer within ${options.timeoutMs} ms.`);
     }
     throw new FaucetError('upstream_error', unreachableMessage(upstream, error), { cause: error });
+  } finally {
+    clearTimeout(timer);
   }
 }
 
