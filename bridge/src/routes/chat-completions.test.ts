@@ -63,9 +63,11 @@ describe('POST /v1/chat/completions', () => {
     const events = answer.text.trim().split('\n\n');
     expect(events.at(-1)).toBe('data: [DONE]');
     const usageEvent = JSON.parse(events.at(-2)!.slice('data: '.length));
-    expect(usageEvent).toEqual({
+    expect(usageEvent).toMatchObject({
       object: 'faucet.usage',
-      faucet: expect.objectContaining({ route_mode: 'local', input_tokens: 11, output_tokens: 5, estimated: false }),
+      choices: [],
+      model: 'llama3.2:3b',
+      faucet: { route_mode: 'local', provider: 'ollama', model: 'llama3.2:3b', input_tokens: 11, output_tokens: 5, estimated: false },
     });
     const deltas = events
       .slice(0, -2)

@@ -4,14 +4,15 @@ import { SseUsageTap } from './sse-usage-tap';
 
 /**
  * Passes the upstream's SSE events through as they complete. Right before `data: [DONE]` (or at
- * the end, if the server sends none) it adds `{"object":"faucet.usage","faucet":{…}}`, like the
- * gateway's stream. A stream cut short ends with an error event in the envelope's shape.
+ * the end, if the server sends none) it adds `{"object":"faucet.usage","choices":[],"faucet":{…}}`,
+ * shaped like the gateway's (empty `choices`, so OpenAI clients that read `choices[0]?.delta`
+ * step over it). A stream cut short ends with an error event in the envelope's shape.
  */
 export async function pipeEventStream(
   answer: Response,
   response: ServerResponse,
   requestId: string,
-  usageOf: (tap: SseUsageTap) => unknown,
+  usageOf: (tap: SseUsageTap) => { model: string },
 ): Promise<void> {
   response.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -19,7 +20,11 @@ export async function pipeEventStream(
     'x-accel-buffering': 'no',
   });
   const tap = new SseUsageTap();
-  const usageEvent = () => `data: ${JSON.stringify({ object: 'faucet.usage', faucet: usageOf(tap) })}\n\n`;
+  const usageEvent = () => {
+    const faucet = usageOf(tap);
+    const event = { id: requestId, object: 'faucet.usage', created: Math.floor(Date.now() / 1000), model: faucet.model, choices: [], faucet };
+    return `data: ${JSON.stringify(event)}\n\n`;
+  };
   const write = (events: Array<{ raw: string; done: boolean }>) => {
     for (const event of events) response.write(event.done ? usageEvent() + event.raw : event.raw);
   };
