@@ -1,0 +1,228 @@
+import { sql as drizzleSql } from 'drizzle-orm';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion } from '../../test/fake-upstream.ts';
+import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
+import type { CredentialLookup } from '../routing/credential-lookup.ts';
+import type { FetchFunction } from '../upstream/outbound-fetch.ts';
+
+let testEnv: TestEnv;
+beforeAll(async () => {
+  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', UPSTREAM_TIMEOUT_MS: '50' });
+});
+
+const hello = { model: 'mock:echo', feature: 'chat', messages: [userMessage('hello')] };
+
+async function errorOf(response: Response) {
+  const body = (await response.json()) as { error: { code: string; message: string; request_id: string } };
+  expect(body.error.request_id).toBe(response.headers.get('x-request-id'));
+  return { status: response.status, ...body.error };
+}
+
+/** An upstream that must not be reached. */
+function forbiddenUpstream() {
+  return fakeUpstream(() => {
+    throw new Error('the upstream must not be called');
+  });
+}
+
+describe('authentication', () => {
+  it.each([
+    ['no Authorization header', undefined],
+    ['a token of the wrong shape', 'not-a-session-token'],
+    ['an unknown session token', `fvs_${'A'.repeat(43)}`],
+  ])('refuses %s with 401 unauthorized', async (_case, token) => {
+    const upstream = forbiddenUpstream();
+    const response = await call(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, '/v1/chat/completions', {
+      json: hello,
+      ...(token ? { token } : {}),
+    });
+    expect(await errorOf(response)).toMatchObject({ status: 401, code: 'unauthorized' });
+    expect(upstream.requests).toEqual([]);
+  });
+
+  it('refuses an expired session with 401 and places no hold', async () => {
+    const session = await fundedSession(testEnv);
+    await sql(testEnv, `update virtual_sessions set expires_at = now() - interval '1 second' where end_user_id = $1`, [session.endUserId]);
+    const requestId = newRequestId();
+    const response = await chat(gatewayWith(), testEnv, session.token, hello, requestId);
+    expect(await errorOf(response)).toMatchObject({ status: 401, code: 'unauthorized' });
+    expect(await holdStatus(testEnv, requestId)).toBeUndefined();
+  });
+});
+
+describe('request validation', () => {
+  it.each([
+    ['no model', { feature: 'chat', messages: [userMessage('hi')] }],
+    ['a model without provider', { ...hello, model: 'gpt-4o-mini' }],
+    ['no feature', { model: 'mock:echo', messages: [userMessage('hi')] }],
+    ['no messages', { model: 'mock:echo', feature: 'chat', messages: [] }],
+    ['a message with an unknown role', { ...hello, messages: [{ role: 'robot', content: 'hi' }] }],
+    ['max_tokens as a string', { ...hello, max_tokens: '10' }],
+    ['n above 1', { ...hello, n: 2 }],
+    ['an unknown route_mode', { ...hello, route_mode: 'free' }],
+    ['an unknown provider', { ...hello, model: 'acme:large' }],
+    ['a model the mock does not have', { ...hello, model: 'mock:gpt-5' }],
+  ])('refuses %s with 400 invalid_request', async (_case, body) => {
+    const session = await fundedSession(testEnv);
+    const response = await chat(gatewayWith(), testEnv, session.token, body);
+    expect(await errorOf(response)).toMatchObject({ status: 400, code: 'invalid_request' });
+  });
+
+  it('refuses a body that is not JSON with 400, not 500', async () => {
+    const session = await fundedSession(testEnv);
+    const response = await call(gatewayWith(), testEnv, '/v1/chat/completions', {
+      method: 'POST',
+      body: '{"model": ',
+      token: session.token,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(await errorOf(response)).toMatchObject({ status: 400, code: 'invalid_request' });
+  });
+
+  it('refuses a feature the app does not have', async () => {
+    const session = await fundedSession(testEnv);
+    const response = await chat(gatewayWith(), testEnv, session.token, { ...hello, feature: 'no-such-feature' });
+    expect(await errorOf(response)).toMatchObject({ status: 400, code: 'invalid_request' });
+  });
+
+  it('refuses route_mode local with a message pointing at the bridge', async () => {
+    const session = await fundedSession(testEnv);
+    const response = await chat(gatewayWith(), testEnv, session.token, { ...hello, route_mode: 'local' });
+    const error = await errorOf(response);
+    expect(error).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect(error.message).toMatch(/bridge/);
+  });
+
+  it('refuses route_mode byok without an active key of the user, never falling back to a paid route', async () => {
+    const session = await fundedSession(testEnv);
+    const requestId = newRequestId();
+    const response = await chat(gatewayWith(), testEnv, session.token, { ...hello, route_mode: 'byok' }, requestId);
+    expect(await errorOf(response)).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect(await holdStatus(testEnv, requestId)).toBeUndefined();
+  });
+
+  it('refuses a model that has no platform price on the platform route', async () => {
+    const upstream = forbiddenUpstream();
+    const session = await fundedSession(testEnv);
+    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { ...hello, model: 'openai:gpt-unpriced' });
+    expect(await errorOf(response)).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect(upstream.requests).toEqual([]);
+  });
+});
+
+describe('balance', () => {
+  it('refuses a user with zero balance with 402 and never calls the upstream', async () => {
+    const upstream = forbiddenUpstream();
+    const session = await createSession(testEnv);
+    const requestId = newRequestId();
+    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini' }, requestId);
+    expect(await errorOf(response)).toMatchObject({ status: 402, code: 'insufficient_balance' });
+    expect(upstream.requests).toEqual([]);
+    expect(await holdStatus(testEnv, requestId)).toBeUndefined();
+    expect(await usageRows(testEnv, requestId)).toEqual([]);
+  });
+
+  it("refuses a call whose worst case exceeds the available balance, even if the actual cost would fit", async () => {
+    const session = await fundedSession(testEnv, '0.00010000');
+    // No max_tokens: the hold is the model's full output cap, far above 0.0001 USD.
+    const response = await chat(gatewayWith(), testEnv, session.token, hello);
+    expect(await errorOf(response)).toMatchObject({ status: 402, code: 'insufficient_balance' });
+    const response2 = await chat(gatewayWith(), testEnv, session.token, { ...hello, max_tokens: 10 });
+    expect(response2.status).toBe(200);
+  });
+});
+
+describe('upstream failures', () => {
+  const failures: Array<[string, FetchFunction, number, string]> = [
+    ['answers 500', fakeUpstream(() => jsonResponse({ error: { message: 'internal' } }, 500)).fetch, 502, 'upstream_error'],
+    ['is unreachable', () => Promise.reject(new TypeError('network down')), 502, 'upstream_error'],
+    ['answers garbage', fakeUpstream(() => new Response('<html>oops</html>', { status: 200 })).fetch, 502, 'upstream_error'],
+    ['never answers', (request) => new Promise((_resolve, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason))), 504, 'upstream_timeout'],
+  ];
+
+  it.each(failures)('when the upstream %s: the envelope, the hold released, nothing charged', async (_case, fetch, status, code) => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const requestId = newRequestId();
+    const response = await chat(gatewayWith({ upstreamFetch: fetch }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini' }, requestId);
+    expect(await errorOf(response)).toMatchObject({ status, code, request_id: requestId });
+    expect(await holdStatus(testEnv, requestId)).toBe('released');
+    expect(await usageRows(testEnv, requestId)).toEqual([]);
+    expect(await wallet(testEnv, session.walletId)).toEqual({ balance: '1.00000000', held: '0.00000000', available: '1.00000000' });
+  });
+
+  it('passes an upstream rate limit on as 429 with its retry-after', async () => {
+    const upstream = fakeUpstream(() => jsonResponse({ error: { message: 'slow down' } }, 429, { 'retry-after': '7' }));
+    const session = await fundedSession(testEnv);
+    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini' });
+    expect(response.headers.get('retry-after')).toBe('7');
+    expect(await errorOf(response)).toMatchObject({ status: 429, code: 'rate_limited' });
+  });
+});
+
+describe('request ids', () => {
+  it('never charges a request id twice: a repeated x-request-id is refused with 409 before any upstream call', async () => {
+    const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('once')));
+    const app = gatewayWith({ upstreamFetch: upstream.fetch });
+    const session = await fundedSession(testEnv);
+    const requestId = newRequestId();
+    const body = { ...hello, model: 'openai:gpt-4o-mini', max_tokens: 10 };
+    expect((await chat(app, testEnv, session.token, body, requestId)).status).toBe(200);
+    const afterFirst = await wallet(testEnv, session.walletId);
+
+    const again = await chat(app, testEnv, session.token, body, requestId);
+    expect(await errorOf(again)).toMatchObject({ status: 409, code: 'conflict' });
+    expect(upstream.requests).toHaveLength(1);
+    expect(await wallet(testEnv, session.walletId)).toEqual(afterFirst);
+    expect(await usageRows(testEnv, requestId)).toHaveLength(1);
+  });
+
+  it("refuses another user's request id without touching either wallet", async () => {
+    const first = await fundedSession(testEnv);
+    const second = await fundedSession(testEnv);
+    const requestId = newRequestId();
+    expect((await chat(gatewayWith(), testEnv, first.token, { ...hello, max_tokens: 10 }, requestId)).status).toBe(200);
+    const before = await wallet(testEnv, second.walletId);
+    const response = await chat(gatewayWith(), testEnv, second.token, { ...hello, max_tokens: 10 }, requestId);
+    expect(await errorOf(response)).toMatchObject({ status: 409, code: 'conflict' });
+    expect(await wallet(testEnv, second.walletId)).toEqual(before);
+  });
+});
+
+describe('credential lookup seam', () => {
+  /** Stands in for the provider-keys module: every user has a BYOK key for openai. */
+  const everyoneHasByok: CredentialLookup = {
+    candidatesSql: (provider) =>
+      provider === 'openai'
+        ? drizzleSql`select 'byok'::text as kind, '00000000-0000-4000-8000-000000000001'::uuid as credential_id,
+                       jsonb_build_object('end_user_id', session.end_user_id) as sealed from session`
+        : null,
+    open: async (candidate) => {
+      expect(candidate.sealed.end_user_id).toMatch(/^[0-9a-f-]{36}$/);
+      return { apiKey: 'sk-users-own-key', baseUrl: 'https://api.openai.com/v1' };
+    },
+  };
+
+  it('routes byok through a plugged-in lookup: the user key goes upstream, no hold, no balance needed', async () => {
+    const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('mine')));
+    const session = await createSession(testEnv);
+    const requestId = newRequestId();
+    const app = gatewayWith({ upstreamFetch: upstream.fetch, credentialLookup: everyoneHasByok });
+    // provider_credential_id references a real row; the seam test stores one so the booking can point at it.
+    await sql(
+      testEnv,
+      `insert into provider_credentials (id, owner_type, end_user_id, provider, ciphertext, iv, key_version, masked_key)
+       values ('00000000-0000-4000-8000-000000000001', 'end_user', $1, 'openai', 'x', 'x', 1, 'sk-…0000')
+       on conflict (id) do nothing`,
+      [session.endUserId],
+    );
+    const response = await chat(app, testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini', route_mode: 'byok' }, requestId);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { faucet: { route_mode: string; charge: { amount_usd: string; upstream_cost_usd: string } } };
+    expect(body.faucet.route_mode).toBe('byok');
+    expect(body.faucet.charge).toEqual({ currency: 'USD', amount_usd: '0.00000000', upstream_cost_usd: '0.00000000' });
+    expect(upstream.requests[0]?.headers.authorization).toBe('Bearer sk-users-own-key');
+    expect(await holdStatus(testEnv, requestId)).toBeUndefined();
+    expect((await usageRows(testEnv, requestId))[0]?.route_mode).toBe('byok');
+  });
+});
