@@ -8,7 +8,7 @@ const stack = inject('stack');
 const databaseName = `schema_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
 const databaseUrl = stack.postgresAdminUrl.replace(/\/postgres$/, `/${databaseName}`);
 
-const tables = Object.values(schema).filter(
+const tables = (Object.values(schema) as unknown[]).filter(
   (value): value is PgTable => typeof value === 'object' && value !== null && Symbol.for('drizzle:IsDrizzleTable') in value,
 );
 

@@ -3,7 +3,7 @@
  * the migrated, seeded template), the apps, requests with an execution context, sessions, SQL.
  */
 import { Client, neonConfig, Pool } from '@neondatabase/serverless';
-import { createExecutionContext, env, waitOnExecutionContext } from 'cloudflare:test';
+import { createExecutionContext, env as cloudflareEnv, waitOnExecutionContext } from 'cloudflare:test';
 import { createApiApp } from '../api/src/app.ts';
 import { sha256Hex } from '../shared/crypto.ts';
 import { createDatabase } from '../shared/db.ts';
@@ -12,6 +12,9 @@ import { createGatewayApp } from '../gateway/src/app.ts';
 import { templateDatabase, testSecrets } from '../../tests/setup/test-secrets.ts';
 
 export type TestEnv = Env & { DATABASE_URL: string };
+
+/** The bindings of wrangler.toml [env.test] plus those vitest.config.ts passes from the global setup. */
+const env = cloudflareEnv as unknown as Env & { TEST_DATABASE_ADMIN_URL: string; TEST_DATABASE_URL_PREFIX: string };
 type App = { fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> };
 
 export const adminToken = testSecrets.ADMIN_TOKEN;
@@ -46,7 +49,7 @@ export async function createTestEnv(overrides: Partial<Env> = {}): Promise<TestE
   } finally {
     await client.end();
   }
-  return { ...(env as unknown as Env), DATABASE_URL: `${env.TEST_DATABASE_URL_PREFIX}${name}`, ...overrides } as TestEnv;
+  return { ...env, DATABASE_URL: `${env.TEST_DATABASE_URL_PREFIX}${name}`, ...overrides } as TestEnv;
 }
 
 let apiApp: ReturnType<typeof createApiApp> | undefined;

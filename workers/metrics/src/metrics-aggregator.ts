@@ -1,4 +1,5 @@
 import { DurableObject } from 'cloudflare:workers';
+import type { Env } from '../../shared/env.ts';
 import { renderPrometheus, type RequestSample } from './prometheus.ts';
 
 interface SeriesState {
@@ -16,10 +17,10 @@ interface SeriesState {
  * in the object's storage, so they survive eviction; workers send samples with `waitUntil`, off the
  * request's critical path.
  */
-export class MetricsAggregator extends DurableObject {
+export class MetricsAggregator extends DurableObject<Env> {
   private readonly series = new Map<string, SeriesState>();
 
-  constructor(ctx: DurableObjectState, env: unknown) {
+  constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
       const stored = await ctx.storage.list<SeriesState>({ prefix: 's:' });
