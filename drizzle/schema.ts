@@ -176,7 +176,25 @@ export const providerCredentials = pgTable(
   (table) => [
     index('provider_credentials_end_user').on(table.endUserId, table.provider),
     index('provider_credentials_developer').on(table.developerId, table.provider),
+    uniqueIndex('provider_credentials_one_active_end_user')
+      .on(table.endUserId, table.provider)
+      .where(sql`${table.status} = 'active' and ${table.ownerType} = 'end_user'`),
+    uniqueIndex('provider_credentials_one_active_developer')
+      .on(table.developerId, table.provider)
+      .where(sql`${table.status} = 'active' and ${table.ownerType} = 'developer'`),
   ],
+);
+
+/** A developer-key call in flight: its upstream cost bound, counted against the key's monthly budget until settled. */
+export const providerCredentialReservations = pgTable(
+  'provider_credential_reservations',
+  {
+    requestId: text('request_id').primaryKey(),
+    credentialId: uuid('credential_id').notNull().references(() => providerCredentials.id),
+    amount: money('amount').notNull(),
+    createdAt: createdAt(),
+  },
+  (table) => [index('provider_credential_reservations_credential').on(table.credentialId)],
 );
 
 export const usageEvents = pgTable(
