@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { UsageReport } from '../usage/usage-report-schema';
 
@@ -32,9 +32,9 @@ export class OutboxStore {
   }
 
   async init(): Promise<void> {
+    // Created private; an existing directory is left as it is (never chmod a folder like /tmp):
+    // the entries themselves are 0600.
     await mkdir(this.deadDirectory, { recursive: true, mode: 0o700 });
-    await chmod(this.directory, 0o700);
-    await chmod(this.deadDirectory, 0o700);
     // Temp files left by a crash in the middle of a write never became entries.
     for (const name of await readdir(this.directory)) {
       if (name.endsWith('.tmp')) await rm(join(this.directory, name), { force: true });
