@@ -32,11 +32,12 @@ export async function cloudChat(config: CloudChatConfig, options: ChatOptions): 
   const body = requestBody(options, false);
   const requestId = newRequestId('sdk_');
   const completion = await config.sessions.withToken(
-    (token) =>
+    (authorization) =>
       requestJson<ChatCompletion>(config.transport, {
         method: 'POST',
         url: `${config.gatewayBaseUrl}/v1/chat/completions`,
-        headers: { authorization: `Bearer ${token}`, 'x-request-id': requestId },
+        headers: { 'x-request-id': requestId },
+        authorization,
         body,
         signal: options.signal,
         what: 'Chat request',
@@ -52,11 +53,12 @@ export async function* cloudChatStream(config: CloudChatConfig, options: ChatOpt
   const body = requestBody(options, true);
   const requestId = newRequestId('sdk_');
   const { response, deadline } = await config.sessions.withToken(
-    (token) =>
+    (authorization) =>
       openStream(config.transport, {
         method: 'POST',
         url: `${config.gatewayBaseUrl}/v1/chat/completions`,
-        headers: { authorization: `Bearer ${token}`, 'x-request-id': requestId },
+        headers: { 'x-request-id': requestId },
+        authorization,
         body,
         signal: options.signal,
         what: 'Chat stream',

@@ -47,15 +47,22 @@ export class SessionManager {
     if (this.cached?.session.session_token === token) this.cached = undefined;
   }
 
-  /** Runs `call` with a token; on 401 renews the session once and runs it again. */
-  async withToken<T>(call: (token: string) => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const token = await this.token(signal);
+  /**
+   * Runs `call`, which asks `authorization()` for the header value on every attempt (so a retry
+   * after a long wait picks up a renewed token); on 401 the token is dropped and `call` runs once more.
+   */
+  async withToken<T>(call: (authorization: () => Promise<string>) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    let used: string | undefined;
+    const authorization = async () => {
+      used = await this.token(signal);
+      return `Bearer ${used}`;
+    };
     try {
-      return await call(token);
+      return await call(authorization);
     } catch (thrown) {
-      if (!FaucetError.isInstance(thrown) || thrown.status !== 401) throw thrown;
-      this.invalidate(token);
-      return call(await this.token(signal));
+      if (!FaucetError.isInstance(thrown) || thrown.status !== 401 || used === undefined) throw thrown;
+      this.invalidate(used);
+      return call(authorization);
     }
   }
 

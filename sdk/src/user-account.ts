@@ -10,11 +10,11 @@ export interface UserAccountConfig {
 
 export function getWallet(config: UserAccountConfig, signal?: AbortSignal): Promise<Wallet> {
   return config.sessions.withToken(
-    (token) =>
+    (authorization) =>
       requestJson<Wallet>(config.transport, {
         method: 'GET',
         url: `${config.baseUrl}/v1/user/wallet`,
-        headers: { authorization: `Bearer ${token}` },
+        authorization,
         signal,
         what: 'Wallet request',
       }),
@@ -26,11 +26,11 @@ export function getWallet(config: UserAccountConfig, signal?: AbortSignal): Prom
 export async function listUsage(config: UserAccountConfig, options: { limit?: number; signal?: AbortSignal } = {}): Promise<UsageRecord[]> {
   const limit = options.limit ?? 20;
   const page = await config.sessions.withToken(
-    (token) =>
+    (authorization) =>
       requestJson<{ data: UsageRecord[] }>(config.transport, {
         method: 'GET',
         url: `${config.baseUrl}/v1/user/usage?limit=${encodeURIComponent(String(limit))}`,
-        headers: { authorization: `Bearer ${token}` },
+        authorization,
         signal: options.signal,
         what: 'Usage request',
       }),

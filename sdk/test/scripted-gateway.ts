@@ -18,9 +18,11 @@ export const completion = (requestId = 'req_ok') => ({
  */
 export async function startScriptedGateway(answers: ChatAnswer[]): Promise<FakeServer & { chatRequests(): RecordedRequest[] }> {
   let chats = 0;
+  let sessions = 0;
   const server = await startFakeServer(async (request, response) => {
     if (request.path === '/v1/sessions') {
-      return sendJson(response, 201, { session_token: 'fvs_scripted', token_type: 'Bearer', expires_at: new Date(Date.now() + 3_600_000).toISOString() });
+      const token = `fvs_scripted_${++sessions}`;
+      return sendJson(response, 201, { session_token: token, token_type: 'Bearer', expires_at: new Date(Date.now() + 600_000).toISOString() });
     }
     const answer = answers[Math.min(chats++, answers.length - 1)]!;
     await answer(request, response);

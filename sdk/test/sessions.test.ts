@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { clientFor } from './client-for.ts';
 import { startFakeFaucet, type FakeFaucet } from './fake-faucet.ts';
+import { sendError, sendJson } from './fake-server.ts';
+import { completion, startScriptedGateway } from './scripted-gateway.ts';
 
 let faucet: FakeFaucet | undefined;
 afterEach(async () => {
@@ -56,6 +58,18 @@ describe('sessions', () => {
     const error = await clientFor(faucet.url).getWallet().catch((thrown: unknown) => thrown);
     expect(error).toMatchObject({ code: 'unauthorized', status: 401 });
     expect(faucet.requestsTo('/v1/user/wallet')).toHaveLength(2);
+  });
+
+  it('are renewed between retries when the wait outlasted the token', async () => {
+    const server = await startScriptedGateway([
+      (_, response) => sendError(response, 503, 'internal_error', 'req_503', { 'retry-after': '0' }),
+      (_, response) => sendJson(response, 200, completion()),
+    ]);
+    let now = Date.now();
+    const client = clientFor(server.url, { now: () => now, onRetry: () => (now += 590_000) });
+    await client.chat({ feature: 'chat', input: 'x' });
+    await server.close();
+    expect(server.chatRequests().map((request) => request.headers.authorization)).toEqual(['Bearer fvs_scripted_1', 'Bearer fvs_scripted_2']);
   });
 
   it('can be created explicitly', async () => {

@@ -23,6 +23,8 @@ export interface HttpRequest {
   method: 'GET' | 'POST';
   url: string;
   headers?: Record<string, string>;
+  /** The Authorization header value, asked for on every attempt. */
+  authorization?: () => Promise<string>;
   body?: unknown;
   signal?: AbortSignal;
   /** Default true; requests that are not safe to repeat turn it off. */
@@ -39,11 +41,13 @@ export interface OpenResponse {
 
 /** Sends one attempt and resolves on a 2xx answer; anything else becomes a FaucetError. */
 async function sendOnce(config: TransportConfig, request: HttpRequest): Promise<OpenResponse> {
+  const authorization = request.authorization ? await request.authorization() : undefined;
   const deadline = new Deadline(request.signal);
   deadline.arm(config.timeoutMs);
   try {
     const headers: Record<string, string> = { accept: 'application/json', ...request.headers };
     if (request.body !== undefined) headers['content-type'] = 'application/json';
+    if (authorization !== undefined) headers.authorization = authorization;
     const response = await config.fetch(request.url, {
       method: request.method,
       headers,

@@ -19,13 +19,13 @@ const reportTimeoutMs = 5_000;
 
 async function deliver(config: ReportDeliveryConfig, report: UsageReport): Promise<Outcome> {
   try {
-    await config.sessions.withToken((token) =>
+    await config.sessions.withToken((authorization) =>
       requestJson(
         { ...config.transport, timeoutMs: Math.min(config.transport.timeoutMs, reportTimeoutMs) },
         {
           method: 'POST',
           url: `${config.bridgeUrl}/usage/report`,
-          headers: { authorization: `Bearer ${token}` },
+          authorization,
           body: report,
           retry: false,
           what: 'Usage report',
