@@ -1,0 +1,125 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { adminToken, call, createSession, createTestEnv, demoFixture, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
+import { moneyApi } from './money-test-app.ts';
+
+let testEnv: TestEnv;
+beforeAll(async () => {
+  testEnv = await createTestEnv();
+});
+
+const report = (overrides: Record<string, unknown> = {}) => ({
+  request_id: `local-${crypto.randomUUID()}`,
+  public_app_id: demoPublicAppId,
+  user_id_hash: 'a'.repeat(64),
+  feature: 'chat',
+  route_mode: 'local',
+  provider: 'ollama',
+  model: 'llama3.2:3b',
+  input_tokens: 120,
+  output_tokens: 80,
+  estimated: true,
+  occurred_at: '2026-11-22T01:00:00.000Z',
+  ...overrides,
+});
+
+const send = (token: string, json: unknown) => call(moneyApi(), testEnv, '/v1/usage/local', { json, token });
+
+describe('POST /v1/usage/local', () => {
+  it('records a local call at zero upstream cost', async () => {
+    const session = await createSession(testEnv);
+    const body = report();
+    const response = await send(session.token, body);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      request_id: body.request_id,
+      recorded: true,
+      route_mode: 'local',
+      charge: { currency: 'USD', amount_usd: '0.00000000', upstream_cost_usd: '0.00000000' },
+    });
+    const [event] = await sql(
+      testEnv,
+      `select route_mode, provider, model, input_tokens, output_tokens, estimated, feature_key, upstream_cost_usd::text as upstream
+         from usage_events where request_id = $1 and end_user_id = $2`,
+      [body.request_id, session.endUserId],
+    );
+    expect(event).toEqual({
+      route_mode: 'local',
+      provider: 'ollama',
+      model: 'llama3.2:3b',
+      input_tokens: 120,
+      output_tokens: 80,
+      estimated: true,
+      feature_key: 'chat',
+      upstream: '0.00000000',
+    });
+  });
+
+  it('records a request id once: the replay answers recorded false', async () => {
+    const session = await createSession(testEnv);
+    const body = report();
+    await send(session.token, body);
+    const replay = await send(session.token, body);
+    expect(replay.status).toBe(200);
+    expect(((await replay.json()) as { recorded: boolean }).recorded).toBe(false);
+    const [row] = await sql<{ events: number }>(testEnv, 'select count(*)::int as events from usage_events where request_id = $1', [body.request_id]);
+    expect(row!.events).toBe(1);
+  });
+
+  it("charges the feature's open fee, and refuses it with 402 beyond the balance", async () => {
+    const { app_id: appId } = await demoFixture(testEnv);
+    await sql(
+      testEnv,
+      `insert into app_features (app_id, feature_key, name, default_model, open_fee_usd)
+       values ($1, 'summarize', 'Summarize', 'mock:echo', 0.001)`,
+      [appId],
+    );
+    const session = await createSession(testEnv);
+    await call(moneyApi(), testEnv, `/v1/admin/wallets/${session.walletId}/credit-test-balance`, {
+      json: { amount_usd: '0.00150000' },
+      token: adminToken,
+    });
+    const first = await send(session.token, report({ feature: 'summarize' }));
+    expect(((await first.json()) as { charge: { amount_usd: string } }).charge.amount_usd).toBe('0.00100000');
+    const [wallet] = await sql<{ balance: string }>(testEnv, 'select balance::text from wallets where id = $1', [session.walletId]);
+    expect(wallet!.balance).toBe('0.00050000');
+    const second = await send(session.token, report({ feature: 'summarize' }));
+    expect(second.status).toBe(402);
+  });
+
+  it('refuses a report from another app than the session', async () => {
+    const session = await createSession(testEnv);
+    const response = await send(session.token, report({ public_app_id: 'app_someone_else' }));
+    expect(response.status).toBe(403);
+  });
+
+  it('answers 404 for a feature the app does not have', async () => {
+    const session = await createSession(testEnv);
+    expect((await send(session.token, report({ feature: 'no-such-feature' }))).status).toBe(404);
+  });
+
+  it.each([
+    ['prompt text', { prompt: 'hello' }],
+    ['messages', { messages: [{ role: 'user', content: 'hi' }] }],
+    ['output text', { output: 'secret answer' }],
+    ['negative tokens', { input_tokens: -1 }],
+    ['fractional tokens', { output_tokens: 1.5 }],
+    ['tokens as a string', { input_tokens: '12' }],
+    ['another route mode', { route_mode: 'platform' }],
+    ['a bad request id', { request_id: 'has spaces' }],
+    ['an uppercase user hash', { user_id_hash: 'A'.repeat(64) }],
+    ['a date that is not ISO-8601', { occurred_at: 'yesterday' }],
+  ])('refuses a report with %s with 400', async (_label, change) => {
+    const session = await createSession(testEnv);
+    const body = report(change);
+    const response = await send(session.token, body);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+    const [row] = await sql<{ events: number }>(testEnv, 'select count(*)::int as events from usage_events where end_user_id = $1', [session.endUserId]);
+    expect(row!.events).toBe(0);
+  });
+
+  it('refuses a report without a session with 401', async () => {
+    const response = await call(moneyApi(), testEnv, '/v1/usage/local', { json: report() });
+    expect(response.status).toBe(401);
+  });
+});

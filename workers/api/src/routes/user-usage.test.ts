@@ -1,0 +1,65 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { adminToken, call, createSession, createTestEnv, demoPublicAppId, type TestEnv } from '../../../test/harness.ts';
+import { moneyApi } from './money-test-app.ts';
+
+let testEnv: TestEnv;
+beforeAll(async () => {
+  testEnv = await createTestEnv();
+});
+
+interface UsageList {
+  data: { request_id: string; route_mode: string; charged_usd: string; input_tokens: number; estimated: boolean; created_at: string }[];
+}
+
+async function reportLocal(token: string, requestId: string, inputTokens: number) {
+  const response = await call(moneyApi(), testEnv, '/v1/usage/local', {
+    token,
+    json: {
+      request_id: requestId,
+      public_app_id: demoPublicAppId,
+      user_id_hash: 'b'.repeat(64),
+      feature: 'chat',
+      route_mode: 'local',
+      provider: 'lmstudio',
+      model: 'qwen2.5',
+      input_tokens: inputTokens,
+      output_tokens: 5,
+      estimated: false,
+      occurred_at: new Date().toISOString(),
+    },
+  });
+  expect(response.status).toBe(200);
+}
+
+describe('GET /v1/user/usage', () => {
+  it("lists the session user's calls newest first, and only theirs", async () => {
+    const alice = await createSession(testEnv);
+    const bob = await createSession(testEnv);
+    for (const [index, id] of ['u-1', 'u-2', 'u-3'].entries()) await reportLocal(alice.token, `${alice.endUserId}-${id}`, index + 1);
+    await reportLocal(bob.token, `${bob.endUserId}-u-1`, 99);
+
+    const response = await call(moneyApi(), testEnv, '/v1/user/usage', { token: alice.token });
+    expect(response.status).toBe(200);
+    const { data } = (await response.json()) as UsageList;
+    expect(data.map((record) => record.request_id)).toEqual([`${alice.endUserId}-u-3`, `${alice.endUserId}-u-2`, `${alice.endUserId}-u-1`]);
+    expect(data[0]).toMatchObject({ route_mode: 'local', charged_usd: '0.00000000', input_tokens: 3, estimated: false, feature_key: 'chat' });
+  });
+
+  it('honours limit', async () => {
+    const session = await createSession(testEnv);
+    for (const id of ['l-1', 'l-2']) await reportLocal(session.token, `${session.endUserId}-${id}`, 1);
+    const response = await call(moneyApi(), testEnv, '/v1/user/usage?limit=1', { token: session.token });
+    const { data } = (await response.json()) as UsageList;
+    expect(data.map((record) => record.request_id)).toEqual([`${session.endUserId}-l-2`]);
+  });
+
+  it.each(['0', '101', '-1', 'abc', '1.5'])('refuses limit=%s with 400', async (limit) => {
+    const session = await createSession(testEnv);
+    const response = await call(moneyApi(), testEnv, `/v1/user/usage?limit=${limit}`, { token: session.token });
+    expect(response.status).toBe(400);
+  });
+
+  it('refuses a request without a session with 401', async () => {
+    expect((await call(moneyApi(), testEnv, '/v1/user/usage', { token: adminToken })).status).toBe(401);
+  });
+});
