@@ -163,9 +163,13 @@ describe('POST /v1/chat/completions', () => {
     const upstream = await startFakeUpstream();
     const bridge = await startTestBridge({ upstream: parseUpstreamUrl(upstream.url), limits: { chatBodyBytes: 1024, reportBodyBytes: 1024 } });
     cleanup.push(upstream.close, () => bridge.close());
-    const answer = await chat(bridge, { model: 'm', messages: [{ role: 'user', content: 'x'.repeat(2000) }] });
-    expect(answer.status).toBe(413);
-    expect(answer.json().error.code).toBe('payload_too_large');
+    const body = { model: 'm', messages: [{ role: 'user', content: 'x'.repeat(2000) }] };
+    const declared = await chat(bridge, body);
+    expect(declared.status).toBe(413);
+    expect(declared.json().error.code).toBe('payload_too_large');
+    // Chunked: no Content-Length to check up front, so the limit applies while reading.
+    const chunked = await rawRequest(bridge.port, { method: 'POST', path: '/v1/chat/completions', body, chunked: true });
+    expect(chunked.status).toBe(413);
     expect(upstream.requests).toHaveLength(0);
   });
 });
