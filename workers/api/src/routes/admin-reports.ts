@@ -1,0 +1,38 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { ServiceApp } from '../../../shared/app.ts';
+import { requireAdmin } from '../../../shared/auth/require-admin.ts';
+import { errorResponses } from '../../../shared/openapi.ts';
+import { streamReport, type PagedReport } from '../../../shared/reports/csv-stream.ts';
+import { payoutsReport } from '../../../shared/reports/payouts-report.ts';
+import { parseReportRange, ReportRangeQuery } from '../../../shared/reports/report-range.ts';
+import { revenueReport } from '../../../shared/reports/revenue-report.ts';
+import { usageReport } from '../../../shared/reports/usage-report.ts';
+
+function registerReport<Row>(app: ServiceApp, name: string, report: PagedReport<Row>, summary: string): void {
+  const route = createRoute({
+    method: 'get',
+    path: `/v1/admin/reports/${name}.csv`,
+    summary: `${summary}; header row, RFC 4180, formula cells neutralised, streamed`,
+    middleware: [requireAdmin()] as const,
+    request: { query: ReportRangeQuery },
+    responses: {
+      200: { description: 'CSV (columns: docs/payments.md)', content: { 'text/csv': { schema: z.string() } } },
+      ...errorResponses(400, 401, 429),
+    },
+  });
+  app.openapi(route, async (c) => {
+    const range = parseReportRange(c.req.valid('query'));
+    const body = await streamReport(c.env, report, range);
+    return c.body(body, 200, {
+      'content-type': 'text/csv; charset=utf-8',
+      'content-disposition': `attachment; filename="${name}.csv"`,
+      'cache-control': 'no-store',
+    });
+  });
+}
+
+export function registerAdminReportRoutes(app: ServiceApp): void {
+  registerReport(app, 'usage', usageReport, 'Usage events as CSV (one line per rated call)');
+  registerReport(app, 'revenue', revenueReport, 'Revenue per UTC day, app and route as CSV');
+  registerReport(app, 'payouts', payoutsReport, 'Payouts as CSV');
+}

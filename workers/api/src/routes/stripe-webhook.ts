@@ -1,0 +1,36 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import type { ServiceApp } from '../../../shared/app.ts';
+import { errorResponses } from '../../../shared/openapi.ts';
+import { handleStripeEvent } from '../../../shared/payments/handle-stripe-event.ts';
+import { liveModeAllowed, verifyStripeEvent } from '../../../shared/payments/stripe-client.ts';
+
+const Response = z
+  .object({
+    received: z.literal(true),
+    credited: z.boolean().describe('true only when this delivery credited a wallet'),
+    outcome: z.string(),
+  })
+  .openapi('StripeWebhookReceipt');
+
+const route = createRoute({
+  method: 'post',
+  path: '/v1/webhooks/stripe',
+  summary: 'Stripe webhook: verified on the raw body; a paid checkout session credits its wallet exactly once',
+  request: { headers: z.object({ 'stripe-signature': z.string().optional() }) },
+  responses: {
+    200: { description: 'Acknowledged', content: { 'application/json': { schema: Response } } },
+    ...errorResponses(400, 413, 429),
+  },
+});
+
+export function registerStripeWebhookRoutes(app: ServiceApp): void {
+  app.openapi(route, async (c) => {
+    const event = await verifyStripeEvent(c.env, await c.req.text(), c.req.header('stripe-signature'));
+    const result = await handleStripeEvent(c.var.database().db, event, {
+      requestId: c.var.requestId,
+      liveModeAllowed: liveModeAllowed(c.env),
+    });
+    c.var.logger.info('stripe webhook', { event_type: event.type, outcome: result.outcome });
+    return c.json({ received: true as const, ...result }, 200);
+  });
+}
