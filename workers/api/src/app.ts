@@ -1,4 +1,5 @@
 import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
+import { registerPaymentRoutes } from './routes/payments.ts';
 import { registerSessionRoutes } from './routes/sessions.ts';
 
 /** The control API: sessions, wallets, provider keys, payments, admin and reports. */
@@ -16,5 +17,6 @@ export function createApiApp(): ServiceApp {
     defaultMaxBodyBytes: 256 * 1024,
   });
   registerSessionRoutes(app);
+  registerPaymentRoutes(app);
   return app;
 }
