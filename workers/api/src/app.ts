@@ -1,6 +1,9 @@
 import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
+import { registerAdminProviderKeyRoutes } from './routes/admin-provider-keys.ts';
+import { registerDeveloperProviderKeyRoutes } from './routes/developer-provider-keys.ts';
 import { registerPaymentRoutes } from './routes/payments.ts';
 import { registerSessionRoutes } from './routes/sessions.ts';
+import { registerUserProviderKeyRoutes } from './routes/user-provider-keys.ts';
 
 /** The control API: sessions, wallets, provider keys, payments, admin and reports. */
 export function createApiApp(): ServiceApp {
@@ -18,5 +21,8 @@ export function createApiApp(): ServiceApp {
   });
   registerSessionRoutes(app);
   registerPaymentRoutes(app);
+  registerUserProviderKeyRoutes(app);
+  registerDeveloperProviderKeyRoutes(app);
+  registerAdminProviderKeyRoutes(app);
   return app;
 }

@@ -1,0 +1,47 @@
+/**
+ * `POST /v1/admin/provider-keys/re-encrypt`: step 2 of an encryption-key rotation
+ * (docs/provider-keys.md). Re-encrypts stored keys under the current key version, a bounded number
+ * per call; call again while `remaining` is above zero.
+ */
+import { createRoute, z } from '@hono/zod-openapi';
+import type { ServiceApp } from '../../../shared/app.ts';
+import { requireAdmin } from '../../../shared/auth/require-admin.ts';
+import { errorResponses } from '../../../shared/openapi.ts';
+import { keyringFrom } from '../../../shared/provider-keys/keyring.ts';
+import { reEncryptProviderKeys } from '../../../shared/provider-keys/re-encrypt.ts';
+
+const ReEncryptResponse = z
+  .object({
+    current_key_version: z.number().int(),
+    re_encrypted: z.number().int(),
+    unreadable: z.number().int().openapi({ description: 'Keys under a version this deployment cannot read (missing or wrong key)' }),
+    remaining: z.number().int().openapi({ description: 'Keys still under an older version' }),
+  })
+  .openapi('ProviderKeyReEncryption');
+
+const route = createRoute({
+  method: 'post',
+  path: '/v1/admin/provider-keys/re-encrypt',
+  summary: 'Re-encrypt stored provider keys under the current PROVIDER_KEY_ENCRYPTION_KEY version',
+  middleware: [requireAdmin()] as const,
+  responses: { 200: { description: 'Batch done', content: { 'application/json': { schema: ReEncryptResponse } } }, ...errorResponses(401, 429) },
+});
+
+export function registerAdminProviderKeyRoutes(app: ServiceApp): void {
+  app.openapi(route, async (c) => {
+    const keyring = await keyringFrom(c.env.PROVIDER_KEY_ENCRYPTION_KEY);
+    const result = await reEncryptProviderKeys(c.var.database().db, keyring, {
+      actor: { type: 'admin', id: null },
+      requestId: c.var.requestId,
+    });
+    return c.json(
+      {
+        current_key_version: result.currentKeyVersion,
+        re_encrypted: result.reEncrypted,
+        unreadable: result.unreadable,
+        remaining: result.remaining,
+      },
+      200,
+    );
+  });
+}

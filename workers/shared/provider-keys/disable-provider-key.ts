@@ -1,0 +1,36 @@
+/**
+ * Disable one of the owner's keys: the row stays (status `disabled`, `disabled_at` set) and is never
+ * used again. Idempotent: disabling a disabled key returns it unchanged and writes no second audit
+ * row. Another owner's id, or no such id, is `not_found` and changes nothing.
+ */
+import { sql } from 'drizzle-orm';
+import { FaucetError } from '../errors.ts';
+import { isUuid, queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { auditInsertSql } from './audit.ts';
+import { actorOf, type KeyOwner } from './owner.ts';
+import { ownedBySql, viewColumnsSql, type ProviderKeyRow } from './provider-key-view.ts';
+
+export async function disableProviderKey(db: LedgerDatabase, owner: KeyOwner, id: string, requestId: string): Promise<ProviderKeyRow> {
+  if (!isUuid(id)) throw new FaucetError('not_found', 'Provider key not found');
+  const row = await disableOnce(db, owner, id, requestId);
+  // A concurrent disable committed between this statement's snapshot and its update: read it again.
+  return row.status === 'active' ? disableOnce(db, owner, id, requestId) : row;
+}
+
+async function disableOnce(db: LedgerDatabase, owner: KeyOwner, id: string, requestId: string): Promise<ProviderKeyRow> {
+  const rows = await queryRows<ProviderKeyRow>(
+    db,
+    sql`with changed as (
+          update provider_credentials k set status = 'disabled', disabled_at = now()
+           where k.id = ${id}::uuid and ${ownedBySql(owner)} and k.status = 'active'
+          returning k.*),
+        audit as (${auditInsertSql(sql`changed`, actorOf(owner), 'provider_key.disabled', requestId)})
+        select ${viewColumnsSql} from changed k
+        union all
+        select ${viewColumnsSql} from provider_credentials k
+         where k.id = ${id}::uuid and ${ownedBySql(owner)} and not exists (select 1 from changed)`,
+  );
+  const row = rows[0];
+  if (row === undefined) throw new FaucetError('not_found', 'Provider key not found');
+  return row;
+}

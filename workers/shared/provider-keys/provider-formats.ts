@@ -1,0 +1,47 @@
+/**
+ * Which providers take stored keys, what their keys look like, and how a key is shown (masked).
+ * A format check catches pasted mistakes (wrong provider, truncated, whitespace) without a network
+ * call; the optional live check (live-check.ts) asks the provider itself.
+ */
+import { FaucetError } from '../errors.ts';
+
+export interface ProviderKeyFormat {
+  /** Known key prefixes, longest first: the mask keeps the one the key starts with. */
+  prefixes: readonly string[];
+  /** Characters after the prefix. */
+  body: RegExp;
+}
+
+export const providerKeyFormats = {
+  openai: { prefixes: ['sk-svcacct-', 'sk-admin-', 'sk-proj-', 'sk-'], body: /^[A-Za-z0-9_-]{20,256}$/ },
+  anthropic: { prefixes: ['sk-ant-admin01-', 'sk-ant-api03-', 'sk-ant-'], body: /^[A-Za-z0-9_-]{20,256}$/ },
+} as const satisfies Record<string, ProviderKeyFormat>;
+
+export type KeyProvider = keyof typeof providerKeyFormats;
+export const keyProviders = Object.keys(providerKeyFormats) as [KeyProvider, ...KeyProvider[]];
+
+export function isKeyProvider(value: string): value is KeyProvider {
+  return Object.hasOwn(providerKeyFormats, value);
+}
+
+function matchedPrefix(provider: KeyProvider, apiKey: string): string | undefined {
+  return providerKeyFormats[provider].prefixes.find((prefix) => apiKey.startsWith(prefix));
+}
+
+/** Refuses a key that cannot be one of `provider`'s; the message never repeats the key. */
+export function validateKeyFormat(provider: KeyProvider, apiKey: string): void {
+  const prefix = matchedPrefix(provider, apiKey);
+  const format = providerKeyFormats[provider];
+  if (prefix === undefined || !format.body.test(apiKey.slice(prefix.length))) {
+    throw new FaucetError(
+      'invalid_request',
+      `api_key is not a ${provider} key: expected "${format.prefixes.at(-1)}" followed by at least 20 letters, digits, "-" or "_"`,
+    );
+  }
+}
+
+/** `sk-proj-...WXYZ`: the key's prefix and its last four characters (for a key that passed validation). */
+export function maskKey(provider: KeyProvider, apiKey: string): string {
+  const prefix = matchedPrefix(provider, apiKey) ?? '';
+  return `${prefix}...${apiKey.slice(-4)}`;
+}
