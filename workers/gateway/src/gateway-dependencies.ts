@@ -6,7 +6,8 @@ import type { SQL } from 'drizzle-orm';
 import { createDatabase } from '../../shared/db.ts';
 import type { Env } from '../../shared/env.ts';
 import type { LedgerDatabase } from '../../shared/ledger/database.ts';
-import { platformPoolOnly, type CredentialLookup } from './routing/credential-lookup.ts';
+import { storedKeyLookup } from '../../shared/provider-keys/stored-key-lookup.ts';
+import type { CredentialLookup } from './routing/credential-lookup.ts';
 import type { FetchFunction } from './upstream/outbound-fetch.ts';
 
 /** The request's own database handle; streams keep it past the handler's return, so it is closed explicitly. */
@@ -30,6 +31,6 @@ export function openGatewayDatabase(env: Env): GatewayDatabase {
 
 export const defaultGatewayDependencies: GatewayDependencies = {
   upstreamFetch: (request) => fetch(request),
-  credentialLookup: platformPoolOnly,
+  credentialLookup: storedKeyLookup,
   openDatabase: openGatewayDatabase,
 };

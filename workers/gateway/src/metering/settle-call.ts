@@ -7,6 +7,7 @@ import { FaucetError } from '../../../shared/errors.ts';
 import { bookUsage } from '../../../shared/ledger/book-usage.ts';
 import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
 import { releaseHold } from '../../../shared/ledger/holds.ts';
+import { releaseBudgetReservation } from '../../../shared/provider-keys/budget-reservation.ts';
 import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
@@ -54,4 +55,5 @@ export async function settleCall(
 /** The upstream failed before anything was delivered: free the hold, charge nothing. */
 export async function abandonCall(db: LedgerDatabase, plan: CallPlan, requestId: string): Promise<void> {
   if (plan.held) await releaseHold(db, requestId);
+  if (plan.routeMode === 'developer_key') await releaseBudgetReservation(db, requestId);
 }

@@ -72,7 +72,7 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, lookup: Creden
         from app_features f join session on f.app_id = session.app_id
        where f.feature_key = ${input.featureKey}
     ),
-    candidates as (${lookup.candidatesSql(input.reference.provider) ?? noCandidates}),
+    candidates as (${lookup.candidatesSql(input.reference.provider, { requestId: input.requestId, requestedRoute: requested, costBoundUsd: input.holdAmount }) ?? noCandidates}),
     chosen as (
       select c.kind, c.credential_id, c.sealed from candidates c cross join feature f
        where (c.kind = 'byok' and (${requested}::text = 'byok' or (${requested}::text is null and f.route_policy = 'byok_first')))

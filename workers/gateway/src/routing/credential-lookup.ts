@@ -7,6 +7,7 @@
 import type { SQL } from 'drizzle-orm';
 import type { Env } from '../../../shared/env.ts';
 import { FaucetError } from '../../../shared/errors.ts';
+import type { Usd } from '../../../shared/money/index.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
 import type { ModelReference } from './parse-model.ts';
 
@@ -20,13 +21,21 @@ export interface StoredCredentialCandidate {
   sealed: Record<string, unknown>;
 }
 
+/** The call a lookup's candidates are for (e.g. to reserve a developer key's budget in the same statement). */
+export interface CandidateCall {
+  requestId: string;
+  requestedRoute: 'platform' | StoredCredentialKind | null;
+  /** An upper bound of the call's upstream cost (the platform hold's worst-case retail); null when the model has no price. */
+  costBoundUsd: Usd | null;
+}
+
 export interface CredentialLookup {
   /**
    * The body of the `candidates` CTE: rows `(kind text, credential_id uuid, sealed jsonb)` of the
-   * usable stored keys for `provider`, at most one per kind. It may read the CTE `session`
-   * (`app_id`, `end_user_id`, `developer_id`). Null when there are no stored keys at all.
+   * usable stored keys for `provider`, at most one per kind. It may read the CTEs `session`
+   * (`app_id`, `end_user_id`, `developer_id`) and `feature` (`route_policy`, …). Null when there are no stored keys at all.
    */
-  candidatesSql(provider: string): SQL | null;
+  candidatesSql(provider: string, call: CandidateCall): SQL | null;
   /** Turns the chosen candidate into the key (and API root) to call the provider with. */
   open(candidate: StoredCredentialCandidate, env: Env, reference: ModelReference): Promise<ProviderCredential>;
 }
