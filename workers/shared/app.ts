@@ -4,6 +4,7 @@
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
 import type { AppEnv } from './app-env.ts';
 import { intSetting, type ServiceName } from './env.ts';
 import { FaucetError } from './errors.ts';
@@ -35,6 +36,18 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
     await next();
   });
   app.use('*', requestId());
+  // Browser apps call the API and the gateway directly with bearer tokens (no cookies), so any
+  // origin may; preflights are answered before rate limiting and auth.
+  app.use(
+    '*',
+    cors({
+      origin: '*',
+      allowHeaders: ['authorization', 'content-type', 'x-request-id'],
+      allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+      exposeHeaders: ['x-request-id', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining'],
+      maxAge: 600,
+    }),
+  );
   app.use('*', observe());
   app.use('*', rateLimit({ ...options.rateLimit, exempt: ['/health'] }));
   app.use('*', (c, next) =>

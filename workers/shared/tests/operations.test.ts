@@ -207,6 +207,24 @@ describe('metrics', () => {
   });
 });
 
+describe('CORS', () => {
+  it('answers a browser preflight and exposes the request ID', async () => {
+    const preflight = await call(gateway(), testEnv, '/v1/chat/completions', {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    expect(preflight.headers.get('access-control-allow-headers')).toContain('authorization');
+    const response = await call(api(), testEnv, '/health', { headers: { origin: 'https://app.example' } });
+    expect(response.headers.get('access-control-expose-headers')).toContain('x-request-id');
+  });
+});
+
 describe('health, readiness, OpenAPI', () => {
   it('GET /health answers ok', async () => {
     expect(await (await call(api(), testEnv, '/health')).json()).toEqual({ status: 'ok', service: 'api' });
