@@ -1,14 +1,15 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type {} from '../../tests/setup/node-stack.ts';
 import { startDemoServer, type DemoServer } from '../demo/serve.ts';
 import { launchChromium } from './chromium.ts';
-import { startFakeFaucet, type FakeFaucet } from './fake-faucet.ts';
 
 const repoRoot = join(import.meta.dirname, '..', '..');
 
-let backend: FakeFaucet;
+/** The demo page served against the real local stack of the node project's global setup. */
+const stack = inject('stack');
 let demo: DemoServer;
 let browser: Browser;
 let page: Page;
@@ -23,8 +24,14 @@ async function balance(): Promise<string> {
 }
 
 beforeAll(async () => {
-  backend = await startFakeFaucet();
-  demo = await startDemoServer({ port: 0, apiBaseUrl: backend.url, gatewayBaseUrl: backend.url, publicAppId: backend.publicAppId });
+  demo = await startDemoServer({
+    port: 0,
+    apiBaseUrl: stack.apiUrl,
+    gatewayBaseUrl: stack.gatewayUrl,
+    publicAppId: stack.publicAppId,
+    userId: stack.demoExternalUserId,
+    featureKey: stack.featureKey,
+  });
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.goto(demo.url);
@@ -33,7 +40,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await demo?.close();
-  await backend?.close();
 });
 
 describe('demo page in Chromium', () => {
@@ -43,7 +49,7 @@ describe('demo page in Chromium', () => {
     await chat.getByLabel('Message', { exact: true }).press('Enter');
     const answer = chat.locator('.faucet-chat__message--assistant[data-status="done"]');
     await answer.waitFor();
-    expect(await answer.locator('.faucet-chat__content').textContent()).toContain('Hello from the browser');
+    expect(await answer.locator('.faucet-chat__content').textContent()).toBe('Echo: Hello from the browser');
   });
 
   it('shows the usage summary of a feature command', async () => {
@@ -53,7 +59,8 @@ describe('demo page in Chromium', () => {
     await command.locator('.faucet-summary').waitFor();
     expect(await command.locator('.faucet-summary__route-mode').textContent()).toBe('platform');
     expect(await command.locator('.faucet-summary__request-id').textContent()).toMatch(/\S{8,}/);
-    expect(await command.locator('.faucet-summary__model').textContent()).toContain('echo');
+    expect(await command.locator('.faucet-summary__model').textContent()).toBe('mock:echo');
+    expect(await command.locator('.faucet-summary__charge').textContent()).toMatch(/^\d+\.\d{8} USD$/);
     expect(await command.locator('.faucet-summary__tokens').textContent()).toMatch(/^\d+ in \/ \d+ out/);
     expect(await summary.count()).toBeGreaterThanOrEqual(4);
   });
@@ -74,8 +81,8 @@ describe('demo page in Chromium', () => {
     await chat.getByLabel('Message', { exact: true }).press('Enter');
     const alert = chat.getByRole('alert');
     await alert.waitFor();
-    expect(await alert.textContent()).toMatch(/Request ID/);
-    expect(await alert.getAttribute('data-code')).toMatch(/^(invalid_request|not_found)$/);
+    expect(await alert.getAttribute('data-code')).toBe('invalid_request');
+    expect(await alert.textContent()).toMatch(/Request ID sdk_[0-9a-f]{32}/);
     await page.getByLabel('Model', { exact: true }).fill('mock:echo');
   });
 
