@@ -177,8 +177,11 @@ begin
   if p_amount < 0 or p_ttl_seconds <= 0 then
     raise exception 'hold amount must not be negative and its lifetime positive' using errcode = '22023';
   end if;
-  v_wallet_id := faucet_user_wallet(p_end_user_id);
-  select balance into v_balance from wallets where id = v_wallet_id for no key update;
+  select id, balance into v_wallet_id, v_balance from wallets where end_user_id = p_end_user_id for no key update;
+  if not found then
+    v_wallet_id := faucet_user_wallet(p_end_user_id);
+    select balance into v_balance from wallets where id = v_wallet_id for no key update;
+  end if;
 
   select * into v_hold from balance_holds h where h.request_id = p_request_id;
   if found then
@@ -243,6 +246,10 @@ declare
   v_balance numeric;
   v_event usage_events%rowtype;
   v_transaction_id uuid;
+  v_developer_wallet_id uuid;
+  v_revenue_id uuid;
+  v_payable_id uuid;
+  r record;
 begin
   if least(p_upstream_cost, p_upstream_payable, p_retail, p_developer_revenue, p_platform_share) < 0
      or p_retail <> p_upstream_payable + p_developer_revenue + p_platform_share then
@@ -250,8 +257,11 @@ begin
       using errcode = '22023';
   end if;
 
-  v_wallet_id := faucet_user_wallet(p_end_user_id);
-  select balance into v_balance from wallets where id = v_wallet_id for no key update;
+  select id, balance into v_wallet_id, v_balance from wallets where end_user_id = p_end_user_id for no key update;
+  if not found then
+    v_wallet_id := faucet_user_wallet(p_end_user_id);
+    select balance into v_balance from wallets where id = v_wallet_id for no key update;
+  end if;
 
   select * into v_event from usage_events u where u.request_id = p_request_id;
   if found then
@@ -287,12 +297,34 @@ begin
   ) returning * into v_event;
 
   if p_retail > 0 then
-    perform faucet_apply_entries(
-      v_transaction_id,
-      array[v_wallet_id, faucet_developer_wallet_of_app(p_app_id), faucet_system_wallet('platform_revenue'),
-            faucet_system_wallet('platform_upstream_payable')],
-      array[-p_retail, p_developer_revenue, p_platform_share, p_upstream_payable]
-    );
+    select w.id into v_developer_wallet_id from apps a join wallets w on w.developer_id = a.developer_id where a.id = p_app_id;
+    if v_developer_wallet_id is null then
+      v_developer_wallet_id := faucet_developer_wallet_of_app(p_app_id);
+    end if;
+    select (array_agg(id) filter (where kind = 'platform_revenue'))[1], (array_agg(id) filter (where kind = 'platform_upstream_payable'))[1]
+      into v_revenue_id, v_payable_id
+    from wallets where kind in ('platform_revenue', 'platform_upstream_payable') and end_user_id is null and developer_id is null;
+    if v_revenue_id is null or v_payable_id is null then
+      raise exception 'platform accounts are missing' using errcode = 'P0002';
+    end if;
+
+    insert into ledger_entries (transaction_id, wallet_id, amount)
+    select v_transaction_id, t.wallet_id, t.amount
+    from (values (v_wallet_id, -p_retail), (v_developer_wallet_id, p_developer_revenue),
+                 (v_revenue_id, p_platform_share), (v_payable_id, p_upstream_payable)) as t(wallet_id, amount)
+    where t.amount <> 0;
+
+    -- The global lock order: the user (already locked), the developer, the system accounts by id.
+    update wallets set balance = balance - p_retail where id = v_wallet_id;
+    if p_developer_revenue <> 0 then
+      update wallets set balance = balance + p_developer_revenue where id = v_developer_wallet_id;
+    end if;
+    for r in
+      select t.id, t.delta from (values (v_revenue_id, p_platform_share), (v_payable_id, p_upstream_payable)) as t(id, delta)
+      where t.delta <> 0 order by t.id
+    loop
+      update wallets set balance = balance + r.delta where id = r.id;
+    end loop;
   end if;
 
   update balance_holds set status = 'settled', closed_at = now()
