@@ -10,11 +10,13 @@ export interface ProviderKeyFormat {
   prefixes: readonly string[];
   /** Characters after the prefix. */
   body: RegExp;
+  /** Prefixes of other providers' keys that the prefixes above would also match. */
+  foreignPrefixes: readonly string[];
 }
 
 export const providerKeyFormats = {
-  openai: { prefixes: ['sk-svcacct-', 'sk-admin-', 'sk-proj-', 'sk-'], body: /^[A-Za-z0-9_-]{20,256}$/ },
-  anthropic: { prefixes: ['sk-ant-admin01-', 'sk-ant-api03-', 'sk-ant-'], body: /^[A-Za-z0-9_-]{20,256}$/ },
+  openai: { prefixes: ['sk-svcacct-', 'sk-admin-', 'sk-proj-', 'sk-'], body: /^[A-Za-z0-9_-]{20,256}$/, foreignPrefixes: ['sk-ant-'] },
+  anthropic: { prefixes: ['sk-ant-admin01-', 'sk-ant-api03-', 'sk-ant-'], body: /^[A-Za-z0-9_-]{20,256}$/, foreignPrefixes: [] },
 } as const satisfies Record<string, ProviderKeyFormat>;
 
 export type KeyProvider = keyof typeof providerKeyFormats;
@@ -32,7 +34,8 @@ function matchedPrefix(provider: KeyProvider, apiKey: string): string | undefine
 export function validateKeyFormat(provider: KeyProvider, apiKey: string): void {
   const prefix = matchedPrefix(provider, apiKey);
   const format = providerKeyFormats[provider];
-  if (prefix === undefined || !format.body.test(apiKey.slice(prefix.length))) {
+  const foreign = format.foreignPrefixes.some((other) => apiKey.startsWith(other));
+  if (prefix === undefined || foreign || !format.body.test(apiKey.slice(prefix.length))) {
     throw new FaucetError(
       'invalid_request',
       `api_key is not a ${provider} key: expected "${format.prefixes.at(-1)}" followed by at least 20 letters, digits, "-" or "_"`,
