@@ -19,6 +19,7 @@ export interface FaucetChatProps {
 export function FaucetChat({ feature, model, routeMode, title = 'Chat', placeholder = 'Ask something…', className }: FaucetChatProps) {
   const { client, usageEvents } = useFaucetContext();
   const [store] = useState(() => new ChatStore(client, { feature }));
+  // Read when a call starts, so the latest props apply without recreating the store (and losing its state).
   store.settings = { feature, model, routeMode, onSettled: usageEvents.notify };
   const state = useStore(store);
   const [draft, setDraft] = useState('');

@@ -48,7 +48,6 @@ export function FaucetProvider({ publicAppId, userId, baseUrl, gatewayBaseUrl, b
       usageEvents: createUsageEvents(),
     }),
     // `options` is read once per client on purpose: an inline object would otherwise recreate it on every render.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
     [client, publicAppId, userId, baseUrl, gatewayBaseUrl, bridgeUrl],
   );
   return <FaucetContext.Provider value={value}>{children}</FaucetContext.Provider>;

