@@ -60,35 +60,38 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
   };
 
   return new ReadableStream<Uint8Array>({
+    // Loops until it has enqueued something: a pull that returns empty-handed may not be called again.
     async pull(controller) {
-      if (finished) return;
-      let step: IteratorResult<ChatCompletionChunk>;
-      try {
-        step = await iterator.next();
-      } catch (error) {
+      while (!finished) {
+        let step: IteratorResult<ChatCompletionChunk>;
+        try {
+          step = await iterator.next();
+        } catch (error) {
+          if (finished) return;
+          finished = true;
+          await endWithFailure(controller, error);
+          return;
+        }
         if (finished) return;
+        if (!step.done) {
+          const chunk = step.value;
+          observe(chunk);
+          const usageOnly = chunk.usage != null && chunk.choices.length === 0;
+          if (usageOnly && !options.includeUsage) continue;
+          controller.enqueue(formatSseJson(options.includeUsage ? chunk : withoutUsage(chunk)));
+          return;
+        }
         finished = true;
-        await endWithFailure(controller, error);
-        return;
+        try {
+          const faucet = await settle(usageSoFar());
+          controller.enqueue(formatSseJson(faucetEvent(faucet)));
+          controller.enqueue(formatSseDone());
+        } catch (error) {
+          options.onSettleFailure(error);
+          controller.enqueue(formatSseJson(errorEvent(error, options.requestId)));
+        }
+        controller.close();
       }
-      if (finished) return;
-      if (!step.done) {
-        const chunk = step.value;
-        observe(chunk);
-        const usageOnly = chunk.usage != null && chunk.choices.length === 0;
-        if (!usageOnly || options.includeUsage) controller.enqueue(formatSseJson(usageOnly || options.includeUsage ? chunk : withoutUsage(chunk)));
-        return;
-      }
-      finished = true;
-      try {
-        const faucet = await settle(usageSoFar());
-        controller.enqueue(formatSseJson(faucetEvent(faucet)));
-        controller.enqueue(formatSseDone());
-      } catch (error) {
-        options.onSettleFailure(error);
-        controller.enqueue(formatSseJson(errorEvent(error, options.requestId)));
-      }
-      controller.close();
     },
 
     cancel() {

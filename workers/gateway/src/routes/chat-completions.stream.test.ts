@@ -1,0 +1,142 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { formatUsd } from '../../../shared/money/index.ts';
+import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
+import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
+import { fakeUpstream, jsonResponse, openAiChunk, openAiSse, openSseResponse, sseResponse } from '../../test/fake-upstream.ts';
+import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, openStream, sseData, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
+import { countPromptTokens } from '../tokens/count-prompt-tokens.ts';
+import { countTokens } from '../tokens/tokenize.ts';
+
+let testEnv: TestEnv;
+beforeAll(async () => {
+  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
+});
+
+interface FaucetEvent {
+  object: string;
+  choices: unknown[];
+  faucet: { request_id: string; input_tokens: number; output_tokens: number; estimated: boolean; charge: { amount_usd: string } };
+}
+
+describe('streaming', () => {
+  it('streams mock:echo chunks, then the faucet object as the last event before [DONE]', async () => {
+    const session = await fundedSession(testEnv);
+    const requestId = newRequestId();
+    const messages = [userMessage('stream me please')];
+    const response = await chat(gatewayWith(), testEnv, session.token, { model: 'mock:echo', feature: 'chat', messages, stream: true }, requestId);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(response.headers.get('x-request-id')).toBe(requestId);
+
+    const events = sseData(await response.text());
+    expect(events.at(-1)).toBe('[DONE]');
+    const chunks = events.slice(0, -2).map((data) => JSON.parse(data) as { object: string; choices: Array<{ delta: { content?: string } }>; usage?: unknown });
+    expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk')).toBe(true);
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe('Echo: stream me please');
+    // The client did not ask for usage, so the upstream's usage chunk is not forwarded.
+    expect(chunks.some((chunk) => chunk.usage != null)).toBe(false);
+
+    const last = JSON.parse(events.at(-2)!) as FaucetEvent;
+    const outputTokens = countTokens('Echo: stream me please');
+    const rated = rateUsage(
+      { routeMode: 'platform', provider: 'mock', model: 'echo', inputTokens: countPromptTokens(messages), outputTokens, estimated: false },
+      {},
+      ratingSettingsFor(testEnv, 5000),
+    );
+    expect(last.object).toBe('faucet.usage');
+    expect(last.choices).toEqual([]);
+    expect(last.faucet).toMatchObject({ request_id: requestId, output_tokens: outputTokens, estimated: false, charge: { amount_usd: formatUsd(rated.retailUsd) } });
+    expect((await usageRows(testEnv, requestId))[0]?.retail_usd).toBe(formatUsd(rated.retailUsd));
+    expect(await holdStatus(testEnv, requestId)).toBe('settled');
+  });
+
+  it('asks the upstream for usage, forwards it when the client asked too, and settles on the reported counts', async () => {
+    const upstream = fakeUpstream(() =>
+      sseResponse(
+        openAiSse([
+          openAiChunk({ role: 'assistant', content: '' }),
+          openAiChunk({ content: 'Bonjour' }),
+          openAiChunk({}, 'stop'),
+          openAiChunk({}, null, { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 }),
+        ]),
+      ),
+    );
+    const session = await fundedSession(testEnv);
+    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, {
+      model: 'openai:gpt-4o-mini',
+      feature: 'chat',
+      messages: [userMessage('Say hello in French')],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    expect(upstream.requests[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+    const events = sseData(await response.text());
+    const usageChunk = JSON.parse(events.at(-3)!) as { choices: unknown[]; usage: { completion_tokens: number } };
+    expect(usageChunk).toMatchObject({ choices: [], usage: { completion_tokens: 3 } });
+    const last = JSON.parse(events.at(-2)!) as FaucetEvent;
+    expect(last.faucet).toMatchObject({ input_tokens: 12, output_tokens: 3, estimated: false });
+  });
+
+  it('charges a client abort mid-stream for the tokens streamed so far, and stops the upstream', async () => {
+    let upstreamCancelled: Promise<void> | undefined;
+    const upstream = fakeUpstream((_request, signal) => {
+      const open = openSseResponse(openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: 'The first' }), openAiChunk({ content: ' few words' })], false), signal);
+      upstreamCancelled = open.cancelled;
+      return open.response;
+    });
+    const session = await fundedSession(testEnv, '1.00000000');
+    const messages = [userMessage('Tell me a very long story')];
+    const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, {
+      model: 'openai:gpt-4o-mini',
+      feature: 'chat',
+      messages,
+    });
+    expect(response.status).toBe(200);
+
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let received = '';
+    while (!received.includes('few words')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error('stream ended early');
+      received += decoder.decode(value, { stream: true });
+    }
+    await reader.cancel();
+    await finished();
+    await upstreamCancelled;
+
+    const streamedTokens = countTokens('The first few words');
+    const rated = rateUsage(
+      { routeMode: 'platform', provider: 'openai', model: 'gpt-4o-mini', inputTokens: countPromptTokens(messages), outputTokens: streamedTokens, estimated: true },
+      {},
+      ratingSettingsFor(testEnv, 5000),
+    );
+    const [row] = await usageRows(testEnv, requestId);
+    expect(row).toMatchObject({ output_tokens: streamedTokens, input_tokens: countPromptTokens(messages), estimated: true, retail_usd: formatUsd(rated.retailUsd) });
+    expect(await holdStatus(testEnv, requestId)).toBe('settled');
+    expect((await wallet(testEnv, session.walletId)).held).toBe('0.00000000');
+  });
+
+  it('answers an upstream refusal before the first byte with the error envelope, releasing the hold', async () => {
+    const upstream = fakeUpstream(() => jsonResponse({ error: { message: 'down' } }, 503));
+    const session = await fundedSession(testEnv, '1.00000000');
+    const requestId = newRequestId();
+    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('hi')], stream: true }, requestId);
+    expect(response.status).toBe(502);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
+    expect(await holdStatus(testEnv, requestId)).toBe('released');
+    expect((await wallet(testEnv, session.walletId)).balance).toBe('1.00000000');
+  });
+
+  it('ends a stream that breaks mid-way with the charge for what was delivered and an error event', async () => {
+    const upstream = fakeUpstream(() => sseResponse([...openAiSse([openAiChunk({ content: 'Half an' })], false), 'data: {"error":{"message":"overloaded"}}\n\n']));
+    const session = await fundedSession(testEnv);
+    const requestId = newRequestId();
+    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('hi')], stream: true }, requestId);
+    const events = sseData(await response.text());
+    expect(events).not.toContain('[DONE]');
+    expect(JSON.parse(events.at(-2)!)).toMatchObject({ object: 'faucet.usage', faucet: { output_tokens: countTokens('Half an'), estimated: true } });
+    expect(JSON.parse(events.at(-1)!)).toMatchObject({ error: { code: 'upstream_error', request_id: requestId } });
+    expect((await usageRows(testEnv, requestId))[0]?.output_tokens).toBe(countTokens('Half an'));
+  });
+});
