@@ -1,6 +1,7 @@
 import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
 import { registerAdminProviderKeyRoutes } from './routes/admin-provider-keys.ts';
 import { registerDeveloperProviderKeyRoutes } from './routes/developer-provider-keys.ts';
+import { registerMoneyRoutes } from './routes/money.ts';
 import { registerPaymentRoutes } from './routes/payments.ts';
 import { registerSessionRoutes } from './routes/sessions.ts';
 import { registerUserProviderKeyRoutes } from './routes/user-provider-keys.ts';
@@ -20,6 +21,7 @@ export function createApiApp(): ServiceApp {
     defaultMaxBodyBytes: 256 * 1024,
   });
   registerSessionRoutes(app);
+  registerMoneyRoutes(app);
   registerPaymentRoutes(app);
   registerUserProviderKeyRoutes(app);
   registerDeveloperProviderKeyRoutes(app);
