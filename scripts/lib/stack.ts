@@ -11,6 +11,7 @@ import { migrate } from './migrate.ts';
 import { freePort, portOrFree, waitForHttp } from './ports.ts';
 import { ensureDatabase, type PostgresServer, startPostgres, withClient } from './postgres.ts';
 import { demo, seed, type SeedResult } from './seed.ts';
+import { startStripeFake, usesFakeStripe, type StripeFake } from './stripe-fake.ts';
 import { startWsProxy, type WsProxy } from './ws-proxy.ts';
 
 export const repoRoot = join(import.meta.dirname, '..', '..');
@@ -38,6 +39,8 @@ export interface Stack {
   developerKey: string;
   demoExternalUserId: string;
   databaseUrl: string;
+  /** The fake Stripe API, when the secrets hold no real Stripe test key (docs/payments.md). */
+  stripeFakeUrl?: string;
   seed: SeedResult;
   postgres: PostgresServer;
   proxy: WsProxy;
@@ -59,9 +62,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const postgres = await startPostgres({ dataDir: join(options.stateDir, 'postgres', 'data'), port: ports.postgres });
   const children: ChildProcess[] = [];
   let proxy: WsProxy | undefined;
+  let stripeFake: StripeFake | undefined;
   const stop = async () => {
     await Promise.all(children.map(stopChild));
     await proxy?.close();
+    await stripeFake?.close();
     await postgres.stop();
   };
 
@@ -82,6 +87,10 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       gateway: `http://127.0.0.1:${ports.gateway}`,
       metrics: `http://127.0.0.1:${ports.metrics}`,
     };
+    if (usesFakeStripe(options.secrets.STRIPE_SECRET_KEY)) {
+      stripeFake = await startStripeFake({ webhook: { url: `${urls.api}/v1/webhooks/stripe`, secret: options.secrets.STRIPE_WEBHOOK_SECRET } });
+    }
+    const stripeTarget = stripeFake ? { STRIPE_API_HOST: '127.0.0.1', STRIPE_API_PORT: String(stripeFake.port), STRIPE_API_PROTOCOL: 'http' } : {};
     const { DEMO_DEVELOPER_KEY: _notAWorkerSecret, ...workerSecrets } = options.secrets;
     const envFile = join(options.stateDir, 'workers.env');
     writeFileSync(
@@ -94,6 +103,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         API_BASE_URL: urls.api,
         GATEWAY_BASE_URL: urls.gateway,
         SESSION_TTL_SECONDS: String(options.sessionTtlSeconds ?? 900),
+        ...stripeTarget,
         ...options.workerVars,
       }),
       { mode: 0o600 },
@@ -173,6 +183,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       developerKey: options.secrets.DEMO_DEVELOPER_KEY,
       demoExternalUserId: demo.externalUserId,
       databaseUrl,
+      ...(stripeFake ? { stripeFakeUrl: stripeFake.url } : {}),
       seed: seeded,
       postgres,
       proxy,
