@@ -37,6 +37,14 @@ export interface StripeFake {
   close(): Promise<void>;
 }
 
+/**
+ * The local stack talks to this fake unless `.dev.vars` holds a real Stripe test key: the generated
+ * placeholder (`sk_test_local_placeholder`) and the test suites' keys name themselves as such.
+ */
+export function usesFakeStripe(secretKey: string | undefined): boolean {
+  return !secretKey || /placeholder|fake/.test(secretKey);
+}
+
 class StripeApiError extends Error {
   constructor(
     readonly status: number,
