@@ -115,10 +115,10 @@ describe('payout state machine', () => {
     expect(await approved.json()).toMatchObject({ id: payout!.id, status: 'processing', operator_note: 'KYC ok', ledger_transaction_id: null });
     expect(await balance(developer.walletId)).toBe('42.50000000');
 
-    const paid = await markPaid(payout!.id);
+    const paid = await admin(`/v1/admin/payouts/${payout!.id}/mark-paid`, { operator_note: 'wire ref 123' });
     expect(paid.status).toBe(200);
     const body = (await paid.json()) as Payout;
-    expect(body).toMatchObject({ status: 'paid', amount_usd: '42.50000000' });
+    expect(body).toMatchObject({ status: 'paid', amount_usd: '42.50000000', operator_note: 'wire ref 123' });
     expect(body.ledger_transaction_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(await balance(developer.walletId)).toBe('0.00000000');
     const entries = await sql<{ kind: string; amount: string }>(
