@@ -1,0 +1,54 @@
+/**
+ * `npm run load`: a bounded load run (loopback only; stops by itself) against a local stack it starts
+ * for the purpose (state under `.faucet/tmp/`, removed afterwards), then the books checked against
+ * what the clients saw. Exits 1 when anything does not add up.
+ *
+ *   npm run load -- --users 40 --calls 2000 --concurrency 24 --money-actors 3 --seconds 120
+ */
+import { parseArgs } from 'node:util';
+import { formatSummary, summarize } from '../tests/load/load-report.ts';
+import { runLoad } from '../tests/load/load-run.ts';
+import { startReliabilityStack } from '../tests/load/reliability-stack.ts';
+import { verifyBooks } from '../tests/load/verify-books.ts';
+
+const { values } = parseArgs({
+  options: {
+    users: { type: 'string', default: '40' },
+    calls: { type: 'string', default: '2000' },
+    concurrency: { type: 'string', default: '24' },
+    'money-actors': { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '120' },
+  },
+});
+const positive = (name: string, text: string | undefined, max: number) => {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1 || value > max) {
+    console.error(`--${name} must be a whole number from 1 to ${max}`);
+    process.exit(2);
+  }
+  return value;
+};
+const plan = {
+  users: positive('users', values.users, 1000),
+  calls: positive('calls', values.calls, 100_000),
+  concurrency: positive('concurrency', values.concurrency, 256),
+  moneyActors: positive('money-actors', values['money-actors'], 32),
+  maxDurationMs: positive('seconds', values.seconds, 3600) * 1000,
+};
+
+console.log('faucet load: starting a local stack of its own…');
+const stackStarted = performance.now();
+const stack = await startReliabilityStack();
+let failed = true;
+try {
+  console.log(`faucet load: stack up in ${((performance.now() - stackStarted) / 1000).toFixed(1)} s; running…`);
+  const target = { ...stack, webhookSecret: stack.webhookSecret };
+  const result = await runLoad(target, plan);
+  const books = await verifyBooks(target, stack.databaseUrl, result);
+  console.log(formatSummary(result, summarize(result), books));
+  failed = !books.reconciliationOk || books.problems.length > 0 || result.problems.length > 0;
+  console.log(failed ? 'faucet load: FAILED' : 'faucet load: ok');
+} finally {
+  await stack.stop();
+}
+process.exit(failed ? 1 : 0);

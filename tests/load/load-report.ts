@@ -1,0 +1,65 @@
+/** The figures of a load run: requests, errors by code, p50/p99 per kind, gateway calls per second. */
+import type { LoadResult, OperationKind } from './load-run.ts';
+import type { BooksReport } from './verify-books.ts';
+
+export interface KindFigures {
+  kind: OperationKind;
+  requests: number;
+  errors: Record<string, number>;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+export interface LoadSummary {
+  kinds: KindFigures[];
+  totalRequests: number;
+  gatewayCalls: number;
+  gatewayCallsPerSecond: number;
+  mainPhaseSeconds: number;
+}
+
+/** Nearest-rank percentile of an ascending list. */
+export function percentile(sorted: number[], fraction: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1))]!;
+}
+
+export function summarize(result: LoadResult): LoadSummary {
+  const kinds = [...new Set(result.operations.map((operation) => operation.kind))].map((kind) => {
+    const ofKind = result.operations.filter((operation) => operation.kind === kind);
+    const durations = ofKind.map((operation) => operation.ms).sort((a, b) => a - b);
+    const errors: Record<string, number> = {};
+    for (const operation of ofKind) if (operation.code) errors[operation.code] = (errors[operation.code] ?? 0) + 1;
+    return { kind, requests: ofKind.length, errors, p50Ms: percentile(durations, 0.5), p99Ms: percentile(durations, 0.99) };
+  });
+  const gatewayCalls = result.calls.length;
+  const mainPhaseSeconds = result.mainPhaseMs / 1000;
+  return {
+    kinds,
+    totalRequests: result.operations.length,
+    gatewayCalls,
+    gatewayCallsPerSecond: mainPhaseSeconds > 0 ? gatewayCalls / mainPhaseSeconds : 0,
+    mainPhaseSeconds,
+  };
+}
+
+export function formatSummary(result: LoadResult, summary: LoadSummary, books: BooksReport): string {
+  const lines = [
+    `run ${result.runId}: ${result.plan.users} users, ${result.plan.calls} calls planned, concurrency ${result.plan.concurrency} + ${result.plan.moneyActors} money actors`,
+    `${'operation'.padEnd(20)}${'requests'.padStart(9)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}  errors by code`,
+    ...summary.kinds.map(
+      (kind) =>
+        `${kind.kind.padEnd(20)}${String(kind.requests).padStart(9)}${kind.p50Ms.toFixed(1).padStart(9)}${kind.p99Ms.toFixed(1).padStart(9)}  ${
+          Object.entries(kind.errors)
+            .map(([code, count]) => `${code}=${count}`)
+            .join(' ') || '-'
+        }`,
+    ),
+    `total requests ${summary.totalRequests}; gateway calls ${summary.gatewayCalls} in ${summary.mainPhaseSeconds.toFixed(1)} s = ${summary.gatewayCallsPerSecond.toFixed(1)} calls/s`,
+    `books: reconciliation ${books.reconciliationOk ? 'ok' : 'NOT OK'}; usage rows ${books.usageRows}, usage transactions ${books.usageTransactions}; ` +
+      `user usage debits ${books.userUsageDebitsUsd} USD = rated retail ${books.ratedRetailUsd} USD: ${books.userUsageDebitsUsd === books.ratedRetailUsd ? 'yes' : 'NO'}; ` +
+      `top-ups credited once ${books.topUpsCredited}/${result.paidCheckouts.length}; ambiguous calls ${books.ambiguousCalls}`,
+    ...[...result.problems, ...books.problems].map((problem) => `PROBLEM ${problem}`),
+  ];
+  return lines.join('\n');
+}

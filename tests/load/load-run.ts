@@ -1,0 +1,204 @@
+/**
+ * The bounded load run: many end users making plain and streamed `mock:echo` calls through the
+ * gateway while top-ups arrive through the Stripe webhook (each redelivered once), admins post
+ * adjustments and payouts run — all at the same time. Bounded by a number of calls and a deadline;
+ * every call carries a request id the client chose, so the books can be checked against it after.
+ */
+import {
+  admin,
+  chat,
+  createSession,
+  deliverWebhook,
+  paidCheckoutEvent,
+  startCheckout,
+  userWallet,
+  type Outcome,
+  type StackTarget,
+} from './stack-client.ts';
+
+export interface LoadPlan {
+  users: number;
+  /** Gateway calls in total (half streamed). */
+  calls: number;
+  /** Gateway calls in flight at once. */
+  concurrency: number;
+  /** Money operations (top-up, adjustment, payout) in flight at once, beside the calls. */
+  moneyActors: number;
+  /** The run stops starting new work after this long. */
+  maxDurationMs: number;
+}
+
+export interface LoadTarget extends StackTarget {
+  webhookSecret: string;
+}
+
+export type OperationKind = 'session' | 'chat' | 'chat_stream' | 'top_up' | 'webhook_redelivery' | 'adjustment' | 'payout';
+
+export interface OperationRecord {
+  kind: OperationKind;
+  status: number;
+  code: string | null;
+  ms: number;
+}
+
+export interface CallRecord {
+  requestId: string;
+  stream: boolean;
+  status: number;
+  code: string | null;
+  chargedUsd: string | null;
+}
+
+export interface LoadResult {
+  runId: string;
+  plan: LoadPlan;
+  operations: OperationRecord[];
+  calls: CallRecord[];
+  /** Stripe checkout session ids whose completion event was delivered (the top-ups of the run). */
+  paidCheckouts: string[];
+  mainPhaseMs: number;
+  /** Problems the client saw while running (a redelivered webhook that credited again, …). */
+  problems: string[];
+}
+
+interface User {
+  token: string;
+  walletId: string;
+}
+
+const NETWORK_ERROR = 599;
+
+async function timed<T>(kind: OperationKind, operations: OperationRecord[], work: () => Promise<T & { status: number; code: string | null }>) {
+  const started = performance.now();
+  try {
+    const result = await work();
+    operations.push({ kind, status: result.status, code: result.code, ms: performance.now() - started });
+    return result;
+  } catch (error) {
+    operations.push({ kind, status: NETWORK_ERROR, code: `network:${(error as Error).name}`, ms: performance.now() - started });
+    return undefined;
+  }
+}
+
+export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadResult> {
+  const runId = `load-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  const operations: OperationRecord[] = [];
+  const calls: CallRecord[] = [];
+  const paidCheckouts: string[] = [];
+  const problems: string[] = [];
+  const deadline = Date.now() + plan.maxDurationMs;
+
+  const topUp = async (user: User, amountUsd: string, redeliver: boolean) => {
+    const started = await timed('top_up', operations, async () => {
+      const checkout = await startCheckout(target, user.token, amountUsd);
+      if (!checkout.sessionId) return checkout.outcome;
+      const event = paidCheckoutEvent(checkout.sessionId, checkout.amountCents);
+      const delivered = await deliverWebhook(target, target.webhookSecret, event);
+      if (delivered.status === 200) paidCheckouts.push(checkout.sessionId);
+      if ((delivered.body as { credited?: boolean }).credited !== true) problems.push(`top-up ${checkout.sessionId} not credited`);
+      return { ...delivered, event };
+    });
+    if (!redeliver || !started || !('event' in started)) return;
+    // Stripe delivers at least once: the same event again must be acknowledged and credit nothing.
+    const again = await timed('webhook_redelivery', operations, () => deliverWebhook(target, target.webhookSecret, started.event));
+    if (again && (again.body as { credited?: boolean }).credited !== false) problems.push('a redelivered webhook credited again');
+  };
+
+  // Setup: sessions, each wallet funded through a real checkout + webhook.
+  const users: User[] = [];
+  await pool(Array.from({ length: plan.users }, (_, index) => index), 8, async (index) => {
+    const session = await timed('session', operations, async () => {
+      const token = await createSession(target, `${runId}-user-${index}`);
+      return { status: 201, code: null, token };
+    });
+    if (!session) return;
+    const wallet = await userWallet(target, session.token);
+    const user = { token: session.token, walletId: wallet.wallet_id };
+    await topUp(user, '1.00000000', false);
+    users.push(user);
+  });
+  if (users.length === 0) throw new Error('no session could be created');
+
+  const started = performance.now();
+  let nextCall = 0;
+  let callsDone = false;
+  const callWorker = async () => {
+    while (Date.now() < deadline) {
+      const number = nextCall++;
+      if (number >= plan.calls) return;
+      const user = users[number % users.length]!;
+      const stream = number % 2 === 1;
+      const requestId = `${runId}-c${number}`;
+      const result = await timed(stream ? 'chat_stream' : 'chat', operations, () =>
+        chat(target, user.token, requestId, { stream, text: `load call ${number} of ${runId}` }),
+      );
+      calls.push({
+        requestId,
+        stream,
+        status: result?.status ?? NETWORK_ERROR,
+        code: result ? result.code : 'network',
+        chargedUsd: result?.chargedUsd ?? null,
+      });
+    }
+  };
+
+  let moneyStep = 0;
+  const moneyWorker = async () => {
+    while (!callsDone && Date.now() < deadline) {
+      const step = moneyStep++;
+      const user = users[step % users.length]!;
+      switch (step % 4) {
+        case 0:
+          await topUp(user, '2.00000000', true);
+          break;
+        case 1:
+        case 2: {
+          const direction = step % 4 === 1 ? 'credit' : 'debit';
+          const json = {
+            kind: 'adjustment',
+            direction,
+            amount_usd: direction === 'credit' ? '0.01000000' : '0.00100000',
+            reason: `load run ${direction}`,
+            idempotency_key: `${runId}-adj${step}`,
+          };
+          await timed('adjustment', operations, () => admin(target, `/v1/admin/wallets/${user.walletId}/adjustments`, { json }));
+          break;
+        }
+        default:
+          await timed('payout', operations, () => payoutRound(target, runId));
+      }
+    }
+  };
+
+  await Promise.all([
+    (async () => {
+      await Promise.all(Array.from({ length: plan.concurrency }, callWorker));
+      callsDone = true;
+    })(),
+    ...Array.from({ length: plan.moneyActors }, moneyWorker),
+  ]);
+  const mainPhaseMs = performance.now() - started;
+  return { runId, plan, operations, calls, paidCheckouts, mainPhaseMs, problems };
+}
+
+/** Creates the pending payouts due (any developer balance), approves and pays each. */
+async function payoutRound(target: StackTarget, runId: string): Promise<Outcome> {
+  const created = await admin(target, '/v1/admin/payouts/run-mock', { json: { threshold_usd: '0.00000001' } });
+  if (created.status !== 201) return created;
+  for (const payout of (created.body as { data: Array<{ id: string }> }).data) {
+    const approved = await admin(target, `/v1/admin/payouts/${payout.id}/approve`, { json: { operator_note: `load run ${runId}` } });
+    if (approved.status !== 200) return approved;
+    const paid = await admin(target, `/v1/admin/payouts/${payout.id}/mark-paid`, { json: {} });
+    if (paid.status !== 200) return paid;
+  }
+  return created;
+}
+
+async function pool<T>(items: T[], size: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(size, items.length) }, async () => {
+      while (next < items.length) await work(items[next++]!);
+    }),
+  );
+}

@@ -1,0 +1,32 @@
+/**
+ * The short bounded form of `npm run load`, against the shared test stack: concurrent plain and
+ * streamed calls, webhook top-ups (each redelivered), adjustments and payouts; then every cent is
+ * checked against what the clients were told.
+ */
+import { describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { testSecrets } from '../setup/test-secrets.ts';
+import { formatSummary, summarize } from './load-report.ts';
+import { runLoad } from './load-run.ts';
+import { verifyBooks } from './verify-books.ts';
+
+const stack = inject('stack');
+
+describe('load (short bounded run)', () => {
+  it('serves concurrent calls and money operations with no error, every call charged exactly once, books reconciled', async () => {
+    const target = { ...stack, webhookSecret: testSecrets.STRIPE_WEBHOOK_SECRET };
+    const result = await runLoad(target, { users: 6, calls: 60, concurrency: 8, moneyActors: 2, maxDurationMs: 20_000 });
+    const books = await verifyBooks(target, stack.databaseUrl, result);
+    console.log(formatSummary(result, summarize(result), books));
+
+    expect(result.calls.length).toBeGreaterThan(0);
+    expect(result.operations.filter((operation) => operation.code !== null)).toEqual([]);
+    expect(result.problems).toEqual([]);
+    expect(books.problems).toEqual([]);
+    expect(books.reconciliationOk).toBe(true);
+    expect(books.usageRows).toBe(result.calls.length);
+    expect(books.userUsageDebitsUsd).toBe(books.ratedRetailUsd);
+    expect(books.topUpsCredited).toBe(result.paidCheckouts.length);
+    expect(result.paidCheckouts.length).toBeGreaterThanOrEqual(6);
+  }, 90_000);
+});
