@@ -21,7 +21,8 @@ export async function send(testEnv: TestEnv, path: string, options: Parameters<t
   const response = await call(app, testEnv, path, options);
   const text = await response.text();
   seenBodies.push(text);
-  return { status: response.status, headers: response.headers, text, body: text === '' ? undefined : (JSON.parse(text) as any) };
+  const isJson = response.headers.get('content-type')?.includes('application/json') ?? false;
+  return { status: response.status, headers: response.headers, text, body: isJson ? (JSON.parse(text) as any) : undefined };
 }
 
 /** Another developer with their own `fdk_` key: a second tenant. */
