@@ -192,7 +192,7 @@ export async function runGatewayBench(): Promise<void> {
     const seconds = (performance.now() - started) / 1000;
     console.log(`throughput at ${CLIENTS} concurrent clients       ${Math.round((CLIENTS * CALLS_PER_CLIENT) / seconds)} calls/s  (${CLIENTS * CALLS_PER_CLIENT} calls in ${seconds.toFixed(2)} s)`);
 
-    const splits = [];
+    const splits: Array<ReturnType<typeof splitAroundUpstream>> = [];
     for (let index = 0; index < ROUND_TRIP_CALLS; index++) {
       events.length = 0;
       await gatewayCall(app, env, tokens[1]!, 'openai:gpt-4o-mini');

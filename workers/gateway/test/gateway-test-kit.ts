@@ -35,6 +35,7 @@ export async function wallet(testEnv: TestEnv, walletId: string) {
   const { db, pool } = createDatabase(testEnv);
   try {
     const balance = await getWalletBalance(db, walletId);
+    if (balance === null) throw new Error(`no wallet ${walletId}`);
     return { balance: formatUsd(balance.balanceUsd), held: formatUsd(balance.heldUsd), available: formatUsd(balance.availableUsd) };
   } finally {
     await pool.end();
@@ -104,4 +105,4 @@ export function sseData(text: string): string[] {
     .map((event) => event.slice('data: '.length));
 }
 
-export const userMessage = (content: string) => ({ role: 'user', content });
+export const userMessage = (content: string) => ({ role: 'user' as const, content });
