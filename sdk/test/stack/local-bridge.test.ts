@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type {} from '../../../tests/setup/node-stack.ts';
 import { startFakeUpstream, type FakeUpstream } from '../../../bridge/test-support/fake-upstream.ts';
 import { startTestBridge, type TestBridge } from '../../../bridge/test-support/start-test-bridge.ts';
-import { createFaucet, type FaucetOptions } from '../../src/index.ts';
+import { createFaucet, type ChatStreamPart, type FaucetOptions } from '../../src/index.ts';
 
 /** SDK → the real bridge (in process, a fake Ollama behind it) → the real control API of the global stack. */
 const stack = inject('stack');
@@ -99,6 +99,16 @@ describe('local route through the real bridge', () => {
       expect(text).not.toContain(secret);
       expect(text).not.toContain('Hello from the fake');
     }
+  });
+
+  it('streams a local answer through the bridge and ends with the metadata of the accepted report', async () => {
+    const parts: ChatStreamPart[] = [];
+    for await (const part of client().chatStream({ feature: stack.featureKey, routeMode: 'local', model: 'ollama:llama3.2:3b', input: 'stream it' })) parts.push(part);
+    expect(parts.flatMap((part) => (part.type === 'delta' ? [part.delta] : [])).join('')).toBe('Hello from the fake.');
+    expect(parts.at(-1)).toEqual({
+      type: 'metadata',
+      faucet: expect.objectContaining({ route_mode: 'local', provider: 'ollama', model: 'llama3.2:3b', input_tokens: 11, output_tokens: 5, usage_report_status: 'accepted' }),
+    });
   });
 
   it('reports a missing bridge as bridge_unavailable, and diagnose says how to start it', async () => {
