@@ -1,6 +1,7 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { onTestFinished } from 'vitest';
 import { createLogger } from '../src/log';
 import { startBridge, type BridgeOptions, type RunningBridge } from '../src/server';
 
@@ -9,14 +10,18 @@ export interface TestBridge extends RunningBridge {
   outboxDirectory: string;
 }
 
+/** A fresh outbox path; it and its temp parent are removed when the current test finishes. */
 export async function makeOutboxDirectory(): Promise<string> {
-  return join(await mkdtemp(join(tmpdir(), 'faucet-bridge-test-')), 'outbox');
+  const parent = await mkdtemp(join(tmpdir(), 'faucet-bridge-test-'));
+  onTestFinished(() => rm(parent, { recursive: true, force: true }));
+  return join(parent, 'outbox');
 }
 
 /** An in-process bridge on a free loopback port, its log lines captured, retries fast. */
 export async function startTestBridge(options: Partial<BridgeOptions> = {}): Promise<TestBridge> {
   const logs: string[] = [];
-  const outboxDirectory = options.outboxDirectory ?? (await makeOutboxDirectory());
+  const ownDirectory = options.outboxDirectory === undefined;
+  const outboxDirectory = options.outboxDirectory ?? join(await mkdtemp(join(tmpdir(), 'faucet-bridge-test-')), 'outbox');
   const bridge = await startBridge({
     port: 0,
     host: '127.0.0.1',
@@ -28,7 +33,16 @@ export async function startTestBridge(options: Partial<BridgeOptions> = {}): Pro
     ...options,
     outboxDirectory,
   });
-  return Object.assign(bridge, { logs, outboxDirectory });
+  const close = bridge.close;
+  return Object.assign(bridge, {
+    logs,
+    outboxDirectory,
+    // A directory the caller passed in may be reused by a later bridge (restart tests); only ours goes.
+    close: async (graceMs?: number) => {
+      await close(graceMs);
+      if (ownDirectory) await rm(dirname(outboxDirectory), { recursive: true, force: true });
+    },
+  });
 }
 
 export const sessionToken = 'fvs_' + 'A'.repeat(43);
