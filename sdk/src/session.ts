@@ -1,4 +1,5 @@
 import { FaucetError } from './errors.ts';
+import { throwIfAborted } from './http/deadline.ts';
 import { requestJson, type TransportConfig } from './http/transport.ts';
 import type { Session } from './types.ts';
 
@@ -37,6 +38,7 @@ export class SessionManager {
 
   /** A token that is not about to expire, creating a session when needed. */
   async token(signal?: AbortSignal): Promise<string> {
+    throwIfAborted(signal, 'Session request');
     const cached = this.cached;
     if (cached && this.config.now() < cached.refreshAt) return cached.session.session_token;
     return (await this.start(signal, false)).session.session_token;
@@ -71,6 +73,8 @@ export class SessionManager {
       const creating = this.fetchSession().finally(() => {
         if (this.creating === creating) this.creating = undefined;
       });
+      // Every caller may have given up (aborted) before it settles; its failure then concerns no one.
+      creating.catch(() => undefined);
       this.creating = creating;
     }
     // The shared request runs without the caller's signal, so one caller's abort spares the others.

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { clientFor } from './client-for.ts';
 import { startFakeFaucet, type FakeFaucet } from './fake-faucet.ts';
-import { sendError, sendJson } from './fake-server.ts';
+import { sendError, sendJson, startFakeServer } from './fake-server.ts';
 import { completion, startScriptedGateway } from './scripted-gateway.ts';
 
 let faucet: FakeFaucet | undefined;
@@ -70,6 +70,36 @@ describe('sessions', () => {
     await client.chat({ feature: 'chat', input: 'x' });
     await server.close();
     expect(server.chatRequests().map((request) => request.headers.authorization)).toEqual(['Bearer fvs_scripted_1', 'Bearer fvs_scripted_2']);
+  });
+
+  it('keep being created for the other callers when one caller aborts while waiting', async () => {
+    let releaseSession: () => void = () => undefined;
+    const sessionGate = new Promise<void>((resolve) => (releaseSession = resolve));
+    const server = await startFakeServer(async (request, response) => {
+      if (request.path === '/v1/sessions') {
+        await sessionGate;
+        return sendJson(response, 201, { session_token: 'fvs_slowsession0000000001', token_type: 'Bearer', expires_at: new Date(Date.now() + 600_000).toISOString() });
+      }
+      sendJson(response, 200, completion());
+    });
+    const client = clientFor(server.url);
+    const controller = new AbortController();
+    const aborted = client.chat({ feature: 'chat', input: 'a', signal: controller.signal }).catch((thrown: unknown) => thrown);
+    const patient = client.chat({ feature: 'chat', input: 'b' });
+    while (server.requestsTo('/v1/sessions').length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    controller.abort();
+    expect(await aborted).toMatchObject({ code: 'aborted' });
+    releaseSession();
+    expect((await patient).faucet.request_id).toBe('req_ok');
+    expect(server.requestsTo('/v1/sessions')).toHaveLength(1);
+    expect(server.requestsTo('/v1/chat/completions')).toHaveLength(1);
+    await server.close();
+  });
+
+  it('are not even requested when the signal already fired', async () => {
+    faucet = await startFakeFaucet();
+    await expect(clientFor(faucet.url).getWallet(AbortSignal.abort())).rejects.toMatchObject({ code: 'aborted' });
+    expect(faucet.requests).toHaveLength(0);
   });
 
   it('can be created explicitly', async () => {
