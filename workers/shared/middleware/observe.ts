@@ -26,9 +26,9 @@ export function observe(): MiddlewareHandler<AppEnv> {
     logger.info('request', { method: sample.method, route, status: sample.status, duration_ms: durationMs });
     const metrics = c.env.METRICS;
     if (metrics) {
-      const recording = metrics
-        .get(metrics.idFromName('global'))
-        .record([sample])
+      // Started inside a promise so that a binding throwing synchronously is caught like a rejection.
+      const recording = Promise.resolve()
+        .then(() => metrics.get(metrics.idFromName('global')).record([sample]))
         .catch((error: unknown) => logger.warn('metrics unavailable', { error: (error as Error).name }));
       try {
         c.executionCtx.waitUntil(recording);
