@@ -191,3 +191,17 @@ describe('DELETE /v1/user/provider-keys/{id}', () => {
     expect(response.body.error.code).toBe('not_found');
   });
 });
+
+describe('OpenAPI', () => {
+  it('describes the provider-keys endpoints, with no field that would return a raw key', async () => {
+    const response = await send(testEnv, '/openapi.json');
+    expect(response.status).toBe(200);
+    const paths = response.body.paths as Record<string, Record<string, unknown>>;
+    expect(Object.keys(paths['/v1/user/provider-keys']!).sort()).toEqual(['get', 'post']);
+    expect(Object.keys(paths['/v1/user/provider-keys/{id}']!)).toEqual(['delete']);
+    expect(Object.keys(paths['/v1/developer/provider-keys']!).sort()).toEqual(['get', 'post']);
+    expect(Object.keys(paths['/v1/admin/provider-keys/re-encrypt']!)).toEqual(['post']);
+    const keySchema = response.body.components.schemas.ProviderKey as { properties: Record<string, unknown> };
+    expect(Object.keys(keySchema.properties)).not.toContain('api_key');
+  });
+});
