@@ -1,6 +1,7 @@
 import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
 import { defaultGatewayDependencies, type GatewayDependencies } from './gateway-dependencies.ts';
 import { registerChatCompletions } from './routes/chat-completions.ts';
+import { registerModels } from './routes/models.ts';
 
 /** The OpenAI-compatible gateway: routing, metering, rating and booking of model calls. */
 export function createGatewayApp(dependencies: Partial<GatewayDependencies> = {}): ServiceApp {
@@ -17,5 +18,6 @@ export function createGatewayApp(dependencies: Partial<GatewayDependencies> = {}
     defaultMaxBodyBytes: 2 * 1024 * 1024,
   });
   registerChatCompletions(app, { ...defaultGatewayDependencies, ...dependencies });
+  registerModels(app);
   return app;
 }

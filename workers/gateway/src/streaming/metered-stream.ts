@@ -112,7 +112,9 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
       if (usage.outputTokens > 0) {
         controller.enqueue(formatSseJson(faucetEvent(await settle(usage))));
       } else {
-        await options.abandon();
+        const abandoning = options.abandon();
+        options.defer(abandoning.catch(() => undefined));
+        await abandoning;
       }
     } catch (settleError) {
       options.onSettleFailure(settleError);
