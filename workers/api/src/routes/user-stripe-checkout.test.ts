@@ -1,6 +1,5 @@
 import Stripe from 'stripe';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { env } from 'cloudflare:test';
 import { createPendingCheckout } from '../../../shared/payments/payments-test-kit.ts';
 import { api, call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
@@ -13,8 +12,8 @@ beforeAll(async () => {
 const stripe = () =>
   new Stripe(testEnv.STRIPE_SECRET_KEY as string, {
     httpClient: Stripe.createFetchHttpClient(),
-    host: env.STRIPE_API_HOST as string,
-    port: Number(env.STRIPE_API_PORT),
+    host: testEnv.STRIPE_API_HOST as string,
+    port: Number(testEnv.STRIPE_API_PORT),
     protocol: 'http',
   });
 
