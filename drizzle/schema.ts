@@ -123,6 +123,25 @@ export const ledgerEntries = pgTable(
   ],
 );
 
+/**
+ * Credits appended to the hot accounts (developer wallets, platform accounts) by usage bookings, not
+ * yet folded into `wallets.balance`; a wallet's balance is its row's balance plus these
+ * (migrations/0002_ledger.sql, docs/money.md).
+ */
+export const walletBalanceDeltas = pgTable(
+  'wallet_balance_deltas',
+  {
+    id: bigserial('id', { mode: 'bigint' }).primaryKey(),
+    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    amount: money('amount').notNull(),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    index('wallet_balance_deltas_wallet').on(table.walletId),
+    check('wallet_balance_deltas_positive', sql`${table.amount} > 0`),
+  ],
+);
+
 export const balanceHolds = pgTable(
   'balance_holds',
   {
@@ -130,7 +149,7 @@ export const balanceHolds = pgTable(
     walletId: uuid('wallet_id').notNull().references(() => wallets.id),
     requestId: text('request_id').notNull().unique(),
     amount: money('amount').notNull(),
-    /** `active`, `settled`, `released`. */
+    /** `active`, `settled`, `released`, `expired`. */
     status: text('status').notNull().default('active'),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     createdAt: createdAt(),

@@ -5,9 +5,9 @@
  * accounts, the hot rows of the ledger. Round trips are counted at the database handle.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SQL } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { bookUsage, creditTestBalance, reconcileLedger, reserveHold, type LedgerDatabase } from '../../workers/shared/ledger/index.ts';
@@ -58,6 +58,30 @@ async function createUsers(client: pg.Client, appId: string, count: number): Pro
 const rated = rateUsage({ routeMode: 'platform', provider: 'mock', model: 'echo', inputTokens: 800, outputTokens: 200, estimated: false });
 const worstCase = parseWireAmount('0.01000000');
 
+/**
+ * The reference of NOTES.md, run under the same load: one statement that claims the request id,
+ * debits the user only `where balance >= amount` and appends two entries — no holds, no usage
+ * record fields, no developer or platform shares. The ceiling the real booking is compared with.
+ */
+async function bookReference(db: LedgerDatabase, endUserId: string, requestId: string): Promise<void> {
+  const { rows } = await db.execute(sql`
+    with claim as (
+      insert into ledger_transactions (kind, idempotency_key, request_id) values ('usage', ${`ref:${requestId}`}, ${requestId})
+      on conflict (idempotency_key) do nothing returning id),
+    debit as (
+      update wallets set balance = balance - 0.00144 where end_user_id = ${endUserId}::uuid and balance >= 0.00144
+        and exists (select 1 from claim) returning id),
+    entries as (
+      insert into ledger_entries (transaction_id, wallet_id, amount)
+      select claim.id, debit.id, -0.00144 from claim, debit
+      union all
+      select claim.id, (select id from wallets where kind = 'platform_revenue' and end_user_id is null and developer_id is null), 0.00144
+      from claim, debit
+      returning 1)
+    select count(*) as entries from entries`);
+  if (rows.length !== 1) throw new Error('reference booking failed');
+}
+
 async function book(db: LedgerDatabase, fixture: Fixture, endUserId: string, requestId: string, withHold: boolean): Promise<void> {
   if (withHold) {
     const hold = await reserveHold(db, { endUserId, requestId, amount: worstCase });
@@ -79,7 +103,7 @@ async function measure(
   label: string,
   writers: number,
   perWriter: number,
-  withHold: boolean,
+  mode: 'reference' | 'booking' | 'hold',
 ): Promise<Measurement> {
   const db = counting(drizzle(pool));
   const started = performance.now();
@@ -87,7 +111,9 @@ async function measure(
     Array.from({ length: writers }, async (_, writer) => {
       const endUserId = fixture.endUserIds[writer % fixture.endUserIds.length]!;
       for (let index = 0; index < perWriter; index++) {
-        await book(db, fixture, endUserId, `${label}-${writer}-${index}`, withHold);
+        const requestId = `${label}-${writer}-${index}`;
+        if (mode === 'reference') await bookReference(db, endUserId, requestId);
+        else await book(db, fixture, endUserId, requestId, mode === 'hold');
       }
     }),
   );
@@ -97,7 +123,7 @@ async function measure(
 function print(label: string, result: Measurement): void {
   const perSecond = Math.round(result.bookings / result.seconds);
   const roundTrips = (result.roundTrips / result.bookings).toFixed(2);
-  console.log(`${label.padEnd(44)} ${String(perSecond).padStart(6)} bookings/s  ${roundTrips} round trips/booking  (${result.bookings} in ${result.seconds.toFixed(2)} s)`);
+  console.log(`${label.padEnd(52)} ${String(perSecond).padStart(6)} bookings/s  ${roundTrips} round trips/booking  (${result.bookings} in ${result.seconds.toFixed(2)} s)`);
 }
 
 export async function runLedgerBench(): Promise<void> {
@@ -115,12 +141,20 @@ export async function runLedgerBench(): Promise<void> {
     pool.on('error', () => {});
     try {
       // Warm up connections and plans.
-      await measure(pool, fixture, 'warmup', WRITERS, 10, true);
-      console.log('embedded PostgreSQL 18, client on the same machine (node-postgres pool)');
-      print('usage booking, 1 writer', await measure(pool, fixture, 'seq', 1, SEQUENTIAL_BOOKINGS, false));
-      print(`usage booking, ${WRITERS} writers`, await measure(pool, fixture, 'par', WRITERS, BOOKINGS_PER_WRITER, false));
-      print('hold + settle (platform route), 1 writer', await measure(pool, fixture, 'hseq', 1, SEQUENTIAL_BOOKINGS, true));
-      print(`hold + settle (platform route), ${WRITERS} writers`, await measure(pool, fixture, 'hpar', WRITERS, BOOKINGS_PER_WRITER, true));
+      await measure(pool, fixture, 'warmup', WRITERS, 10, 'hold');
+      const [load] = loadavg();
+      console.log(`embedded PostgreSQL 18, client on the same machine (node-postgres pool), ${cpus().length} CPUs, load ${load?.toFixed(1)}`);
+      print('reference (NOTES.md one-statement debit), 1 writer', await measure(pool, fixture, 'rseq', 1, SEQUENTIAL_BOOKINGS, 'reference'));
+      print(`reference (NOTES.md one-statement debit), ${WRITERS} writers`, await measure(pool, fixture, 'rpar', WRITERS, BOOKINGS_PER_WRITER, 'reference'));
+      print('usage booking, 1 writer', await measure(pool, fixture, 'seq', 1, SEQUENTIAL_BOOKINGS, 'booking'));
+      print(`usage booking, ${WRITERS} writers`, await measure(pool, fixture, 'par', WRITERS, BOOKINGS_PER_WRITER, 'booking'));
+      print('hold + settle (platform route), 1 writer', await measure(pool, fixture, 'hseq', 1, SEQUENTIAL_BOOKINGS, 'hold'));
+      print(`hold + settle (platform route), ${WRITERS} writers`, await measure(pool, fixture, 'hpar', WRITERS, BOOKINGS_PER_WRITER, 'hold'));
+      // The reference moved money without the matching cache update of platform revenue; put it right
+      // so the reconciliation below checks the real bookings.
+      await pool.query(`update wallets set balance = (select coalesce(sum(amount), 0) from ledger_entries where wallet_id = wallets.id)
+                          - faucet_pending(id)
+                        where kind = 'platform_revenue' and end_user_id is null and developer_id is null`);
       const report = await reconcileLedger(drizzle(pool));
       console.log(
         `reconciliation after the run: ${report.ok ? 'ok' : 'MISMATCH'} (${report.counts.transactions} transactions, ${report.counts.entries} entries)`,

@@ -50,7 +50,7 @@ describe('bookUsage', () => {
     const entries = await sql<{ kind: string; amount: string }>(
       testEnv,
       `select w.kind, e.amount::text as amount from ledger_entries e join wallets w on w.id = e.wallet_id
-        where e.transaction_id = $1 order by e.amount`,
+        where e.transaction_id = $1 order by e.amount, w.kind`,
       [result.ledgerTransactionId],
     );
     expect(entries).toEqual([
@@ -150,27 +150,27 @@ describe('bookUsage', () => {
     const before = await sql<{ transactions: number; entries: number; developer: string }>(
       testEnv,
       `select (select count(*) from ledger_transactions)::int as transactions, (select count(*) from ledger_entries)::int as entries,
-              (select sum(balance)::text from wallets where kind = 'developer') as developer`,
+              (select sum(faucet_wallet_balance(id))::text from wallets where kind = 'developer') as developer`,
     );
-    // The fault: the credit of the developer's wallet fails, after the usage event, the transaction,
-    // its entries and the user's debit have been written.
+    // The fault: the last write, the credits of the developer and platform accounts, fails after the
+    // usage event, the transaction, its entries and the user's debit have been written.
     await sql(
       testEnv,
       `create function fail_developer_credit() returns trigger language plpgsql as $$
        begin raise exception 'injected fault'; end $$;
-       create trigger fail_developer_credit before update on wallets for each row
-       when (new.kind = 'developer') execute function fail_developer_credit()`,
+       create trigger fail_developer_credit before insert on wallet_balance_deltas for each row
+       execute function fail_developer_credit()`,
     );
     try {
       const error = await bookUsage(database.db, booking(user, 'faulty', platformCall(1_000, 1_000))).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(Error);
     } finally {
-      await sql(testEnv, 'drop trigger fail_developer_credit on wallets; drop function fail_developer_credit()');
+      await sql(testEnv, 'drop trigger fail_developer_credit on wallet_balance_deltas; drop function fail_developer_credit()');
     }
     const after = await sql<{ transactions: number; entries: number; developer: string }>(
       testEnv,
       `select (select count(*) from ledger_transactions)::int as transactions, (select count(*) from ledger_entries)::int as entries,
-              (select sum(balance)::text from wallets where kind = 'developer') as developer`,
+              (select sum(faucet_wallet_balance(id))::text from wallets where kind = 'developer') as developer`,
     );
     expect(after).toEqual(before);
     expect(await balanceOf(testEnv, user.walletId)).toBe('1.00000000');

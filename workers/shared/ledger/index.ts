@@ -7,3 +7,4 @@ export * from './holds.ts';
 export * from './post-transaction.ts';
 export * from './reconcile.ts';
 export * from './wallet-balance.ts';
+export * from './roll-up.ts';

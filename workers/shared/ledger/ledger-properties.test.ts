@@ -6,6 +6,7 @@ import { formatUsd, usdFromUnits } from '../money/index.ts';
 import { adjustWallet } from './adjust-wallet.ts';
 import { bookUsage } from './book-usage.ts';
 import { releaseHold, reserveHold } from './holds.ts';
+import { rollUpBalances } from './roll-up.ts';
 import { chargeOf, createTestUser, ledgerViolations, openLedgerDatabase, type LedgerTestDatabase, type TestUser } from './ledger-test-kit.ts';
 import { getWalletBalance } from './wallet-balance.ts';
 
@@ -28,6 +29,7 @@ const step = fc.oneof(
   fc.record({ op: fc.constant('settle' as const), pick: fc.nat(), units: fc.bigInt({ min: 0n, max: 300_000_000n }) }),
   fc.record({ op: fc.constant('release' as const), pick: fc.nat() }),
   fc.record({ op: fc.constant('charge' as const), who, units }),
+  fc.record({ op: fc.constant('rollUp' as const) }),
 );
 
 /** What the ledger should hold, in 1e-8 USD units. */
@@ -112,6 +114,10 @@ describe('ledger under random operation sequences', () => {
               if (!hold) break;
               expect(await releaseHold(database.db, hold.requestId)).toBe(true);
               model.holds = model.holds.filter((candidate) => candidate !== hold);
+              break;
+            }
+            case 'rollUp': {
+              await rollUpBalances(database.db);
               break;
             }
             case 'charge': {

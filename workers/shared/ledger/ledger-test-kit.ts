@@ -61,19 +61,20 @@ export function platformCall(inputTokens: number, outputTokens: number): RatedUs
   return rateUsage({ routeMode: 'platform', provider: 'mock', model: 'echo', inputTokens, outputTokens, estimated: false });
 }
 
-/** Ledger invariants in one query: unbalanced transactions, cache mismatches, negative wallets. */
+/** Ledger invariants in one query: unbalanced transactions, balance mismatches, negative wallets. */
 export async function ledgerViolations(testEnv: TestEnv): Promise<{ unbalanced: number; mismatched: number; negative: number }> {
   const [row] = await sql<{ unbalanced: number; mismatched: number; negative: number }>(
     testEnv,
     `select
        (select count(*) from (select transaction_id from ledger_entries group by transaction_id having sum(amount) <> 0) t)::int as unbalanced,
-       (select count(*) from wallets w where w.balance <> coalesce((select sum(amount) from ledger_entries e where e.wallet_id = w.id), 0))::int as mismatched,
-       (select count(*) from wallets where not allow_negative and balance < 0)::int as negative`,
+       (select count(*) from wallets w
+         where faucet_wallet_balance(w.id) <> coalesce((select sum(amount) from ledger_entries e where e.wallet_id = w.id), 0))::int as mismatched,
+       (select count(*) from wallets where not allow_negative and (balance < 0 or faucet_wallet_balance(id) < 0))::int as negative`,
   );
   return row!;
 }
 
 export async function balanceOf(testEnv: TestEnv, walletId: string): Promise<string> {
-  const [row] = await sql<{ balance: string }>(testEnv, 'select balance::numeric(20, 8)::text as balance from wallets where id = $1', [walletId]);
+  const [row] = await sql<{ balance: string }>(testEnv, 'select faucet_wallet_balance($1)::text as balance', [walletId]);
   return row!.balance;
 }

@@ -1,6 +1,7 @@
 /**
  * Reconciliation: the wallet balances are a cache of the entries. Recompute every wallet from its
- * entries and every transaction's sum, and report each disagreement.
+ * entries and every transaction's sum, and report each disagreement. A wallet's balance is its row's
+ * balance plus its pending credits (docs/money.md, hot accounts).
  */
 import { sql } from 'drizzle-orm';
 import { formatUsd, parseDatabaseAmount, subtractUsd } from '../money/index.ts';
@@ -45,10 +46,12 @@ export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconci
   );
   const walletRows = await queryRows<{ id: string; kind: string; balance: string; entries_sum: string }>(
     db,
-    sql`select w.id, w.kind, w.balance::numeric(20, 8) as balance, coalesce(e.total, 0)::numeric(20, 8) as entries_sum
+    sql`select w.id, w.kind, (w.balance + coalesce(d.total, 0))::numeric(20, 8) as balance,
+               coalesce(e.total, 0)::numeric(20, 8) as entries_sum
         from wallets w
         left join (select wallet_id, sum(amount) as total from ledger_entries group by wallet_id) e on e.wallet_id = w.id
-        where w.balance <> coalesce(e.total, 0)
+        left join (select wallet_id, sum(amount) as total from wallet_balance_deltas group by wallet_id) d on d.wallet_id = w.id
+        where w.balance + coalesce(d.total, 0) <> coalesce(e.total, 0)
         order by w.id`,
   );
   const transactionRows = await queryRows<{ id: string; kind: string; total: string }>(
@@ -60,7 +63,8 @@ export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconci
   );
   const negativeRows = await queryRows<{ id: string; kind: string; balance: string }>(
     db,
-    sql`select id, kind, balance::numeric(20, 8) as balance from wallets where not allow_negative and balance < 0 order by id`,
+    sql`select id, kind, faucet_wallet_balance(id) as balance from wallets
+        where not allow_negative and (balance < 0 or faucet_wallet_balance(id) < 0) order by id`,
   );
   const wallet_mismatches = walletRows.map((row) => ({
     wallet_id: row.id,

@@ -1,4 +1,7 @@
-/** Read a wallet's balance, its active holds and what is available to spend. */
+/**
+ * Read a wallet's balance (including credits appended to it and not yet rolled up), its active
+ * holds and what is available to spend.
+ */
 import { sql } from 'drizzle-orm';
 import { parseDatabaseAmount, type Usd } from '../money/index.ts';
 import { queryRows, requireUuid, type LedgerDatabase } from './database.ts';
@@ -36,8 +39,8 @@ function toBalance(row: Row): WalletBalance {
 export async function getUserWalletBalance(db: LedgerDatabase, endUserId: string): Promise<WalletBalance | null> {
   const [row] = await queryRows<Row>(
     db,
-    sql`select id, kind, balance::numeric(20, 8) as balance, faucet_held(id, null) as held,
-               greatest(balance - faucet_held(id, null), 0)::numeric(20, 8) as available
+    sql`select id, kind, faucet_wallet_balance(id) as balance, faucet_held(id, null) as held,
+               greatest(faucet_wallet_balance(id) - faucet_held(id, null), 0)::numeric(20, 8) as available
         from wallets where end_user_id = ${requireUuid(endUserId, 'end user')}::uuid`,
   );
   return row ? toBalance(row) : null;
@@ -46,8 +49,8 @@ export async function getUserWalletBalance(db: LedgerDatabase, endUserId: string
 export async function getWalletBalance(db: LedgerDatabase, walletId: string): Promise<WalletBalance | null> {
   const [row] = await queryRows<Row>(
     db,
-    sql`select id, kind, balance::numeric(20, 8) as balance, faucet_held(id, null) as held,
-               greatest(balance - faucet_held(id, null), 0)::numeric(20, 8) as available
+    sql`select id, kind, faucet_wallet_balance(id) as balance, faucet_held(id, null) as held,
+               greatest(faucet_wallet_balance(id) - faucet_held(id, null), 0)::numeric(20, 8) as available
         from wallets where id = ${requireUuid(walletId, 'wallet')}::uuid`,
   );
   return row ? toBalance(row) : null;

@@ -1,11 +1,28 @@
--- Ledger bookings as server-side functions: each booking is one statement (one round trip), and the
--- statements inside run in a fixed order with a fresh snapshot each (READ COMMITTED), so a check made
--- after a row lock sees every booking committed before it. Idempotent: create or replace.
+-- The ledger's booking functions, and the append-only credits of its hot accounts. Each booking is
+-- one statement (one round trip); the statements inside run in a fixed order with a fresh snapshot
+-- each (READ COMMITTED), so a check made after a row lock sees every booking committed before it.
+-- Idempotent: create if not exists / create or replace.
 --
 -- Deadlock rule: every transaction locks wallet rows in one global order, (rank, id), where rank is
--- 0 for user wallets, 1 for developer wallets, 2 for system accounts. The hot rows (developer and
--- system accounts) therefore come last and are held only for the tail of a booking.
--- Locks are FOR NO KEY UPDATE, which does not conflict with the KEY SHARE locks of foreign-key checks.
+-- 0 for user wallets, 1 for developer wallets, 2 for system accounts. Locks are FOR NO KEY UPDATE,
+-- which does not conflict with the KEY SHARE locks of foreign-key checks.
+--
+-- Hot accounts: every usage booking credits the app's developer wallet and the platform's revenue
+-- and upstream-payable accounts. Updating those few rows in every booking queues all bookings behind
+-- one another (and deadlocked at 16 writers when the order was not fixed), so a booking appends its
+-- credits to wallet_balance_deltas instead and locks no hot row. A wallet's balance is
+-- wallets.balance + its pending deltas (faucet_wallet_balance); anything that debits a wallet locks
+-- it and folds its deltas in first (faucet_roll_up_locked), and faucet_roll_up_balances does the
+-- same for all wallets as housekeeping.
+
+create table if not exists wallet_balance_deltas (
+  id bigserial primary key,
+  wallet_id uuid not null references wallets(id),
+  amount numeric(20, 8) not null,
+  created_at timestamptz not null default now(),
+  constraint wallet_balance_deltas_positive check (amount > 0)
+);
+create index if not exists wallet_balance_deltas_wallet on wallet_balance_deltas (wallet_id);
 
 -- System accounts every booking may need (the seed creates the same rows; both are no-ops when present).
 insert into wallets (kind, allow_negative) values
@@ -26,6 +43,54 @@ language sql stable as $$
   select coalesce(sum(amount), 0)::numeric(20, 8) from balance_holds
   where wallet_id = p_wallet_id and status = 'active' and expires_at > now()
     and (p_except_request_id is null or request_id <> p_except_request_id)
+$$;
+
+-- Credits appended to a hot account and not yet folded into its balance row.
+create or replace function faucet_pending(p_wallet_id uuid) returns numeric
+language sql stable as $$
+  select coalesce(sum(amount), 0)::numeric(20, 8) from wallet_balance_deltas where wallet_id = p_wallet_id
+$$;
+
+-- A wallet's balance: the row's cached balance plus its pending credits.
+create or replace function faucet_wallet_balance(p_wallet_id uuid) returns numeric
+language sql stable as $$
+  select (w.balance + faucet_pending(w.id))::numeric(20, 8) from wallets w where w.id = p_wallet_id
+$$;
+
+-- Fold a wallet's pending credits into its balance row. The caller holds the wallet's row lock.
+-- Credits appended by bookings still in flight stay pending for the next roll-up.
+create or replace function faucet_roll_up_locked(p_wallet_id uuid) returns numeric
+language plpgsql as $$
+declare
+  v_total numeric;
+begin
+  with moved as (delete from wallet_balance_deltas where wallet_id = p_wallet_id returning amount)
+  select coalesce(sum(amount), 0) into v_total from moved;
+  if v_total <> 0 then
+    update wallets set balance = balance + v_total where id = p_wallet_id;
+  end if;
+  return v_total;
+end
+$$;
+
+-- Housekeeping: fold the pending credits of every wallet, locking in the global order.
+create or replace function faucet_roll_up_balances() returns integer
+language plpgsql as $$
+declare
+  r record;
+  v_count integer := 0;
+begin
+  for r in
+    select w.id from wallets w
+    where exists (select 1 from wallet_balance_deltas d where d.wallet_id = w.id)
+    order by faucet_wallet_rank(w.kind), w.id
+  loop
+    perform 1 from wallets where id = r.id for no key update;
+    perform faucet_roll_up_locked(r.id);
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end
 $$;
 
 create or replace function faucet_system_wallet(p_kind text) returns uuid
@@ -125,6 +190,7 @@ begin
   if (select count(*) from wallets w where w.id = any (p_wallet_ids)) <> (select count(distinct x) from unnest(p_wallet_ids) as x) then
     raise exception 'unknown wallet in transaction' using errcode = 'P0002';
   end if;
+  perform faucet_roll_up_locked(x) from (select distinct x from unnest(p_wallet_ids) as x) as ids;
 
   if p_idempotency_key is not null then
     select * into v_transaction from ledger_transactions t where t.idempotency_key = p_idempotency_key;
@@ -249,7 +315,6 @@ declare
   v_developer_wallet_id uuid;
   v_revenue_id uuid;
   v_payable_id uuid;
-  r record;
 begin
   if least(p_upstream_cost, p_upstream_payable, p_retail, p_developer_revenue, p_platform_share) < 0
      or p_retail <> p_upstream_payable + p_developer_revenue + p_platform_share then
@@ -314,17 +379,13 @@ begin
                  (v_revenue_id, p_platform_share), (v_payable_id, p_upstream_payable)) as t(wallet_id, amount)
     where t.amount <> 0;
 
-    -- The global lock order: the user (already locked), the developer, the system accounts by id.
     update wallets set balance = balance - p_retail where id = v_wallet_id;
-    if p_developer_revenue <> 0 then
-      update wallets set balance = balance + p_developer_revenue where id = v_developer_wallet_id;
-    end if;
-    for r in
-      select t.id, t.delta from (values (v_revenue_id, p_platform_share), (v_payable_id, p_upstream_payable)) as t(id, delta)
-      where t.delta <> 0 order by t.id
-    loop
-      update wallets set balance = balance + r.delta where id = r.id;
-    end loop;
+    -- The hot accounts' credits are appended, not applied: no booking waits for another's commit.
+    insert into wallet_balance_deltas (wallet_id, amount)
+    select t.wallet_id, t.amount
+    from (values (v_developer_wallet_id, p_developer_revenue), (v_revenue_id, p_platform_share),
+                 (v_payable_id, p_upstream_payable)) as t(wallet_id, amount)
+    where t.amount <> 0;
   end if;
 
   update balance_holds set status = 'settled', closed_at = now()
