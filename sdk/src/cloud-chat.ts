@@ -2,6 +2,7 @@ import { FaucetError, errorFromStreamEvent } from './errors.ts';
 import { newRequestId } from './ids.ts';
 import { toMessages } from './messages.ts';
 import { readSseData } from './http/sse.ts';
+import { parseEvent } from './http/stream-event.ts';
 import { openStream, requestJson, type TransportConfig } from './http/transport.ts';
 import type { SessionManager } from './session.ts';
 import type { ChatCompletion, ChatOptions, ChatStreamPart, FaucetMetadata } from './types.ts';
@@ -82,19 +83,4 @@ export async function* cloudChatStream(config: CloudChatConfig, options: ChatOpt
   }
   if (!metadata) throw new FaucetError('invalid_response', 'Chat stream ended without the faucet metadata');
   yield { type: 'metadata', faucet: metadata };
-}
-
-interface StreamEvent {
-  object?: string;
-  faucet?: unknown;
-  error?: { code?: unknown; message?: unknown; request_id?: unknown };
-  choices?: Array<{ delta?: { content?: string | null } }>;
-}
-
-export function parseEvent(data: string): StreamEvent {
-  try {
-    return JSON.parse(data) as StreamEvent;
-  } catch (cause) {
-    throw new FaucetError('invalid_response', 'Stream event is not JSON', { cause });
-  }
 }

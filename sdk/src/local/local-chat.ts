@@ -3,69 +3,16 @@ import { newRequestId } from '../ids.ts';
 import { completionText, toMessages } from '../messages.ts';
 import { readSseData } from '../http/sse.ts';
 import { openStream, requestJson } from '../http/transport.ts';
-import { parseEvent } from '../cloud-chat.ts';
+import { parseEvent, type StreamEvent } from '../http/stream-event.ts';
 import type { ChatCompletion, ChatMessage, ChatOptions, ChatStreamPart, FaucetMetadata } from '../types.ts';
-import { asBridgeError, listModels, type BridgeConfig } from './bridge-client.ts';
+import { asBridgeError, type BridgeConfig } from './bridge-client.ts';
+import { bridgeFacts, chooseModel, countTokens, resolveFacts, type BridgeFacts, type Counts, type ResolvedModel } from './local-call-facts.ts';
 import { reportUsage, type ReportDeliveryConfig } from './report-delivery.ts';
-import { buildUsageReport, estimateTokens } from './usage-report.ts';
+import { buildUsageReport } from './usage-report.ts';
 
 export interface LocalChatConfig extends BridgeConfig, ReportDeliveryConfig {
   publicAppId: string;
   userId: string;
-}
-
-const providerKinds = new Set(['ollama', 'lmstudio', 'llamacpp', 'openai_compatible']);
-
-/** What the bridge says about the call it proxied (its answer carries a `faucet` object like the gateway's). */
-interface BridgeFacts {
-  provider?: string;
-  model?: string;
-  counts?: Counts;
-}
-
-function bridgeFacts(value: unknown): BridgeFacts {
-  const faucet = value as { provider?: unknown; model?: unknown; input_tokens?: unknown; output_tokens?: unknown; estimated?: unknown } | undefined;
-  if (typeof faucet !== 'object' || faucet === null) return {};
-  const facts: BridgeFacts = {};
-  if (typeof faucet.provider === 'string') facts.provider = faucet.provider;
-  if (typeof faucet.model === 'string') facts.model = faucet.model;
-  if (isCount(faucet.input_tokens) && isCount(faucet.output_tokens) && typeof faucet.estimated === 'boolean') {
-    facts.counts = { input_tokens: faucet.input_tokens, output_tokens: faucet.output_tokens, estimated: faucet.estimated };
-  }
-  return facts;
-}
-
-function isCount(value: unknown): value is number {
-  return Number.isInteger(value) && (value as number) >= 0;
-}
-
-/** The model id to send: the caller's (an explicit `ollama:` style prefix is dropped), or the bridge's first model. */
-async function chooseModel(config: LocalChatConfig, requested: string | undefined, signal?: AbortSignal): Promise<{ model: string; provider?: string }> {
-  if (requested === undefined) {
-    const first = (await listModels(config, signal))[0];
-    if (!first) throw new FaucetError('invalid_request', 'The local model server offers no models');
-    return { model: first.id, provider: first.provider };
-  }
-  const colon = requested.indexOf(':');
-  const prefix = requested.slice(0, colon);
-  if (colon > 0 && providerKinds.has(prefix)) return { model: requested.slice(colon + 1), provider: prefix };
-  return { model: requested };
-}
-
-/** The provider for the report when the bridge did not name it: from the bridge's model list. */
-async function providerOf(config: LocalChatConfig, model: string): Promise<string> {
-  const models = await listModels(config).catch(() => []);
-  return models.find((entry) => entry.id === model)?.provider ?? models[0]?.provider ?? 'openai_compatible';
-}
-
-interface ResolvedModel {
-  provider: string;
-  model: string;
-}
-
-async function resolveFacts(config: LocalChatConfig, chosen: { model: string; provider?: string }, facts: BridgeFacts): Promise<ResolvedModel> {
-  const model = facts.model ?? chosen.model;
-  return { model, provider: facts.provider ?? chosen.provider ?? (await providerOf(config, model)) };
 }
 
 function bridgeBody(messages: ChatMessage[], model: string, options: ChatOptions, stream: boolean): Record<string, unknown> {
@@ -74,20 +21,6 @@ function bridgeBody(messages: ChatMessage[], model: string, options: ChatOptions
   if (options.maxTokens !== undefined) body.max_tokens = options.maxTokens;
   if (stream) Object.assign(body, { stream: true, stream_options: { include_usage: true } });
   return body;
-}
-
-interface Counts {
-  input_tokens: number;
-  output_tokens: number;
-  estimated: boolean;
-}
-
-function countTokens(usage: { prompt_tokens?: number; completion_tokens?: number } | undefined, messages: ChatMessage[], answer: string): Counts {
-  if (Number.isInteger(usage?.prompt_tokens) && Number.isInteger(usage?.completion_tokens)) {
-    return { input_tokens: usage!.prompt_tokens!, output_tokens: usage!.completion_tokens!, estimated: false };
-  }
-  const promptText = messages.map((message) => message.content).join('\n');
-  return { input_tokens: estimateTokens(promptText), output_tokens: estimateTokens(answer), estimated: true };
 }
 
 /** Reports the call (counts only) and returns its metadata with the report's fate. */
@@ -155,10 +88,10 @@ export async function* localChatStream(config: LocalChatConfig, options: ChatOpt
     throw new FaucetError('invalid_response', 'Local chat stream has no body');
   }
   let answer = '';
-  let usage: { prompt_tokens?: number; completion_tokens?: number } | undefined;
+  let usage: StreamEvent['usage'];
   let facts: BridgeFacts = {};
   for await (const data of readSseData(response.body, deadline, config.transport.streamIdleTimeoutMs, 'Local chat stream')) {
-    const event = parseEvent(data) as ReturnType<typeof parseEvent> & { usage?: typeof usage };
+    const event = parseEvent(data);
     if (event.error) throw errorFromStreamEvent(event.error);
     if (event.object === 'faucet.usage') {
       facts = bridgeFacts(event.faucet);
