@@ -20,8 +20,9 @@ export function renderError(error: unknown, c: Context<AppEnv>): Response {
   let faucetError: FaucetError;
   if (FaucetError.isInstance(error)) {
     faucetError = error;
-  } else if (error instanceof HTTPException && codeForStatus[error.status]) {
-    const code = codeForStatus[error.status]!;
+  } else if (error instanceof HTTPException && error.status >= 400 && error.status < 500) {
+    // Client errors without a code of their own (e.g. 415 from a body in an undeclared media type) are invalid requests.
+    const code = codeForStatus[error.status] ?? 'invalid_request';
     const message = error.status === 400 ? error.message || 'Malformed request' : error.message || code;
     faucetError = new FaucetError(code, message);
   } else {
