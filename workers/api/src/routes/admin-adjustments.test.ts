@@ -1,6 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
-import { moneyApi } from './money-test-app.ts';
+import { api, adminToken, call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -8,7 +7,7 @@ beforeAll(async () => {
 });
 
 const adjust = (walletId: string, json: unknown, token = adminToken) =>
-  call(moneyApi(), testEnv, `/v1/admin/wallets/${walletId}/adjustments`, { json, token });
+  call(api(), testEnv, `/v1/admin/wallets/${walletId}/adjustments`, { json, token });
 
 const balanceOf = async (walletId: string) =>
   (await sql<{ balance: string }>(testEnv, 'select balance::text as balance from wallets where id = $1', [walletId]))[0]!.balance;
@@ -18,7 +17,7 @@ describe('POST /v1/admin/wallets/{wallet_id}/adjustments', () => {
     const { walletId } = await createSession(testEnv);
     const body = { kind: 'adjustment', direction: 'credit', amount_usd: '1.00000000', reason: 'goodwill' };
     for (const token of [undefined, 'not-the-admin-token', `${adminToken}x`]) {
-      const response = await call(moneyApi(), testEnv, `/v1/admin/wallets/${walletId}/adjustments`, { json: body, token });
+      const response = await call(api(), testEnv, `/v1/admin/wallets/${walletId}/adjustments`, { json: body, token });
       expect(response.status).toBe(401);
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
     }

@@ -1,6 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, call, createSession, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
-import { moneyApi } from './money-test-app.ts';
+import { api, adminToken, call, createSession, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -8,7 +7,7 @@ beforeAll(async () => {
 });
 
 const credit = (env: TestEnv, walletId: string, json: unknown, token = adminToken) =>
-  call(moneyApi(), env, `/v1/admin/wallets/${walletId}/credit-test-balance`, { json, token });
+  call(api(), env, `/v1/admin/wallets/${walletId}/credit-test-balance`, { json, token });
 
 describe('POST /v1/admin/wallets/{id}/credit-test-balance', () => {
   it('credits test money as a top-up from payment clearing', async () => {

@@ -1,6 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
-import { moneyApi } from './money-test-app.ts';
+import { api, adminToken, call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -14,11 +13,11 @@ interface Report {
   unbalanced_transactions: { transaction_id: string; sum_usd: string }[];
 }
 
-const reconcile = async (token = adminToken) => call(moneyApi(), testEnv, '/v1/admin/reconciliation/ledger', { token });
+const reconcile = async (token = adminToken) => call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token });
 
 describe('GET /v1/admin/reconciliation/ledger', () => {
   it('refuses a missing or wrong admin token with 401', async () => {
-    expect((await call(moneyApi(), testEnv, '/v1/admin/reconciliation/ledger')).status).toBe(401);
+    expect((await call(api(), testEnv, '/v1/admin/reconciliation/ledger')).status).toBe(401);
     expect((await reconcile('nope-nope-nope-nope')).status).toBe(401);
   });
 

@@ -1,6 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, call, createSession, createTestEnv, demoFixture, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
-import { moneyApi } from './money-test-app.ts';
+import { api, adminToken, call, createSession, createTestEnv, demoFixture, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -22,7 +21,7 @@ const report = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 });
 
-const send = (token: string, json: unknown) => call(moneyApi(), testEnv, '/v1/usage/local', { json, token });
+const send = (token: string, json: unknown) => call(api(), testEnv, '/v1/usage/local', { json, token });
 
 describe('POST /v1/usage/local', () => {
   it('records a local call at zero upstream cost', async () => {
@@ -74,7 +73,7 @@ describe('POST /v1/usage/local', () => {
       [appId],
     );
     const session = await createSession(testEnv);
-    await call(moneyApi(), testEnv, `/v1/admin/wallets/${session.walletId}/credit-test-balance`, {
+    await call(api(), testEnv, `/v1/admin/wallets/${session.walletId}/credit-test-balance`, {
       json: { amount_usd: '0.00150000' },
       token: adminToken,
     });
@@ -119,7 +118,7 @@ describe('POST /v1/usage/local', () => {
   });
 
   it('refuses a report without a session with 401', async () => {
-    const response = await call(moneyApi(), testEnv, '/v1/usage/local', { json: report() });
+    const response = await call(api(), testEnv, '/v1/usage/local', { json: report() });
     expect(response.status).toBe(401);
   });
 });

@@ -1,6 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, call, createSession, createTestEnv, demoPublicAppId, type TestEnv } from '../../../test/harness.ts';
-import { moneyApi } from './money-test-app.ts';
+import { api, adminToken, call, createSession, createTestEnv, demoPublicAppId, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -12,7 +11,7 @@ interface UsageList {
 }
 
 async function reportLocal(token: string, requestId: string, inputTokens: number) {
-  const response = await call(moneyApi(), testEnv, '/v1/usage/local', {
+  const response = await call(api(), testEnv, '/v1/usage/local', {
     token,
     json: {
       request_id: requestId,
@@ -38,7 +37,7 @@ describe('GET /v1/user/usage', () => {
     for (const [index, id] of ['u-1', 'u-2', 'u-3'].entries()) await reportLocal(alice.token, `${alice.endUserId}-${id}`, index + 1);
     await reportLocal(bob.token, `${bob.endUserId}-u-1`, 99);
 
-    const response = await call(moneyApi(), testEnv, '/v1/user/usage', { token: alice.token });
+    const response = await call(api(), testEnv, '/v1/user/usage', { token: alice.token });
     expect(response.status).toBe(200);
     const { data } = (await response.json()) as UsageList;
     expect(data.map((record) => record.request_id)).toEqual([`${alice.endUserId}-u-3`, `${alice.endUserId}-u-2`, `${alice.endUserId}-u-1`]);
@@ -48,18 +47,18 @@ describe('GET /v1/user/usage', () => {
   it('honours limit', async () => {
     const session = await createSession(testEnv);
     for (const id of ['l-1', 'l-2']) await reportLocal(session.token, `${session.endUserId}-${id}`, 1);
-    const response = await call(moneyApi(), testEnv, '/v1/user/usage?limit=1', { token: session.token });
+    const response = await call(api(), testEnv, '/v1/user/usage?limit=1', { token: session.token });
     const { data } = (await response.json()) as UsageList;
     expect(data.map((record) => record.request_id)).toEqual([`${session.endUserId}-l-2`]);
   });
 
   it.each(['0', '101', '-1', 'abc', '1.5'])('refuses limit=%s with 400', async (limit) => {
     const session = await createSession(testEnv);
-    const response = await call(moneyApi(), testEnv, `/v1/user/usage?limit=${limit}`, { token: session.token });
+    const response = await call(api(), testEnv, `/v1/user/usage?limit=${limit}`, { token: session.token });
     expect(response.status).toBe(400);
   });
 
   it('refuses a request without a session with 401', async () => {
-    expect((await call(moneyApi(), testEnv, '/v1/user/usage', { token: adminToken })).status).toBe(401);
+    expect((await call(api(), testEnv, '/v1/user/usage', { token: adminToken })).status).toBe(401);
   });
 });
