@@ -6,8 +6,8 @@ import Stripe from 'stripe';
 
 export interface CheckoutSessionSnapshot {
   id: string;
-  amount_total: number;
-  currency?: string;
+  amount_total: number | null;
+  currency?: string | null;
   payment_status?: 'paid' | 'unpaid' | 'no_payment_required';
   status?: 'open' | 'complete' | 'expired';
   client_reference_id?: string | null;

@@ -197,7 +197,7 @@ export async function startStripeFake(options: StripeFakeOptions = {}): Promise<
       response.writeHead(303, { location: target }).end();
       return;
     }
-    const amount = `${(session.amount_total / 100).toFixed(2)} ${session.currency?.toUpperCase()}`;
+    const amount = `${((session.amount_total ?? 0) / 100).toFixed(2)} ${session.currency?.toUpperCase()}`;
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     response.end(`<!doctype html><title>Fake Stripe Checkout</title>
 <h1>Fake Stripe Checkout (test mode, no real money)</h1>

@@ -13,8 +13,9 @@ const CREDITING_EVENTS = new Set(['checkout.session.completed', 'checkout.sessio
 
 const PaidSession = z.object({
   id: z.string().min(1).max(255),
-  amount_total: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-  currency: z.string().min(1).max(10),
+  // Null for sessions that charge nothing (e.g. setup mode): never one of our top-ups.
+  amount_total: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable(),
+  currency: z.string().min(1).max(10).nullable(),
   payment_status: z.string(),
 });
 
@@ -35,6 +36,7 @@ export async function handleStripeEvent(
   const parsed = PaidSession.safeParse(event.data.object);
   if (!parsed.success) throw new FaucetError('invalid_request', 'The event does not carry a checkout session');
   const session = parsed.data;
+  if (session.amount_total === null || session.currency === null) return { credited: false, outcome: 'ignored' };
   if (session.payment_status !== 'paid') return { credited: false, outcome: 'payment_not_completed' };
   const result = await creditCheckout(db, {
     eventId: event.id,

@@ -117,6 +117,11 @@ describe('POST /v1/webhooks/stripe: checkout.session.completed', () => {
     expect(await paymentState(testEnv, checkout.walletId, checkout.stripeSessionId)).toMatchObject({ status: 'pending', top_ups: 0 });
   });
 
+  it('acknowledges a completed session that charged nothing (setup mode) without a credit', async () => {
+    const result = await deliver(testEnv, completedEvent('cs_test_setup_mode', 0, { amount_total: null, currency: null, mode: 'setup', payment_status: 'no_payment_required' }));
+    expect(result).toEqual({ status: 200, body: { received: true, credited: false, outcome: 'ignored' } });
+  });
+
   it('refuses a signed event that carries no checkout session with 400', async () => {
     const result = await deliver(testEnv, { id: 'evt_bad', object: 'event', type: 'checkout.session.completed', livemode: false, data: { object: { id: 7 } } });
     expect(result.status).toBe(400);
