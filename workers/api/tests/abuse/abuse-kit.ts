@@ -5,7 +5,8 @@
  * database to prove a refused request changed nothing.
  */
 import { sha256Hex } from '../../../shared/crypto.ts';
-import { adminToken, api, call, createSession, developerKey, gateway, sql, type TestEnv } from '../../../test/harness.ts';
+import type { Database } from '../../../shared/db.ts';
+import { adminToken, api, call, createDatabase, createSession, developerKey, gateway, sql, type TestEnv } from '../../../test/harness.ts';
 import { createApiApp } from '../../src/app.ts';
 
 export type Caller = 'public' | 'session' | 'developer' | 'admin' | 'stripe';
@@ -129,16 +130,28 @@ export async function buildWorld(testEnv: TestEnv): Promise<World> {
   return { a, b, expiredSessionToken: expired.token, developerKeyA: developerKey, developerKeyB, developerKeyIdA, adminToken };
 }
 
-/** One digest per table over every row, so any insert, update or delete shows. */
+/**
+ * One digest per table over every row, so any insert, update or delete shows. Keeps one connection
+ * per test env open (a fresh one per call would dominate the fuzzer's time).
+ */
+const fingerprintQueries = new Map<string, { pool: Database['pool']; query?: string }>();
+
 export async function databaseFingerprint(testEnv: TestEnv): Promise<Record<string, string>> {
-  const tables = await sql<{ table_name: string }>(
-    testEnv,
-    `select table_name from information_schema.tables
-      where table_schema = 'public' and table_type = 'BASE TABLE' and table_name <> 'schema_migrations' order by 1`,
-  );
-  const parts = tables.map(
-    ({ table_name }) => `select '${table_name}' as name, md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as digest from "${table_name}" t`,
-  );
-  const rows = await sql<{ name: string; digest: string }>(testEnv, parts.join(' union all '));
+  let entry = fingerprintQueries.get(testEnv.DATABASE_URL);
+  if (!entry) {
+    const { pool } = createDatabase({ ...testEnv, DATABASE_URL: testEnv.DATABASE_URL });
+    entry = { pool };
+    fingerprintQueries.set(testEnv.DATABASE_URL, entry);
+  }
+  if (!entry.query) {
+    const { rows: tables } = await entry.pool.query<{ table_name: string }>(
+      `select table_name from information_schema.tables
+        where table_schema = 'public' and table_type = 'BASE TABLE' and table_name <> 'schema_migrations' order by 1`,
+    );
+    entry.query = tables
+      .map(({ table_name }) => `select '${table_name}' as name, md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as digest from "${table_name}" t`)
+      .join(' union all ');
+  }
+  const { rows } = await entry.pool.query<{ name: string; digest: string }>(entry.query);
   return Object.fromEntries(rows.map((row) => [row.name, row.digest]));
 }
