@@ -26,6 +26,7 @@ import { freePort } from '../lib/ports.ts';
 import { ensureDatabase, startPostgres, withClient } from '../lib/postgres.ts';
 import { seed } from '../lib/seed.ts';
 import { startWsProxy } from '../lib/ws-proxy.ts';
+import { runGatewayStackBench } from './gateway-stack.ts';
 
 const CLIENTS = 16;
 const SEQUENTIAL_CALLS = 200;
@@ -233,6 +234,7 @@ export async function runGatewayBench(): Promise<void> {
     await postgres.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+  await runGatewayStackBench();
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

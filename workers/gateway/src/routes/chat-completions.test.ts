@@ -36,6 +36,7 @@ describe('POST /v1/chat/completions on the platform route', () => {
     const response = await chat(gatewayWith(), testEnv, session.token, { model: 'mock:echo', feature: 'chat', messages }, requestId);
     expect(response.status).toBe(200);
     expect(response.headers.get('x-request-id')).toBe(requestId);
+    expect(response.headers.get('server-timing')).toMatch(/^authorize;dur=[\d.]+, upstream;dur=[\d.]+, settle;dur=[\d.]+$/);
     const body = (await response.json()) as CompletionBody;
 
     const inputTokens = countPromptTokens(messages);

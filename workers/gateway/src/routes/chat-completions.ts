@@ -29,6 +29,8 @@ import { chatCompletionsBodySchema, type ChatCompletionsBody } from './chat-comp
 
 interface Call {
   c: Context<AppEnv>;
+  /** Milliseconds of the authorize statement (incl. opening the connection), for `server-timing`. */
+  authorizeMs: number;
   requestId: string;
   database: GatewayDatabase;
   plan: CallPlan;
@@ -59,6 +61,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       }
     };
     const database = dependencies.openDatabase(c.env);
+    const authorizeStarted = performance.now();
     let plan: CallPlan;
     try {
       plan = await authorizeCall(database, c.env, dependencies.credentialLookup, {
@@ -79,7 +82,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       upstreamTimeoutMs: intSetting(c.env.UPSTREAM_TIMEOUT_MS, defaultUpstreamTimeoutMs),
       mockLatencyMs: intSetting(c.env.MOCK_PROVIDER_LATENCY_MS, 0),
     });
-    const call: Call = { c, requestId, database, plan, reference, request, adapter, defer };
+    const call: Call = { c, authorizeMs: performance.now() - authorizeStarted, requestId, database, plan, reference, request, adapter, defer };
     return body.stream === true ? streamCall(call, body) : completeCall(call);
   });
 }
@@ -100,6 +103,7 @@ async function completeCall(call: Call): Promise<Response> {
   const { c, requestId, database, plan, reference, request } = call;
   try {
     let completion;
+    const upstreamStarted = performance.now();
     try {
       completion = await call.adapter.complete({ request, credential: plan.credential });
     } catch (error) {
@@ -110,8 +114,14 @@ async function completeCall(call: Call): Promise<Response> {
       inputTokens: countPromptTokens(request.messages, request.tools),
       outputTokens: countTokens(completion.choices.map((choice) => choice.message.content ?? '').join('')),
     }));
+    const settleStarted = performance.now();
     const faucet = await settleCall(database, c.env, plan, reference, requestId, usage);
-    return c.json({ ...completion, faucet });
+    const timing = [
+      `authorize;dur=${call.authorizeMs.toFixed(1)}`,
+      `upstream;dur=${(settleStarted - upstreamStarted).toFixed(1)}`,
+      `settle;dur=${(performance.now() - settleStarted).toFixed(1)}`,
+    ];
+    return c.json({ ...completion, faucet }, 200, { 'server-timing': timing.join(', ') });
   } finally {
     call.defer(database.close());
   }
