@@ -17,6 +17,8 @@ export interface DemoServerOptions {
   userId?: string;
   featureKey?: string;
   model?: string;
+  /** The local bridge the page offers for the `local` route (default `http://127.0.0.1:17480`); start it with `--allow-origin <this page's origin>`. */
+  bridgeUrl?: string;
 }
 
 export interface DemoServer {
@@ -109,6 +111,7 @@ export async function startDemoServer(options: DemoServerOptions): Promise<DemoS
     userId: options.userId ?? 'demo-user',
     featureKey: options.featureKey ?? 'chat',
     model: options.model ?? 'mock:echo',
+    bridgeUrl: options.bridgeUrl ?? 'http://127.0.0.1:17480',
   });
   const apiBaseUrl = options.apiBaseUrl.replace(/\/+$/, '');
   const gatewayBaseUrl = options.gatewayBaseUrl.replace(/\/+$/, '');

@@ -4,6 +4,9 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type {} from '../../tests/setup/node-stack.ts';
 import { startDemoServer, type DemoServer } from '../demo/serve.ts';
+import { startFakeUpstream, type FakeUpstream } from '../../bridge/test-support/fake-upstream.ts';
+import { freePort } from '../../bridge/test-support/listen.ts';
+import { startTestBridge, type TestBridge } from '../../bridge/test-support/start-test-bridge.ts';
 import { launchChromium } from './chromium.ts';
 
 const repoRoot = join(import.meta.dirname, '..', '..');
@@ -11,6 +14,8 @@ const repoRoot = join(import.meta.dirname, '..', '..');
 /** The demo page served against the real local stack of the node project's global setup. */
 const stack = inject('stack');
 let demo: DemoServer;
+let upstream: FakeUpstream;
+let bridge: TestBridge;
 let browser: Browser;
 let page: Page;
 
@@ -24,8 +29,17 @@ async function balance(): Promise<string> {
 }
 
 beforeAll(async () => {
+  // The local route: the page calls a real bridge (in process, a fake Ollama behind it) that allows the page's origin.
+  const demoPort = await freePort();
+  upstream = await startFakeUpstream();
+  bridge = await startTestBridge({
+    upstream: { url: upstream.url, kind: 'ollama' },
+    apiBaseUrl: stack.apiUrl,
+    allowedOrigins: [`http://127.0.0.1:${demoPort}`],
+  });
   demo = await startDemoServer({
-    port: 0,
+    port: demoPort,
+    bridgeUrl: bridge.url,
     apiBaseUrl: stack.apiUrl,
     gatewayBaseUrl: stack.gatewayUrl,
     publicAppId: stack.publicAppId,
@@ -40,6 +54,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await demo?.close();
+  await bridge?.close(0);
+  await upstream?.close();
 });
 
 describe('demo page in Chromium', () => {
@@ -84,6 +100,19 @@ describe('demo page in Chromium', () => {
     expect(await alert.getAttribute('data-code')).toBe('invalid_request');
     expect(await alert.textContent()).toMatch(/Request ID sdk_[0-9a-f]{32}/);
     await page.getByLabel('Model', { exact: true }).fill('mock:echo');
+  });
+
+  it('runs the feature command on the local route through the bridge and shows the accepted usage report', async () => {
+    await page.locator('.demo__bridge', { hasText: 'Local bridge ready' }).waitFor();
+    await page.getByLabel('Route', { exact: true }).selectOption('local');
+    const command = page.getByRole('region', { name: 'Feature command' });
+    await command.getByRole('button', { name: 'Run' }).click();
+    await command.locator('.faucet-summary__route-mode', { hasText: 'local' }).waitFor();
+    expect(await command.locator('.faucet-feature__text').textContent()).toBe('Hello from the fake.');
+    expect(await command.locator('.faucet-summary__model').textContent()).toBe('ollama:llama3.2:3b');
+    expect(await command.locator('.faucet-summary__report-status').textContent()).toBe('accepted');
+    expect(await command.locator('.faucet-summary__request-id').textContent()).toMatch(/^loc_[0-9a-f]{32}$/);
+    await page.getByLabel('Route', { exact: true }).selectOption('platform');
   });
 
   it('displays invalid JSON input as an error and does not run', async () => {
