@@ -7,6 +7,8 @@ export interface FakeBridgeOptions {
   /** Include `usage` in chat answers (default true). */
   reportTokenUsage?: boolean;
   upstreamReachable?: boolean;
+  /** Stream the first chunk of a chat answer, then fall silent. */
+  stallAfterFirstChunk?: boolean;
   /** Answer `/usage/report` with 400 invalid_request. */
   rejectReports?: boolean;
 }
@@ -44,6 +46,7 @@ export async function startFakeBridge(options: FakeBridgeOptions = {}, port = 0)
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     for (const word of answer.split(/(?<= )/)) {
       response.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: word } }] })}\n\n`);
+      if (bridge.options.stallAfterFirstChunk) return new Promise<void>(() => undefined);
     }
     if (usage) response.write(`data: ${JSON.stringify({ choices: [], usage })}\n\n`);
     response.end('data: [DONE]\n\n');

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ChatStreamPart } from '../src/index.ts';
 import { clientFor } from './client-for.ts';
 import { startFakeBridge, type FakeBridge } from './fake-bridge.ts';
@@ -66,6 +66,24 @@ describe('local route', () => {
     for await (const part of client.chatStream({ feature: 'chat', routeMode: 'local', input: 'a b' })) parts.push(part);
     expect(parts.flatMap((part) => (part.type === 'delta' ? [part.delta] : [])).join('')).toBe('local echo: a b');
     expect(parts.at(-1)).toEqual({ type: 'metadata', faucet: expect.objectContaining({ input_tokens: 11, output_tokens: 7, usage_report_status: 'accepted' }) });
+  });
+
+  it('reports the text produced before the user stopped a local stream, estimated and without content', async () => {
+    const client = await setUp({ stallAfterFirstChunk: true });
+    const controller = new AbortController();
+    const received: string[] = [];
+    const consume = async () => {
+      for await (const part of client.chatStream({ feature: 'chat', routeMode: 'local', input: 'PROMPT-stop-77 tell me more', signal: controller.signal })) {
+        if (part.type === 'delta') received.push(part.delta);
+        controller.abort();
+      }
+    };
+    await expect(consume()).rejects.toMatchObject({ code: 'aborted' });
+    expect(received).toEqual(['local ']);
+    await vi.waitFor(() => expect(reportsReceived(bridge!)).toHaveLength(1));
+    const report = JSON.parse(reportsReceived(bridge!)[0]!.body);
+    expect(report).toMatchObject({ route_mode: 'local', provider: 'ollama', estimated: true, output_tokens: 2, input_tokens: 7 });
+    expect(reportsReceived(bridge!)[0]!.body).not.toContain('PROMPT-stop-77');
   });
 
   it('returns the answer and queues the report when the bridge cannot take it, then delivers it once the bridge is back', async () => {

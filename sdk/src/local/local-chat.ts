@@ -90,18 +90,30 @@ export async function* localChatStream(config: LocalChatConfig, options: ChatOpt
   let answer = '';
   let usage: StreamEvent['usage'];
   let facts: BridgeFacts = {};
-  for await (const data of readSseData(response.body, deadline, config.transport.streamIdleTimeoutMs, 'Local chat stream')) {
-    const event = parseEvent(data);
-    if (event.error) throw errorFromStreamEvent(event.error);
-    if (event.object === 'faucet.usage') {
-      facts = bridgeFacts(event.faucet);
-      continue;
+  let finished = false;
+  try {
+    for await (const data of readSseData(response.body, deadline, config.transport.streamIdleTimeoutMs, 'Local chat stream')) {
+      const event = parseEvent(data);
+      if (event.error) throw errorFromStreamEvent(event.error);
+      if (event.object === 'faucet.usage') {
+        facts = bridgeFacts(event.faucet);
+        continue;
+      }
+      if (event.usage) usage = event.usage;
+      const delta = event.choices?.[0]?.delta?.content;
+      if (typeof delta === 'string' && delta !== '') {
+        answer += delta;
+        yield { type: 'delta', delta };
+      }
     }
-    if (event.usage) usage = event.usage;
-    const delta = event.choices?.[0]?.delta?.content;
-    if (typeof delta === 'string' && delta !== '') {
-      answer += delta;
-      yield { type: 'delta', delta };
+    finished = true;
+  } finally {
+    if (!finished && answer !== '') {
+      // Stopped (abort, break, broken stream) after the model produced text: that usage is reported
+      // too, estimated, in the background so stopping stays instant; a failed report is queued as usual.
+      void resolveFacts(config, chosen, facts)
+        .then((resolved) => finishLocalCall(config, requestId, resolved, countTokens(undefined, messages, answer), options.feature))
+        .catch(() => undefined);
     }
   }
   const counts = facts.counts ?? countTokens(usage, messages, answer);
