@@ -12,6 +12,8 @@ const framingTokensPerMessage = 4;
 const framingTokensPerPrompt = 3;
 /** More than any provider bills one image at its largest detail setting. */
 const tokensPerImageBound = 1_600;
+/** Providers add a hidden system prompt when tools are offered (Anthropic: up to ~350 tokens). */
+const toolUseOverheadBound = 1_000;
 
 const encoder = new TextEncoder();
 const bytes = (text: string) => encoder.encode(text).byteLength;
@@ -23,7 +25,7 @@ export function worstCaseInputTokens(request: ChatRequest): number {
     if (Array.isArray(message.content)) total += tokensPerImageBound * message.content.filter((part) => part.type !== 'text').length;
     for (const call of message.tool_calls ?? []) total += bytes(call.function.name) + bytes(call.function.arguments);
   }
-  if (request.tools !== undefined && request.tools.length > 0) total += bytes(JSON.stringify(request.tools));
+  if (request.tools !== undefined && request.tools.length > 0) total += toolUseOverheadBound + bytes(JSON.stringify(request.tools));
   return total;
 }
 
