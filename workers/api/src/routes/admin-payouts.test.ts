@@ -92,6 +92,13 @@ describe('POST /v1/admin/payouts/run-mock', () => {
     expect(await available(rich.walletId)).toBe('500.00000000');
   });
 
+  it('creates one payout per wallet when runs overlap', async () => {
+    const developer = await developerWithBalance('33.00000000');
+    const runs = await Promise.all(Array.from({ length: 5 }, () => runMock('33.00000000')));
+    expect(runs.flat().filter((payout) => payout.wallet_id === developer.walletId)).toHaveLength(1);
+    expect(await available(developer.walletId)).toBe('0.00000000');
+  });
+
   it('refuses a threshold that is not a positive 8-digit amount', async () => {
     for (const threshold of ['0.00000000', '10', 10, '-1.00000000', '1.0']) {
       const response = await admin('/v1/admin/payouts/run-mock', { threshold_usd: threshold });
