@@ -1,4 +1,4 @@
-import { useId, useState, type KeyboardEvent } from 'react';
+import { useEffect, useId, useMemo, useState, type KeyboardEvent } from 'react';
 import type { RouteMode } from '@faucet/sdk';
 import { classNames } from './class-names.ts';
 import { ErrorNotice } from './error-notice.tsx';
@@ -18,9 +18,12 @@ export interface FaucetChatProps {
 /** A conversation with streamed answers, a stop button while answering, and errors shown inline. */
 export function FaucetChat({ feature, model, routeMode, title = 'Chat', placeholder = 'Ask something…', className }: FaucetChatProps) {
   const { client, usageEvents } = useFaucetContext();
-  const [store] = useState(() => new ChatStore(client, { feature }));
+  // A new client (another user, other URLs) gets a new store: nothing carries over between users.
+  const store = useMemo(() => new ChatStore(client, { feature }), [client]);
   // Read when a call starts, so the latest props apply without recreating the store (and losing its state).
   store.settings = { feature, model, routeMode, onSettled: usageEvents.notify };
+  // Leaving the page (or switching user) stops an answer still streaming.
+  useEffect(() => () => store.stop(), [store]);
   const state = useStore(store);
   const [draft, setDraft] = useState('');
   const titleId = useId();

@@ -1,4 +1,4 @@
-import { useId, useState } from 'react';
+import { useEffect, useId, useMemo, useState } from 'react';
 import type { RouteMode } from '@faucet/sdk';
 import { classNames } from './class-names.ts';
 import { ErrorNotice } from './error-notice.tsx';
@@ -20,9 +20,11 @@ export interface FaucetFeatureCommandProps {
 /** Runs one feature on JSON input and shows the answer with its usage summary. */
 export function FaucetFeatureCommand({ feature, initialInput = '""', model, routeMode, title, className }: FaucetFeatureCommandProps) {
   const { client, usageEvents } = useFaucetContext();
-  const [store] = useState(() => new FeatureStore(client, { feature }));
+  // A new client (another user, other URLs) gets a new store: nothing carries over between users.
+  const store = useMemo(() => new FeatureStore(client, { feature }), [client]);
   // Read when a call starts, so the latest props apply without recreating the store (and losing its state).
   store.settings = { feature, model, routeMode, onSettled: usageEvents.notify };
+  useEffect(() => () => store.cancel(), [store]);
   const state = useStore(store);
   const [draft, setDraft] = useState(initialInput);
   const parsed = parseJsonInput(draft);

@@ -1,4 +1,4 @@
-import { useEffect, useId, useState } from 'react';
+import { useEffect, useId, useMemo } from 'react';
 import { classNames } from './class-names.ts';
 import { ErrorNotice } from './error-notice.tsx';
 import { useFaucetContext } from './faucet-context.tsx';
@@ -15,7 +15,8 @@ export interface FaucetUsageProps {
 /** The wallet balance and recent calls; refreshes itself after every chat or feature run in the same provider. */
 export function FaucetUsage({ limit = 5, title = 'Usage', className }: FaucetUsageProps) {
   const { client, usageEvents } = useFaucetContext();
-  const [store] = useState(() => new UsageStore(client, limit));
+  // A new client (another user, other URLs) gets a new store: nothing carries over between users.
+  const store = useMemo(() => new UsageStore(client, limit), [client, limit]);
   const state = useStore(store);
   const titleId = useId();
 

@@ -65,6 +65,8 @@ export async function startFakeFaucet(options: { sessionTtlSeconds?: number } = 
     response.writeHead(200, { 'content-type': 'text/event-stream', 'x-request-id': requestId });
     for (const word of answer.split(/(?<= )/)) {
       response.write(`data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: word } }] })}\n\n`);
+      // A message containing STALL gets its first word, then silence: for tests of the stop button.
+      if (answer.includes('STALL')) return;
     }
     response.write(`data: ${JSON.stringify({ object: 'faucet.usage', faucet })}\n\n`);
     response.end('data: [DONE]\n\n');
