@@ -34,7 +34,7 @@ Faucet is running (local, embedded PostgreSQL; data in .faucet/, secrets in .dev
   Control API     ${stack.apiUrl}        (OpenAPI: ${stack.apiUrl}/openapi.json)
   Gateway         ${stack.gatewayUrl}/v1     (OpenAPI: ${stack.gatewayUrl}/openapi.json)
   Metrics worker  ${stack.metricsUrl}
-  Demo page       ${demoPage.url}
+  Demo page       ${demoPage.url}${stack.stripeFakeUrl ? `\n  Stripe (fake)   ${stack.stripeFakeUrl}   (test-mode stand-in; set real sk_test_ keys in .dev.vars to use Stripe)` : ''}
   PostgreSQL      ${stack.databaseUrl}
 
   Demo public_app_id   ${stack.publicAppId}   (feature "${stack.featureKey}", model mock:echo, user "${stack.demoExternalUserId}" with 10 USD)
