@@ -3,9 +3,9 @@
  * Counter-accounts: `adjustment` moves money from/to the platform's adjustments account; `refund` and
  * `chargeback` move it through payment clearing, like the payments they correct.
  */
+import { sql } from 'drizzle-orm';
 import { FaucetError } from '../errors.ts';
 import { formatUsd, negateUsd, type Usd } from '../money/index.ts';
-import { sql } from 'drizzle-orm';
 import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
 import { postTransaction } from './post-transaction.ts';
 

@@ -1,8 +1,8 @@
 /** Credit test money to a wallet (development and test configurations only; the route enforces that). */
+import { sql } from 'drizzle-orm';
 import { formatUsd, negateUsd, type Usd } from '../money/index.ts';
 import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
 import { postTransaction } from './post-transaction.ts';
-import { sql } from 'drizzle-orm';
 
 export interface CreditTestBalanceInput {
   walletId: string;
