@@ -122,6 +122,12 @@ describe('bookUsage', () => {
     expect(await balanceOf(testEnv, bob.walletId)).toBe('1.00000000');
   });
 
+  it('refuses token counts beyond what the usage record can hold as invalid_request, not a 500', async () => {
+    const user = await createTestUser(testEnv);
+    const error = await bookUsage(database.db, booking(user, 'huge-tokens', platformCall(3_000_000_000, 1))).catch((caught: unknown) => caught);
+    expect(FaucetError.isInstance(error) && error.code).toBe('invalid_request');
+  });
+
   it('records a free call without a ledger transaction', async () => {
     const user = await createTestUser(testEnv);
     const result = await bookUsage(database.db, booking(user, 'free-1', chargeOf('0.00000000')));

@@ -38,6 +38,8 @@ function translate(error: unknown): unknown {
       return new FaucetError('not_found', 'wallet, app or account not found', { cause: error });
     case '22023':
       return new FaucetError('invalid_request', 'the booking was refused as malformed', { cause: error });
+    case '22003':
+      return new FaucetError('invalid_request', 'a token count or amount is out of range', { cause: error });
     case '23505':
       return new FaucetError('conflict', 'this request id was already used for another booking', { cause: error });
     case '23514':
