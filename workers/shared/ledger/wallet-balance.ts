@@ -35,17 +35,6 @@ function toBalance(row: Row): WalletBalance {
   };
 }
 
-/** The end user's wallet (sessions create it with the end user), or null. */
-export async function getUserWalletBalance(db: LedgerDatabase, endUserId: string): Promise<WalletBalance | null> {
-  const [row] = await queryRows<Row>(
-    db,
-    sql`select id, kind, faucet_wallet_balance(id) as balance, faucet_held(id, null) as held,
-               greatest(faucet_wallet_balance(id) - faucet_held(id, null), 0)::numeric(20, 8) as available
-        from wallets where end_user_id = ${requireUuid(endUserId, 'end user')}::uuid`,
-  );
-  return row ? toBalance(row) : null;
-}
-
 export async function getWalletBalance(db: LedgerDatabase, walletId: string): Promise<WalletBalance | null> {
   const [row] = await queryRows<Row>(
     db,
