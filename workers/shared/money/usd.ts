@@ -9,7 +9,6 @@ import {
   dinero,
   down,
   isNegative,
-  isPositive,
   isZero,
   multiply,
   subtract,
@@ -64,17 +63,7 @@ export function compareUsd(left: Usd, right: Usd): -1 | 0 | 1 {
 }
 
 export const isNegativeUsd = (amount: Usd): boolean => isNegative(amount);
-export const isPositiveUsd = (amount: Usd): boolean => isPositive(amount);
 export const isZeroUsd = (amount: Usd): boolean => isZero(amount);
-
-export function minUsd(left: Usd, right: Usd): Usd {
-  return compareUsd(left, right) <= 0 ? left : right;
-}
-
-/** The larger of the amount and zero. */
-export function clampAtZero(amount: Usd): Usd {
-  return isNegativeUsd(amount) ? zeroUsd() : amount;
-}
 
 /** Round an exact amount of any scale to 8 digits: `up` is toward +∞ (ceil), `down` toward −∞ (floor). */
 export function roundToScale(amount: Usd, rounding: Rounding): Usd {
