@@ -3,13 +3,14 @@ import { formatUsd } from '../../../shared/money/index.ts';
 import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiSse, openSseResponse, sseResponse } from '../../test/fake-upstream.ts';
+import { formatSseEvent } from '../sse/format-sse.ts';
 import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, openStream, sseData, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
 import { countPromptTokens } from '../tokens/count-prompt-tokens.ts';
 import { countTokens } from '../tokens/tokenize.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
+  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', ANTHROPIC_API_KEY: 'sk-ant-platform-pool-test' });
 });
 
 interface FaucetEvent {
@@ -75,6 +76,34 @@ describe('streaming', () => {
     expect(usageChunk).toMatchObject({ choices: [], usage: { completion_tokens: 3 } });
     const last = JSON.parse(events.at(-2)!) as FaucetEvent;
     expect(last.faucet).toMatchObject({ input_tokens: 12, output_tokens: 3, estimated: false });
+  });
+
+  it('streams an Anthropic model as OpenAI chunks and settles on the usage Anthropic reported', async () => {
+    const message = { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-haiku-4-5', content: [], stop_reason: null, usage: { input_tokens: 30, output_tokens: 1 } };
+    const upstream = fakeUpstream(() =>
+      sseResponse([
+        formatSseEvent('message_start', { type: 'message_start', message }),
+        formatSseEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+        formatSseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Salut' } }),
+        formatSseEvent('content_block_stop', { type: 'content_block_stop', index: 0 }),
+        formatSseEvent('message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 4 } }),
+        formatSseEvent('message_stop', { type: 'message_stop' }),
+      ]),
+    );
+    const session = await fundedSession(testEnv);
+    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, {
+      model: 'anthropic:claude-haiku-4-5',
+      feature: 'chat',
+      max_tokens: 20,
+      messages: [userMessage('Say hi in French')],
+      stream: true,
+    });
+    const events = sseData(await response.text());
+    expect(events.at(-1)).toBe('[DONE]');
+    const chunks = events.slice(0, -2).map((data) => JSON.parse(data) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }> });
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe('Salut');
+    expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe('stop');
+    expect(JSON.parse(events.at(-2)!)).toMatchObject({ object: 'faucet.usage', faucet: { provider: 'anthropic', input_tokens: 30, output_tokens: 4, estimated: false } });
   });
 
   it('charges a client abort mid-stream for the tokens streamed so far, and stops the upstream', async () => {
