@@ -86,6 +86,7 @@ describe('demo page in Chromium', () => {
     const chat = page.getByRole('region', { name: 'Chat' });
     await chat.getByLabel('Message', { exact: true }).fill('One more, please');
     await chat.getByRole('button', { name: 'Send' }).click();
+    await chat.locator('.faucet-chat__message--assistant[data-status="done"]', { hasText: 'One more, please' }).waitFor();
     await expect.poll(async () => units(await balance())).toBeLessThan(units(before));
     expect(await page.getByRole('region', { name: 'Usage' }).locator('.faucet-usage__row').count()).toBeGreaterThan(0);
   });
@@ -93,6 +94,7 @@ describe('demo page in Chromium', () => {
   it('displays a server error with its code and request ID', async () => {
     await page.getByLabel('Model', { exact: true }).fill('mock:no-such-model');
     const chat = page.getByRole('region', { name: 'Chat' });
+    await chat.getByRole('button', { name: 'Send' }).waitFor();
     await chat.getByLabel('Message', { exact: true }).fill('This should fail');
     await chat.getByLabel('Message', { exact: true }).press('Enter');
     const alert = chat.getByRole('alert');
