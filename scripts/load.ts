@@ -4,6 +4,7 @@
  * what the clients saw. Exits 1 when anything does not add up.
  *
  *   npm run load -- --users 40 --calls 2000 --concurrency 24 --money-actors 3 --seconds 120
+ *   npm run load -- --drop-connections 5     # also cut every database connection 5 times mid-run
  */
 import { parseArgs } from 'node:util';
 import { formatSummary, summarize } from '../tests/load/load-report.ts';
@@ -18,6 +19,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '24' },
     'money-actors': { type: 'string', default: '3' },
     seconds: { type: 'string', default: '120' },
+    'drop-connections': { type: 'string', default: '0' },
   },
 });
 const positive = (name: string, text: string | undefined, max: number) => {
@@ -43,7 +45,8 @@ let failed = true;
 try {
   console.log(`faucet load: stack up in ${((performance.now() - stackStarted) / 1000).toFixed(1)} s; running…`);
   const target = { ...stack, webhookSecret: stack.webhookSecret };
-  const result = await runLoad(target, plan);
+  const drops = Number(values['drop-connections']);
+  const result = await runLoad(target, { ...plan, ...(drops > 0 ? { faults: { count: drops, inject: () => stack.proxy.dropConnections() } } : {}) });
   const books = await verifyBooks(target, stack.databaseUrl, result);
   console.log(formatSummary(result, summarize(result), books));
   failed = !books.reconciliationOk || books.problems.length > 0 || result.problems.length > 0;

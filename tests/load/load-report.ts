@@ -45,7 +45,8 @@ export function summarize(result: LoadResult): LoadSummary {
 
 export function formatSummary(result: LoadResult, summary: LoadSummary, books: BooksReport): string {
   const lines = [
-    `run ${result.runId}: ${result.plan.users} users, ${result.plan.calls} calls planned, concurrency ${result.plan.concurrency} + ${result.plan.moneyActors} money actors`,
+    `run ${result.runId}: ${result.plan.users} users, ${result.plan.calls} calls planned, concurrency ${result.plan.concurrency} + ${result.plan.moneyActors} money actors` +
+      (result.faultsInjected ? `, database connections cut ${result.faultsInjected} times` : ''),
     `${'operation'.padEnd(20)}${'requests'.padStart(9)}${'p50 ms'.padStart(9)}${'p99 ms'.padStart(9)}  errors by code`,
     ...summary.kinds.map(
       (kind) =>

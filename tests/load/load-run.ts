@@ -26,13 +26,15 @@ export interface LoadPlan {
   moneyActors: number;
   /** The run stops starting new work after this long. */
   maxDurationMs: number;
+  /** Fault injection: called this many times, evenly through the calls (e.g. cut every database connection). */
+  faults?: { count: number; inject(): void };
 }
 
 export interface LoadTarget extends StackTarget {
   webhookSecret: string;
 }
 
-export type OperationKind = 'session' | 'chat' | 'chat_stream' | 'top_up' | 'webhook_redelivery' | 'adjustment' | 'payout';
+export type OperationKind = 'session' | 'chat' | 'chat_stream' | 'checkout' | 'webhook' | 'webhook_retry' | 'webhook_redelivery' | 'adjustment' | 'payout';
 
 export interface OperationRecord {
   kind: OperationKind;
@@ -57,7 +59,8 @@ export interface LoadResult {
   /** Stripe checkout session ids whose completion event was delivered (the top-ups of the run). */
   paidCheckouts: string[];
   mainPhaseMs: number;
-  /** Problems the client saw while running (a redelivered webhook that credited again, …). */
+  faultsInjected: number;
+  /** Problems the client saw while running (a webhook credited twice, …). */
   problems: string[];
 }
 
@@ -88,20 +91,33 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
   const problems: string[] = [];
   const deadline = Date.now() + plan.maxDurationMs;
 
+  /**
+   * A checkout paid and its completion delivered like Stripe does: retried until acknowledged (a
+   * 5xx from a cut database connection is retried), and with `redeliver` sent once more after that.
+   * Whatever the deliveries, the wallet must be credited exactly once (checked in the books).
+   */
   const topUp = async (user: User, amountUsd: string, redeliver: boolean) => {
-    const started = await timed('top_up', operations, async () => {
-      const checkout = await startCheckout(target, user.token, amountUsd);
-      if (!checkout.sessionId) return checkout.outcome;
-      const event = paidCheckoutEvent(checkout.sessionId, checkout.amountCents);
-      const delivered = await deliverWebhook(target, target.webhookSecret, event);
-      if (delivered.status === 200) paidCheckouts.push(checkout.sessionId);
-      if ((delivered.body as { credited?: boolean }).credited !== true) problems.push(`top-up ${checkout.sessionId} not credited`);
-      return { ...delivered, event };
+    const checkout = await timed('checkout', operations, async () => {
+      const started = await startCheckout(target, user.token, amountUsd);
+      return { ...started.outcome, started };
     });
-    if (!redeliver || !started || !('event' in started)) return;
-    // Stripe delivers at least once: the same event again must be acknowledged and credit nothing.
-    const again = await timed('webhook_redelivery', operations, () => deliverWebhook(target, target.webhookSecret, started.event));
-    if (again && (again.body as { credited?: boolean }).credited !== false) problems.push('a redelivered webhook credited again');
+    const sessionId = checkout?.started.sessionId;
+    if (!checkout || !sessionId) return;
+    const event = paidCheckoutEvent(sessionId, checkout.started.amountCents);
+    let credited = 0;
+    let acknowledged = false;
+    for (let attempt = 0; attempt < 4 && !acknowledged; attempt++) {
+      const delivered = await timed(attempt === 0 ? 'webhook' : 'webhook_retry', operations, () => deliverWebhook(target, target.webhookSecret, event));
+      acknowledged = delivered?.status === 200;
+      if ((delivered?.body as { credited?: boolean } | undefined)?.credited === true) credited++;
+    }
+    if (!acknowledged) return;
+    if (redeliver) {
+      const again = await timed('webhook_redelivery', operations, () => deliverWebhook(target, target.webhookSecret, event));
+      if ((again?.body as { credited?: boolean } | undefined)?.credited === true) credited++;
+    }
+    paidCheckouts.push(sessionId);
+    if (credited > 1) problems.push(`checkout ${sessionId}: ${credited} deliveries answered credited`);
   };
 
   // Setup: sessions, each wallet funded through a real checkout + webhook.
@@ -121,11 +137,18 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
 
   const started = performance.now();
   let nextCall = 0;
+  let faultsInjected = 0;
   let callsDone = false;
   const callWorker = async () => {
     while (Date.now() < deadline) {
       const number = nextCall++;
       if (number >= plan.calls) return;
+      if (plan.faults && plan.faults.count > 0 && number > 0 && number % Math.max(1, Math.floor(plan.calls / (plan.faults.count + 1))) === 0) {
+        if (faultsInjected < plan.faults.count) {
+          faultsInjected++;
+          plan.faults.inject();
+        }
+      }
       const user = users[number % users.length]!;
       const stream = number % 2 === 1;
       const requestId = `${runId}-c${number}`;
@@ -178,7 +201,7 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
     ...Array.from({ length: plan.moneyActors }, moneyWorker),
   ]);
   const mainPhaseMs = performance.now() - started;
-  return { runId, plan, operations, calls, paidCheckouts, mainPhaseMs, problems };
+  return { runId, plan, operations, calls, paidCheckouts, mainPhaseMs, problems, faultsInjected };
 }
 
 /** Creates the pending payouts due (any developer balance), approves and pays each. */

@@ -46,9 +46,11 @@ export async function verifyBooks(target: StackTarget, databaseUrl: string, resu
         [prefix],
       )
     ).rows;
+    // A call cut off before its booking keeps its hold until the hold expires (docs/money.md); any other hold must be closed.
+    const ambiguous = result.calls.filter((call) => call.status >= 500 || call.code === 'stream_incomplete' || call.code === 'network');
     const activeHolds = await client.query<{ count: number }>(
-      `select count(*)::int as count from balance_holds where starts_with(request_id, $1) and status = 'active'`,
-      [prefix],
+      `select count(*)::int as count from balance_holds where starts_with(request_id, $1) and status = 'active' and request_id <> all($2::text[])`,
+      [prefix, ambiguous.map((call) => call.requestId)],
     );
     const topUps = await client.query<{ idempotency_key: string; transactions: number }>(
       `select idempotency_key, count(*)::int as transactions from ledger_transactions
@@ -67,8 +69,10 @@ export async function verifyBooks(target: StackTarget, databaseUrl: string, resu
         else if (rows[0]!.retail_usd !== call.chargedUsd) {
           problems.push(`${call.requestId}: told ${call.chargedUsd}, booked ${rows[0]!.retail_usd}`);
         }
-      } else if (call.status >= 500 || call.code === 'stream_incomplete') {
+      } else if (call.status >= 500 || call.code === 'stream_incomplete' || call.code === 'network') {
+        // The client cannot know whether the booking committed before the failure; it may be charged once, never twice.
         ambiguousCalls++;
+        if (rows.length > 1) problems.push(`${call.requestId}: failed, yet ${rows.length} usage rows`);
       } else if (rows.length !== 0) {
         problems.push(`${call.requestId}: refused with ${call.code} but charged`);
       }

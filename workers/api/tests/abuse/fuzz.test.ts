@@ -119,7 +119,7 @@ function bodyOf(plan: BodyPlan, endpoint: Endpoint): BodyInit | undefined {
     case 'deep':
       return '['.repeat(plan.depth) + ']'.repeat(plan.depth);
     case 'binary':
-      return plan.bytes;
+      return Uint8Array.from(plan.bytes);
   }
 }
 
