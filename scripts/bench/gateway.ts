@@ -9,7 +9,6 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { neonConfig } from '@neondatabase/serverless';
 import type { SQL } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { createGatewayApp } from '../../workers/gateway/src/app.ts';
@@ -98,13 +97,6 @@ async function gatewayCall(app: ReturnType<typeof createGatewayApp>, env: Env, t
   if (response.status !== 200) throw new Error(`gateway answered ${response.status}: ${await response.text()}`);
   await response.arrayBuffer();
   await Promise.all(pending);
-}
-
-/** Switches the benchmark's own server to cleartext password auth (loopback only), as Neon's pipelined connect uses. */
-async function usePasswordAuth(adminUrl: string, dataDir: string): Promise<void> {
-  const hba = join(dataDir, 'pg_hba.conf');
-  writeFileSync(hba, readFileSync(hba, 'utf8').replaceAll('scram-sha-256', 'password'));
-  await withClient(adminUrl, (client) => client.query('select pg_reload_conf()'));
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -211,11 +203,8 @@ export async function runGatewayBench(): Promise<void> {
     };
 
     console.log(`in-process gateway (Node ${process.versions.node}, ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}), embedded PostgreSQL 18 via the Neon driver and the local WebSocket proxy, mock:echo, no upstream latency`);
-    await measure('database connection as the local stack opens it: SCRAM-SHA-256 auth (4096 PBKDF2 rounds in the driver), no pipelining');
-    // Neon in production: the driver pipelines startup and a cleartext password over TLS (`pipelineConnect: 'password'`).
-    await usePasswordAuth(postgres.url('postgres'), join(dir, 'data'));
-    neonConfig.pipelineConnect = 'password';
-    await measure("database connection as on Neon: password auth pipelined with the startup (neonConfig.pipelineConnect = 'password')");
+    // The local stack now logs in as the driver does against Neon: password pipelined with the startup.
+    await measure("database connection as on Neon and in the local stack: password pipelined with the startup (neonConfig.pipelineConnect = 'password')");
 
     const splits: Array<ReturnType<typeof splitAroundUpstream>> = [];
     for (let index = 0; index < ROUND_TRIP_CALLS; index++) {

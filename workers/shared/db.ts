@@ -15,21 +15,21 @@ export interface Database {
   db: Db;
 }
 
-let configuredProxy: string | undefined;
-
-function configureDriver(env: Env): void {
-  const proxy = env.DATABASE_WS_PROXY;
-  if (!proxy || proxy === configuredProxy) return;
+/**
+ * Points the Neon driver at a local WebSocket proxy (`host:port`). Production leaves it unset and the
+ * driver talks to Neon directly. Module-level state of the driver, so every caller sets the same.
+ */
+export function configureLocalProxy(proxy: string): void {
   neonConfig.wsProxy = (host, port) => `${proxy}/v1?address=${host}:${port}`;
   neonConfig.useSecureWebSocket = false;
   neonConfig.pipelineTLS = false;
-  neonConfig.pipelineConnect = false;
-  configuredProxy = proxy;
+  // As against Neon: send the password with the startup message (the local server uses `password` auth).
+  neonConfig.pipelineConnect = 'password';
 }
 
 export function createDatabase(env: Env): Database {
   if (!env.DATABASE_URL) throw new FaucetError('internal_error', 'database is not configured');
-  configureDriver(env);
+  if (env.DATABASE_WS_PROXY) configureLocalProxy(env.DATABASE_WS_PROXY);
   const pool = new Pool({ connectionString: env.DATABASE_URL, max: 4 });
   // A dropped connection must surface as a failed query, not crash the isolate.
   pool.on('error', () => {});

@@ -2,11 +2,11 @@
  * The one place Workers-runtime tests get their world from: a database of their own (cloned from
  * the migrated, seeded template), the apps, requests with an execution context, sessions, SQL.
  */
-import { Client, neonConfig, Pool } from '@neondatabase/serverless';
+import { Client, Pool } from '@neondatabase/serverless';
 import { createExecutionContext, env as cloudflareEnv, waitOnExecutionContext } from 'cloudflare:test';
 import { createApiApp } from '../api/src/app.ts';
 import { sha256Hex } from '../shared/crypto.ts';
-import { createDatabase } from '../shared/db.ts';
+import { configureLocalProxy, createDatabase } from '../shared/db.ts';
 import type { Env } from '../shared/env.ts';
 import { createGatewayApp } from '../gateway/src/app.ts';
 import { templateDatabase, testSecrets } from '../../tests/setup/test-secrets.ts';
@@ -22,11 +22,7 @@ export const developerKey = testSecrets.DEMO_DEVELOPER_KEY;
 export const demoPublicAppId = 'app_demo_local';
 
 function configureProxy(): void {
-  const proxy = env.DATABASE_WS_PROXY;
-  neonConfig.wsProxy = (host, port) => `${proxy}/v1?address=${host}:${port}`;
-  neonConfig.useSecureWebSocket = false;
-  neonConfig.pipelineTLS = false;
-  neonConfig.pipelineConnect = false;
+  configureLocalProxy(env.DATABASE_WS_PROXY!);
 }
 
 /** A fresh database cloned from the seeded template, and the test env pointing at it. */

@@ -2,9 +2,10 @@
  * Fixtures of the ledger's Workers-runtime tests (imported by tests only): a database handle with
  * room for real concurrency, fresh end users of the demo app, funding, and a charge of an exact amount.
  */
-import { neonConfig, Pool } from '@neondatabase/serverless';
+import { Pool } from '@neondatabase/serverless';
 import { drizzle } from 'drizzle-orm/neon-serverless';
 import { demoFixture, sql, type TestEnv } from '../../test/harness.ts';
+import { configureLocalProxy } from '../db.ts';
 import { parseWireAmount, type Usd } from '../money/index.ts';
 import { rateUsage, type RatedUsage } from '../rating/index.ts';
 import { creditTestBalance } from './credit-test-balance.ts';
@@ -16,11 +17,7 @@ export interface LedgerTestDatabase {
 
 /** A pool of `connections` sockets, so that concurrent bookings really run concurrently in PostgreSQL. */
 export function openLedgerDatabase(testEnv: TestEnv, connections = 20): LedgerTestDatabase {
-  const proxy = testEnv.DATABASE_WS_PROXY;
-  neonConfig.wsProxy = (host, port) => `${proxy}/v1?address=${host}:${port}`;
-  neonConfig.useSecureWebSocket = false;
-  neonConfig.pipelineTLS = false;
-  neonConfig.pipelineConnect = false;
+  configureLocalProxy(testEnv.DATABASE_WS_PROXY!);
   const pool = new Pool({ connectionString: testEnv.DATABASE_URL, max: connections });
   pool.on('error', () => {});
   return { db: drizzle({ client: pool }), close: () => pool.end() };
