@@ -2,9 +2,17 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { getWalletBalance } from '../../../shared/ledger/wallet-balance.ts';
 import { postTransaction } from '../../../shared/ledger/post-transaction.ts';
 import { reconcileLedger } from '../../../shared/ledger/reconcile.ts';
-import { fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../shared/ledger/ledger-test-kit.ts';
+import { bookUsage } from '../../../shared/ledger/book-usage.ts';
+import {
+  balanceOf,
+  createTestUser,
+  fund,
+  openLedgerDatabase,
+  platformCall,
+  type LedgerTestDatabase,
+} from '../../../shared/ledger/ledger-test-kit.ts';
 import { formatUsd, negateUsd, parseWireAmount } from '../../../shared/money/index.ts';
-import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 let database: LedgerTestDatabase;
@@ -90,6 +98,28 @@ describe('POST /v1/admin/payouts/run-mock', () => {
     const again = await runMock('100.00000000');
     expect(again.filter((payout) => payout.wallet_id === rich.walletId)).toEqual([]);
     expect(await available(rich.walletId)).toBe('500.00000000');
+  });
+
+  it('pays out usage revenue still pending on the developer wallet', async () => {
+    // Usage credits the app's developer through append-only deltas, not the balance row.
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '5.00000000');
+    const booked = await bookUsage(database.db, {
+      requestId: `payout-revenue-${crypto.randomUUID()}`,
+      appId: user.appId,
+      endUserId: user.endUserId,
+      featureKey: 'chat',
+      rated: platformCall(200_000, 200_000),
+    });
+    expect(booked.outcome).toBe('booked');
+    const { developer_wallet_id: walletId } = await demoFixture(testEnv);
+    const owed = await balanceOf(testEnv, walletId);
+    expect(owed).not.toBe('0.00000000');
+
+    const created = await runMock('0.00000001');
+    const payout = created.find((candidate) => candidate.wallet_id === walletId);
+    expect(payout?.amount_usd).toBe(owed);
+    expect(await available(walletId)).toBe('0.00000000');
   });
 
   it('creates one payout per wallet when runs overlap', async () => {
