@@ -21,6 +21,8 @@ export interface Env {
   GATEWAY_RATE_LIMIT_MAX_REQUESTS?: string;
   GATEWAY_RATE_LIMIT_WINDOW_MS?: string;
   MAX_REQUEST_BODY_BYTES?: string;
+  PLATFORM_MARKUP_BPS?: string;
+  PLATFORM_FEE_BPS?: string;
   LOG_LEVEL?: string;
 
   RATE_LIMITER?: DurableObjectNamespace<import('../metrics/src/rate-limiter.ts').RateLimiter>;
