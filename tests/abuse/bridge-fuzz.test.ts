@@ -90,8 +90,16 @@ describe('bridge fuzzing', () => {
       ),
       { numRuns: runs },
     );
-    // The property is not vacuous: well-formed reports did get through.
-    expect(queued.length).toBeGreaterThan(0);
+    // The watch on the outbox sees what it should: a well-formed report is queued.
+    const before = queued.length;
+    const accepted = await rawRequest(bridge.port, {
+      method: 'POST',
+      path: '/usage/report',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${sessionToken}` },
+      body: usageReport({ request_id: `bfz-${crypto.randomUUID()}`, public_app_id: stack.publicAppId }),
+    });
+    expect(accepted.status).toBe(202);
+    expect(queued.length).toBe(before + 1);
     // The outbox keeps the session token (it forwards with it later, from a private directory); logs keep neither.
     expect(bridge.logs.join('\n')).not.toContain(sessionToken);
     expect([...bridge.logs, ...queued].join('\n')).not.toContain(prompt);

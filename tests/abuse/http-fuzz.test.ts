@@ -22,7 +22,10 @@ function raw(base: string, options: { method: string; path: string; headers: Rec
       response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') }));
       response.on('error', reject);
     });
-    request.on('error', reject);
+    // A server may close the connection on an oversized body before reading it (the client then sees a reset).
+    request.on('error', (error: NodeJS.ErrnoException) =>
+      ['ECONNRESET', 'EPIPE'].includes(error.code ?? '') ? resolve({ status: 0, headers: {}, text: error.code ?? '' }) : reject(error),
+    );
     if (options.body !== undefined && options.chunked) request.write(options.body);
     request.end(options.chunked ? undefined : options.body);
   });
@@ -60,7 +63,14 @@ describe('hostile HTTP against the running workers', () => {
           const headers: Record<string, string> = { 'content-type': contentType };
           if (authorization) headers.authorization = authorization;
           const answer = await raw(base, { method, path, headers, ...(body === undefined || method === 'GET' ? {} : { body }), chunked });
-          expect(answer.status, `${method} ${path.slice(0, 80)} ${contentType} body=${body?.length ?? 0} chunked=${chunked}: ${answer.text.slice(0, 200)}`).toBeLessThan(500);
+          // Over the body limit, the connection may be dropped instead of answered: a reset, or (only under
+          // wrangler dev, whose local proxy reports an upload the worker stopped reading) "Network connection
+          // lost". docs/reliability.md. Never for a body within the limits.
+          if (answer.status === 0 || (answer.status >= 500 && answer.text.includes('Network connection lost'))) {
+            expect(body?.length ?? 0, `connection dropped on a body within the limits: ${method} ${path.slice(0, 80)}`).toBeGreaterThan(2 * 1024 * 1024);
+            return;
+          }
+          expect(answer.status, `${answer.status} ${method} ${path.slice(0, 80)} ${contentType} body=${body?.length ?? 0} chunked=${chunked}: ${answer.text.slice(0, 200)}`).toBeLessThan(500);
           if (answer.status >= 400) {
             const envelope = JSON.parse(answer.text) as { error: { code: string; request_id: string } };
             expect(envelope.error.request_id).toBe(answer.headers['x-request-id']);
