@@ -7,10 +7,33 @@ import { worstCaseInputTokens, worstCaseOutputTokens } from './worst-case-tokens
 
 /** What the platform route holds: the retail price of the worst-case tokens; null when the model has no price. */
 export function platformHoldAmount(env: Env, reference: ModelReference, request: ChatRequest): Usd | null {
+  return worstCaseRetail(env, 'platform', reference, request);
+}
+
+/**
+ * The bounds the authorize statement needs to hold the worst case on every route: the platform price,
+ * the developer_key price at cost (a feature without its own price charges the catalog cost), and the
+ * worst-case token count for a feature's own per-million price (applied in SQL, where the price is).
+ */
+export interface HoldBounds {
+  platform: Usd | null;
+  developerKeyAtCost: Usd | null;
+  worstCaseTokens: number;
+}
+
+export function holdBounds(env: Env, reference: ModelReference, request: ChatRequest): HoldBounds {
+  return {
+    platform: platformHoldAmount(env, reference, request),
+    developerKeyAtCost: worstCaseRetail(env, 'developer_key', reference, request),
+    worstCaseTokens: worstCaseInputTokens(request) + worstCaseOutputTokens(request, reference.provider),
+  };
+}
+
+function worstCaseRetail(env: Env, routeMode: 'platform' | 'developer_key', reference: ModelReference, request: ChatRequest): Usd | null {
   try {
     return rateUsage(
       {
-        routeMode: 'platform',
+        routeMode,
         provider: reference.provider,
         model: reference.model,
         inputTokens: worstCaseInputTokens(request),

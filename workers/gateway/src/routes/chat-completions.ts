@@ -13,12 +13,12 @@ import { FaucetError } from '../../../shared/errors.ts';
 import { describeZodError } from '../../../shared/render-error.ts';
 import type { GatewayDatabase, GatewayDependencies } from '../gateway-dependencies.ts';
 import { meteredUsage } from '../metering/metered-usage.ts';
-import { platformHoldAmount } from '../metering/platform-hold.ts';
+import { holdBounds } from '../metering/platform-hold.ts';
 import { abandonCall, settleCall } from '../metering/settle-call.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { createAdapter } from '../providers/create-adapter.ts';
 import type { ProviderAdapter } from '../providers/provider.ts';
-import { authorizeCall, type CallPlan } from '../routing/authorize-call.ts';
+import { authorizeCall, authorizeHoldInput, type CallPlan } from '../routing/authorize-call.ts';
 import { parseModel, type ModelReference } from '../routing/parse-model.ts';
 import { sseHeaders } from '../sse/format-sse.ts';
 import { meteredStream } from '../streaming/metered-stream.ts';
@@ -70,7 +70,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
         requestId,
         requestedRoute,
         reference,
-        holdAmount: platformHoldAmount(c.env, reference, request),
+        ...authorizeHoldInput(holdBounds(c.env, reference, request)),
       });
     } catch (error) {
       defer(database.close());

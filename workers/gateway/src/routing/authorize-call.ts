@@ -2,18 +2,22 @@
  * Everything the gateway must know before it calls an upstream, in one statement (one database
  * round trip): the session (unknown or expired → no row), the feature of the session's app, the
  * stored keys the route may use, the route (DESIGN §6), a check that the request id was never
- * booked, and — on the platform route only — the hold of the worst-case cost, which also claims
- * the request id (`balance_holds.request_id` is unique).
+ * booked, and the hold of the worst-case retail price on whichever route is chosen (the platform
+ * price; the developer's per-million price, or the catalog cost, on developer_key; the open fee on
+ * byok). The hold also claims the request id (`balance_holds.request_id` is unique). A route whose
+ * worst case is zero (byok without a fee) holds nothing.
  */
 import { sql } from 'drizzle-orm';
 import type { Env } from '../../../shared/env.ts';
 import { FaucetError } from '../../../shared/errors.ts';
 import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
+import { releaseBudgetReservation } from '../../../shared/provider-keys/budget-reservation.ts';
 import { formatUsd, type Usd } from '../../../shared/money/index.ts';
 import { featurePricingFromRow, type FeaturePricing } from '../../../shared/rating/index.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
 import type { RequestedRouteMode } from '../routes/chat-completions-body.ts';
 import { platformPoolCredential, type CredentialLookup, type StoredCredentialKind } from './credential-lookup.ts';
+import type { HoldBounds } from '../metering/platform-hold.ts';
 import type { ModelReference } from './parse-model.ts';
 
 export const holdTtlSeconds = 300;
@@ -26,6 +30,10 @@ export interface AuthorizeInput {
   reference: ModelReference;
   /** The platform route's worst-case retail cost; null when the catalog has no price for the model. */
   holdAmount: Usd | null;
+  /** developer_key's worst-case retail when the feature has no price of its own (= catalog cost). */
+  developerKeyAtCost: Usd | null;
+  /** Worst-case input + output tokens, for a feature's own per-million developer price. */
+  worstCaseTokens: number;
 }
 
 export interface CallPlan {
@@ -37,7 +45,7 @@ export interface CallPlan {
   routeMode: 'platform' | StoredCredentialKind;
   credential: ProviderCredential;
   providerCredentialId: string | null;
-  /** True when a hold was reserved (platform route): it must be settled or released. */
+  /** True when a hold was reserved: it must be settled or released. */
   held: boolean;
 }
 
@@ -52,6 +60,7 @@ interface AuthorizeRow {
   credential_id: string | null;
   sealed: Record<string, unknown> | null;
   already_booked: boolean;
+  hold_amount: string | null;
   hold_outcome: 'reserved' | 'duplicate' | 'insufficient_balance' | null;
 }
 
@@ -61,6 +70,8 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, lookup: Creden
   const pool = platformPoolCredential(env, input.reference);
   const requested = input.requestedRoute ?? null;
   const platformReady = pool !== null && input.holdAmount !== null;
+  const platformHold = input.holdAmount === null ? '0' : formatUsd(input.holdAmount);
+  const atCost = input.developerKeyAtCost === null ? null : formatUsd(input.developerKeyAtCost);
   const { rows } = await db.execute(sql`
     with session as (
       select s.app_id, s.end_user_id, a.developer_id, a.developer_share_bps
@@ -80,16 +91,29 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, lookup: Creden
        order by case c.kind when 'byok' then 0 else 1 end
        limit 1
     ),
-    booked as (select exists (select 1 from usage_events u where u.request_id = ${input.requestId}) as already_booked)
+    booked as (select exists (select 1 from usage_events u where u.request_id = ${input.requestId}) as already_booked),
+    route as (
+      select case
+               -- A developer key refused for its budget is chosen only to report why: nothing to hold.
+               when chosen.kind = 'developer_key' and chosen.sealed ? 'refused' then 0
+               when chosen.kind = 'developer_key' then coalesce(
+                 ceil(feature.developer_price_per_mtok_usd::numeric * ${input.worstCaseTokens}::bigint / 1000000 * 100000000) / 100000000,
+                 ${atCost}::numeric, 0)
+               when chosen.kind = 'byok' then coalesce(feature.open_fee_usd::numeric, 0)
+               when (${requested}::text is null or ${requested}::text = 'platform') and ${platformReady}::boolean
+                 then ${platformHold}::numeric
+             end as hold_amount
+        from feature left join chosen on true
+    )
     select session.app_id, session.end_user_id, session.developer_share_bps,
            feature.feature_key, feature.developer_price_per_mtok_usd, feature.open_fee_usd,
            chosen.kind as credential_kind, chosen.credential_id, chosen.sealed, booked.already_booked,
-           case when feature.feature_key is not null and chosen.kind is null and not booked.already_booked
-                     and (${requested}::text is null or ${requested}::text = 'platform') and ${platformReady}::boolean
+           route.hold_amount::text as hold_amount,
+           case when feature.feature_key is not null and not booked.already_booked and route.hold_amount > 0
                 then (select h.outcome from faucet_reserve_hold(session.end_user_id, ${input.requestId},
-                        ${input.holdAmount === null ? '0' : formatUsd(input.holdAmount)}::numeric, ${holdTtlSeconds}::integer) h)
+                        route.hold_amount, ${holdTtlSeconds}::integer) h)
            end as hold_outcome
-      from session cross join booked left join feature on true left join chosen on true`);
+      from session cross join booked left join feature on true left join chosen on true left join route on true`);
 
   const row = rows[0] as AuthorizeRow | undefined;
   if (row === undefined) throw new FaucetError('unauthorized', 'Session is unknown or expired');
@@ -110,7 +134,8 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, lookup: Creden
       env,
       input.reference,
     );
-    return { ...base, routeMode: row.credential_kind, credential, providerCredentialId: row.credential_id, held: false };
+    const held = await holdOutcome(db, row, input.requestId, row.credential_kind);
+    return { ...base, routeMode: row.credential_kind, credential, providerCredentialId: row.credential_id, held };
   }
   if (requested === 'byok' || requested === 'developer_key') {
     const what = requested === 'byok' ? 'BYOK key of yours' : "key of the app's developer";
@@ -122,14 +147,22 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, lookup: Creden
   if (pool === null) {
     throw new FaucetError('invalid_request', `The platform has no key for provider "${input.reference.provider}"; this model is not available on the platform route.`);
   }
-  switch (row.hold_outcome) {
-    case 'reserved':
-      return { ...base, routeMode: 'platform', credential: pool, providerCredentialId: null, held: true };
-    case 'insufficient_balance':
-      throw new FaucetError('insufficient_balance', 'The available balance does not cover the worst-case cost of this call.');
-    case 'duplicate':
-      throw new FaucetError('conflict', 'This request id is already in use by another call; send a new x-request-id.');
-    default:
-      throw new FaucetError('internal_error', 'The hold was not placed');
+  if (row.hold_outcome === null) throw new FaucetError('internal_error', 'The hold was not placed');
+  const held = await holdOutcome(db, row, input.requestId, 'platform');
+  return { ...base, routeMode: 'platform', credential: pool, providerCredentialId: null, held };
+}
+
+/** True when a hold was reserved; refusals become errors (after giving back a developer key's budget). */
+async function holdOutcome(db: LedgerDatabase, row: AuthorizeRow, requestId: string, route: CallPlan['routeMode']): Promise<boolean> {
+  if (row.hold_outcome === null || row.hold_outcome === 'reserved') return row.hold_outcome === 'reserved';
+  // The candidates CTE reserved budget for the developer key this call will not use.
+  if (route === 'developer_key') await releaseBudgetReservation(db, requestId);
+  if (row.hold_outcome === 'insufficient_balance') {
+    throw new FaucetError('insufficient_balance', 'The available balance does not cover the worst-case cost of this call.');
   }
+  throw new FaucetError('conflict', 'This request id is already in use by another call; send a new x-request-id.');
+}
+
+export function authorizeHoldInput(bounds: HoldBounds): Pick<AuthorizeInput, 'holdAmount' | 'developerKeyAtCost' | 'worstCaseTokens'> {
+  return { holdAmount: bounds.platform, developerKeyAtCost: bounds.developerKeyAtCost, worstCaseTokens: bounds.worstCaseTokens };
 }

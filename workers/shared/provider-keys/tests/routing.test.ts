@@ -192,6 +192,27 @@ describe('developer keys on the gateway', () => {
     expect(explicit.upstreamCalls).toBe(0);
   });
 
+  it("holds the developer's price against the user's balance first: a user who cannot pay gets 402 and no upstream call", async () => {
+    const { id } = await replaceDeveloperKey('10.00000000');
+    const broke = await fundedSession(testEnv, '0.00000000');
+    const refused = await callGateway(broke.token, hi);
+    expect(refused.status).toBe(402);
+    expect(refused.body.error.code).toBe('insufficient_balance');
+    expect(refused.upstreamCalls).toBe(0);
+    // The budget reserved for the refused call is given back.
+    const open = await sql(testEnv, 'select 1 from provider_credential_reservations where request_id = $1', [refused.requestId]);
+    expect(open).toEqual([]);
+    // A user who can pay is held for, then charged exactly the rated price; the hold is settled.
+    const payer = await fundedSession(testEnv, '1.00000000');
+    const paid = await callGateway(payer.token, hi);
+    expect(paid.status).toBe(200);
+    expect(paid.body.faucet.route_mode).toBe('developer_key');
+    const [hold] = await sql<{ status: string }>(testEnv, 'select status from balance_holds where request_id = $1', [paid.requestId]);
+    expect(hold?.status).toBe('settled');
+    await disableDeveloperKeys();
+    expect(id).toBeTruthy();
+  });
+
   it('a user asking for byok gets their own key even when the developer has one', async () => {
     await replaceDeveloperKey('10.00000000');
     const session = await fundedSession(testEnv, '0.00000000');
