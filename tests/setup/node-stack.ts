@@ -6,22 +6,14 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startStack } from '../../scripts/lib/stack.ts';
+import { type Stack, startStack } from '../../scripts/lib/stack.ts';
 import { testSecrets } from './test-secrets.ts';
 
-export interface StackCoordinates {
-  apiUrl: string;
-  gatewayUrl: string;
-  metricsUrl: string;
-  publicAppId: string;
-  featureKey: string;
-  adminToken: string;
-  developerKey: string;
-  demoExternalUserId: string;
-  databaseUrl: string;
-  postgresAdminUrl: string;
-  wsProxyPort: number;
-}
+/** What tests may know of the stack: its plain, serialisable coordinates. */
+export type StackCoordinates = Pick<
+  Stack,
+  'apiUrl' | 'gatewayUrl' | 'metricsUrl' | 'publicAppId' | 'featureKey' | 'adminToken' | 'developerKey' | 'demoExternalUserId' | 'databaseUrl' | 'stripeFakeUrl'
+> & { postgresAdminUrl: string; wsProxyPort: number };
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -40,18 +32,11 @@ export default async function setup(project: TestProject) {
     sessionTtlSeconds: Number(process.env.FAUCET_TEST_SESSION_TTL ?? 900),
     workerVars: { API_RATE_LIMIT_MAX_REQUESTS: '100000', GATEWAY_RATE_LIMIT_MAX_REQUESTS: '100000', LOG_LEVEL: 'warn' },
   });
+  const { seed: _seed, postgres, proxy, stop: _stop, ...coordinates } = stack;
   project.provide('stack', {
-    apiUrl: stack.apiUrl,
-    gatewayUrl: stack.gatewayUrl,
-    metricsUrl: stack.metricsUrl,
-    publicAppId: stack.publicAppId,
-    featureKey: stack.featureKey,
-    adminToken: stack.adminToken,
-    developerKey: stack.developerKey,
-    demoExternalUserId: stack.demoExternalUserId,
-    databaseUrl: stack.databaseUrl,
-    postgresAdminUrl: stack.postgres.url('postgres'),
-    wsProxyPort: stack.proxy.port,
+    ...coordinates,
+    postgresAdminUrl: postgres.url('postgres'),
+    wsProxyPort: proxy.port,
   });
   return async () => {
     await stack.stop();
