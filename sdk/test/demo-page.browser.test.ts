@@ -24,7 +24,7 @@ const units = (usd: string) => BigInt(usd.replace(/ USD$/, '').replace('.', ''))
 
 async function balance(): Promise<string> {
   const output = page.getByRole('region', { name: 'Usage' }).locator('.faucet-usage__balance');
-  await expect.poll(() => output.textContent()).toMatch(/^\d+\.\d{8} USD$/);
+  await expect.poll(() => output.textContent(), { timeout: 60_000 }).toMatch(/^\d+\.\d{8} USD$/);
   return (await output.textContent())!;
 }
 
@@ -48,6 +48,8 @@ beforeAll(async () => {
   });
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  // The stack shares two cores with everything else under test; give slow answers room.
+  page.setDefaultTimeout(90_000);
   await page.goto(demo.url);
 }, 60_000);
 
@@ -58,7 +60,7 @@ afterAll(async () => {
   await upstream?.close();
 });
 
-describe('demo page in Chromium', () => {
+describe('demo page in Chromium', { timeout: 180_000 }, () => {
   it('answers a chat message, streamed into the conversation', async () => {
     const chat = page.getByRole('region', { name: 'Chat' });
     await chat.getByLabel('Message', { exact: true }).fill('Hello from the browser');
@@ -87,7 +89,7 @@ describe('demo page in Chromium', () => {
     await chat.getByLabel('Message', { exact: true }).fill('One more, please');
     await chat.getByRole('button', { name: 'Send' }).click();
     await chat.locator('.faucet-chat__message--assistant[data-status="done"]', { hasText: 'One more, please' }).waitFor();
-    await expect.poll(async () => units(await balance())).toBeLessThan(units(before));
+    await expect.poll(async () => units(await balance()), { timeout: 60_000 }).toBeLessThan(units(before));
     expect(await page.getByRole('region', { name: 'Usage' }).locator('.faucet-usage__row').count()).toBeGreaterThan(0);
   });
 

@@ -32,6 +32,8 @@ beforeAll(async () => {
   });
   browser = await launchChromium();
   page = await browser.newPage();
+  // The stack shares two cores with everything else under test; give slow answers room.
+  page.setDefaultTimeout(90_000);
   await page.goto(pageServer.url);
 }, 60_000);
 
@@ -45,7 +47,7 @@ const chat = () => page.getByRole('region', { name: 'Chat' });
 const messageBox = () => chat().getByLabel('Message', { exact: true });
 const sessionUsers = () => faucet.requestsTo('/v1/sessions').map((request) => JSON.parse(request.body).external_user_id as string);
 
-describe('React components in Chromium', () => {
+describe('React components in Chromium', { timeout: 180_000 }, () => {
   it('Shift+Enter adds a line, Enter sends the whole message', async () => {
     await messageBox().click();
     await page.keyboard.type('line one');
@@ -81,7 +83,7 @@ describe('React components in Chromium', () => {
   it('starts afresh for another user: a new session for that user, an empty conversation', async () => {
     expect(new Set(sessionUsers())).toEqual(new Set(['alice']));
     await page.getByRole('button', { name: 'Switch to bob' }).click();
-    await expect.poll(() => sessionUsers().includes('bob')).toBe(true);
+    await expect.poll(() => sessionUsers().includes('bob'), { timeout: 60_000 }).toBe(true);
     expect(await chat().locator('.faucet-chat__message').count()).toBe(0);
     await messageBox().fill('hello as bob');
     await messageBox().press('Enter');
