@@ -102,6 +102,17 @@ describe('sessions', () => {
     expect(faucet.requests).toHaveLength(0);
   });
 
+  it('are retried on their own only: a failing session endpoint sees maxRetries + 1 requests, not more', async () => {
+    const server = await startFakeServer((_, response) => sendError(response, 503, 'internal_error', 'req_down'));
+    const error = await clientFor(server.url, { retry: { baseDelayMs: 1, maxRetries: 2 } })
+      .chat({ feature: 'chat', input: 'x' })
+      .catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({ code: 'internal_error', status: 503 });
+    expect(server.requestsTo('/v1/sessions')).toHaveLength(3);
+    expect(server.requestsTo('/v1/chat/completions')).toHaveLength(0);
+    await server.close();
+  });
+
   it('can be created explicitly', async () => {
     faucet = await startFakeFaucet();
     const session = await clientFor(faucet.url).createSession();

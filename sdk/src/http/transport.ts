@@ -40,8 +40,7 @@ export interface OpenResponse {
 }
 
 /** Sends one attempt and resolves on a 2xx answer; anything else becomes a FaucetError. */
-async function sendOnce(config: TransportConfig, request: HttpRequest): Promise<OpenResponse> {
-  const authorization = request.authorization ? await request.authorization() : undefined;
+async function sendOnce(config: TransportConfig, request: HttpRequest, authorization: string | undefined): Promise<OpenResponse> {
   const deadline = new Deadline(request.signal);
   deadline.arm(config.timeoutMs);
   try {
@@ -74,11 +73,15 @@ async function readError(response: Response): Promise<FaucetError> {
   return errorFromResponse(response.status, body, response.headers.get('x-request-id') ?? undefined, retryAfterMs);
 }
 
-/** Runs `run` and repeats it with backoff while the error is retryable (429, 5xx, no connection). */
-async function withRetries<T>(config: TransportConfig, request: HttpRequest, run: () => Promise<T>): Promise<T> {
+/**
+ * Runs `run` and repeats it with backoff while the error is retryable (429, 5xx, no connection).
+ * The Authorization value is fetched outside the retried part: getting a session retries on its own.
+ */
+async function withRetries<T>(config: TransportConfig, request: HttpRequest, run: (authorization: string | undefined) => Promise<T>): Promise<T> {
   for (let retry = 0; ; retry++) {
+    const authorization = request.authorization ? await request.authorization() : undefined;
     try {
-      return await run();
+      return await run(authorization);
     } catch (thrown) {
       const error = FaucetError.isInstance(thrown) ? thrown : new FaucetError('network_error', String(thrown), { cause: thrown });
       const delayMs = request.retry === false ? undefined : retryDelay(error, retry, config.retry);
@@ -91,8 +94,8 @@ async function withRetries<T>(config: TransportConfig, request: HttpRequest, run
 
 /** A JSON request: resolves with the parsed 2xx body. */
 export function requestJson<T>(config: TransportConfig, request: HttpRequest): Promise<T> {
-  return withRetries(config, request, async () => {
-    const { response, deadline } = await sendOnce(config, request);
+  return withRetries(config, request, async (authorization) => {
+    const { response, deadline } = await sendOnce(config, request, authorization);
     try {
       const text = await response.text();
       try {
@@ -114,7 +117,7 @@ export function requestJson<T>(config: TransportConfig, request: HttpRequest): P
 
 /** A streaming request: resolves once a 2xx answer has started; retries only happen before that. */
 export function openStream(config: TransportConfig, request: HttpRequest): Promise<OpenResponse> {
-  return withRetries(config, request, () =>
-    sendOnce(config, { ...request, headers: { ...request.headers, accept: 'text/event-stream' } }),
+  return withRetries(config, request, (authorization) =>
+    sendOnce(config, { ...request, headers: { ...request.headers, accept: 'text/event-stream' } }, authorization),
   );
 }
