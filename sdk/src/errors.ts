@@ -2,8 +2,10 @@
  * The one error type the SDK throws. Server errors keep the code, status and request ID of the
  * `{"error":{"code","message","request_id"}}` envelope; failures that never got an answer use the
  * client codes below with `status` 0.
+ *
+ * The server's codes and their HTTP statuses (DESIGN §4), repeated here because the SDK ships on
+ * its own, without the workers' code.
  */
-/** The server's codes and their HTTP statuses (DESIGN §4). */
 export const serverErrorStatus = {
   invalid_request: 400,
   unauthorized: 401,
