@@ -15,24 +15,28 @@ export interface ReliabilityStack extends Stack {
 export async function startReliabilityStack(workerVars: Record<string, string> = {}): Promise<ReliabilityStack> {
   const tmp = join(repoRoot, '.faucet', 'tmp');
   mkdirSync(tmp, { recursive: true });
-  const stateDir = mkdtempSync(join(tmp, 'reliability-'));
-  let stack: Stack;
-  try {
-    stack = await startStack({
-      stateDir,
-      secrets: testSecrets,
-      workerVars: { API_RATE_LIMIT_MAX_REQUESTS: '1000000', GATEWAY_RATE_LIMIT_MAX_REQUESTS: '1000000', LOG_LEVEL: 'warn', ...workerVars },
-    });
-  } catch (error) {
-    rmSync(stateDir, { recursive: true, force: true });
-    throw error;
-  }
-  return {
-    ...stack,
-    webhookSecret: testSecrets.STRIPE_WEBHOOK_SECRET,
-    async stop() {
-      await stack.stop();
+  // Free ports are picked before wrangler binds them, so on a busy machine another process can take
+  // one in between; a start that fails is retried on fresh ports.
+  for (let attempt = 1; ; attempt++) {
+    const stateDir = mkdtempSync(join(tmp, 'reliability-'));
+    try {
+      const stack = await startStack({
+        stateDir,
+        secrets: testSecrets,
+        workerVars: { API_RATE_LIMIT_MAX_REQUESTS: '1000000', GATEWAY_RATE_LIMIT_MAX_REQUESTS: '1000000', LOG_LEVEL: 'warn', ...workerVars },
+      });
+      return {
+        ...stack,
+        webhookSecret: testSecrets.STRIPE_WEBHOOK_SECRET,
+        async stop() {
+          await stack.stop();
+          rmSync(stateDir, { recursive: true, force: true });
+        },
+      };
+    } catch (error) {
       rmSync(stateDir, { recursive: true, force: true });
-    },
-  };
+      if (attempt >= 3) throw error;
+      console.error(`faucet: the stack did not start (attempt ${attempt}): ${(error as Error).message.split('\n')[0]}; retrying`);
+    }
+  }
 }
