@@ -126,7 +126,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         '--env-file',
         envFile,
         '--persist-to',
-        join(options.stateDir, 'wrangler-state'),
+        // One folder per worker: workerd processes sharing one SQLite state folder hit SQLITE_BUSY.
+        join(options.stateDir, 'wrangler-state', name),
         '--show-interactive-dev-session=false',
         '--log-level',
         options.verbose ? 'info' : 'warn',
