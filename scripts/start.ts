@@ -19,6 +19,8 @@ const demoPage = await startDemoServer({
   apiBaseUrl: stack.apiUrl,
   gatewayBaseUrl: stack.gatewayUrl,
   publicAppId: stack.publicAppId,
+  userId: stack.demoExternalUserId,
+  featureKey: stack.featureKey,
 });
 
 const curl = [
