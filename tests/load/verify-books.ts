@@ -48,6 +48,15 @@ export async function verifyBooks(target: StackTarget, databaseUrl: string, resu
     ).rows;
     // A call cut off before its booking keeps its hold until the hold expires (docs/money.md); any other hold must be closed.
     const ambiguous = result.calls.filter((call) => call.status >= 500 || call.code === 'stream_incomplete' || call.code === 'network');
+    // Per call, not only in sum: the user's debit in the call's transaction equals its rated retail.
+    const mismatched = await client.query<{ request_id: string }>(
+      `select u.request_id from usage_events u
+         join ledger_entries e on e.transaction_id = u.ledger_transaction_id
+         join wallets w on w.id = e.wallet_id and w.kind = 'user'
+        where starts_with(u.request_id, $1) and -e.amount <> u.retail_usd`,
+      [prefix],
+    );
+    for (const row of mismatched.rows) problems.push(`${row.request_id}: user debit differs from its rated retail`);
     const activeHolds = await client.query<{ count: number }>(
       `select count(*)::int as count from balance_holds where starts_with(request_id, $1) and status = 'active' and request_id <> all($2::text[])`,
       [prefix, ambiguous.map((call) => call.requestId)],
