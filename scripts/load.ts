@@ -9,6 +9,7 @@
 import { parseArgs } from 'node:util';
 import { formatSummary, summarize } from '../tests/load/load-report.ts';
 import { runLoad } from '../tests/load/load-run.ts';
+import { findLeaks, needlesOf, scanDatabase } from '../tests/load/scan-secrets.ts';
 import { startReliabilityStack } from '../tests/load/reliability-stack.ts';
 import { verifyBooks } from '../tests/load/verify-books.ts';
 
@@ -38,9 +39,21 @@ const plan = {
   maxDurationMs: positive('seconds', values.seconds, 3600) * 1000,
 };
 
+// The workers' dev-server output (access lines, warnings, errors) is kept for the secret scan, not printed.
+const workerLogs: string[] = [];
+const write = process.stdout.write.bind(process.stdout);
+process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+  const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString();
+  if (/^\[(api|gateway|metrics)\] /.test(text)) {
+    workerLogs.push(...text.split('\n'));
+    return true;
+  }
+  return (write as (...args: unknown[]) => boolean)(chunk, ...rest);
+}) as typeof process.stdout.write;
+
 console.log('faucet load: starting a local stack of its own…');
 const stackStarted = performance.now();
-const stack = await startReliabilityStack();
+const stack = await startReliabilityStack({ LOG_LEVEL: 'info' }, { verbose: true });
 let failed = true;
 try {
   console.log(`faucet load: stack up in ${((performance.now() - stackStarted) / 1000).toFixed(1)} s; running…`);
@@ -49,10 +62,15 @@ try {
   const result = await runLoad(target, { ...plan, ...(drops > 0 ? { faults: { count: drops, inject: () => stack.proxy.dropConnections() } } : {}) });
   const books = await verifyBooks(target, stack.databaseUrl, result);
   console.log(formatSummary(result, summarize(result), books));
+  const needles = needlesOf(result, stack.adminToken, stack.webhookSecret);
+  const leaks = [...findLeaks('worker log', workerLogs, needles), ...(await scanDatabase(stack.databaseUrl, needles))];
+  const requestLines = workerLogs.filter((line) => line.includes('[wrangler:info]')).length;
+  console.log(`secret scan: ${workerLogs.length} lines of worker output (${requestLines} access lines) and every database column: ${leaks.length} leaks`);
+  for (const leak of leaks.slice(0, 20)) console.log(`LEAK ${leak}`);
   // Without injected faults nothing may fail server-side: a 5xx, a bare error or a dropped connection fails the run.
   const serverFailures = result.operations.filter((operation) => operation.status >= 500 || operation.code === 'no_envelope' || operation.code === 'stream_incomplete').length;
   if (drops === 0 && serverFailures > 0) console.log(`faucet load: ${serverFailures} server-side failures without any injected fault`);
-  failed = !books.reconciliationOk || books.problems.length > 0 || result.problems.length > 0 || (drops === 0 && serverFailures > 0);
+  failed = leaks.length > 0 || requestLines === 0 || !books.reconciliationOk || books.problems.length > 0 || result.problems.length > 0 || (drops === 0 && serverFailures > 0);
   console.log(failed ? 'faucet load: FAILED' : 'faucet load: ok');
 } finally {
   await stack.stop();

@@ -60,6 +60,8 @@ export interface LoadResult {
   paidCheckouts: string[];
   mainPhaseMs: number;
   faultsInjected: number;
+  /** What must never show up in logs or the database (tests/load/scan-secrets.ts). */
+  secrets: { sessionTokens: string[]; externalUserIds: string[]; promptMarker: string };
   /** Problems the client saw while running (a webhook credited twice, …). */
   problems: string[];
 }
@@ -90,6 +92,7 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
   const paidCheckouts: string[] = [];
   const problems: string[] = [];
   const deadline = Date.now() + plan.maxDurationMs;
+  const promptMarker = `prompt-canary-${Math.random().toString(36).slice(2, 10)}`;
 
   /**
    * A checkout paid and its completion delivered like Stripe does: retried until acknowledged (a
@@ -153,7 +156,7 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
       const stream = number % 2 === 1;
       const requestId = `${runId}-c${number}`;
       const result = await timed(stream ? 'chat_stream' : 'chat', operations, () =>
-        chat(target, user.token, requestId, { stream, text: `load call ${number} of ${runId}` }),
+        chat(target, user.token, requestId, { stream, text: `${promptMarker}: load call ${number}, please answer` }),
       );
       calls.push({
         requestId,
@@ -201,7 +204,12 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
     ...Array.from({ length: plan.moneyActors }, moneyWorker),
   ]);
   const mainPhaseMs = performance.now() - started;
-  return { runId, plan, operations, calls, paidCheckouts, mainPhaseMs, problems, faultsInjected };
+  const secrets = {
+    sessionTokens: users.map((user) => user.token),
+    externalUserIds: Array.from({ length: plan.users }, (_, index) => `${runId}-user-${index}`),
+    promptMarker,
+  };
+  return { runId, plan, operations, calls, paidCheckouts, mainPhaseMs, problems, faultsInjected, secrets };
 }
 
 /** Creates the pending payouts due (any developer balance), approves and pays each. */

@@ -8,6 +8,7 @@ import { inject } from 'vitest';
 import { testSecrets } from '../setup/test-secrets.ts';
 import { formatSummary, summarize } from './load-report.ts';
 import { runLoad } from './load-run.ts';
+import { needlesOf, scanDatabase } from './scan-secrets.ts';
 import { verifyBooks } from './verify-books.ts';
 
 const stack = inject('stack');
@@ -28,5 +29,9 @@ describe('load (short bounded run)', () => {
     expect(books.userUsageDebitsUsd).toBe(books.ratedRetailUsd);
     expect(books.topUpsCredited).toBe(result.paidCheckouts.length);
     expect(result.paidCheckouts.length).toBeGreaterThanOrEqual(6);
+    // No token, raw user id, prompt or secret of the run anywhere in the shared stack's database.
+    expect(await scanDatabase(stack.databaseUrl, needlesOf(result, stack.adminToken, testSecrets.STRIPE_WEBHOOK_SECRET))).toEqual([]);
+    // …and the scan does see the run's rows (their request ids carry the run id).
+    expect((await scanDatabase(stack.databaseUrl, [{ name: 'run id', value: result.runId }])).length).toBeGreaterThan(0);
   }, 90_000);
 });

@@ -12,7 +12,7 @@ export interface ReliabilityStack extends Stack {
   webhookSecret: string;
 }
 
-export async function startReliabilityStack(workerVars: Record<string, string> = {}): Promise<ReliabilityStack> {
+export async function startReliabilityStack(workerVars: Record<string, string> = {}, options: { verbose?: boolean } = {}): Promise<ReliabilityStack> {
   const tmp = join(repoRoot, '.faucet', 'tmp');
   mkdirSync(tmp, { recursive: true });
   // Free ports are picked before wrangler binds them, so on a busy machine another process can take
@@ -23,6 +23,7 @@ export async function startReliabilityStack(workerVars: Record<string, string> =
       const stack = await startStack({
         stateDir,
         secrets: testSecrets,
+        verbose: options.verbose ?? false,
         workerVars: { API_RATE_LIMIT_MAX_REQUESTS: '1000000', GATEWAY_RATE_LIMIT_MAX_REQUESTS: '1000000', LOG_LEVEL: 'warn', ...workerVars },
       });
       return {
