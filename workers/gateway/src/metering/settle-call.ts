@@ -34,6 +34,11 @@ export async function settleCall(
     featureKey: plan.featureKey,
     rated,
     providerCredentialId: plan.providerCredentialId,
+  }).catch(async (error: unknown) => {
+    // The booking failed (e.g. the connection was cut): free the hold now instead of when it expires.
+    // A no-op if the booking did commit, since its hold is then settled and its reservation used.
+    await abandonCall(db, plan, requestId).catch(() => undefined);
+    throw error;
   });
   if (booking.outcome === 'insufficient_balance') {
     // Only reachable when the wallet was debited elsewhere past its holds; the hold stays until it expires.

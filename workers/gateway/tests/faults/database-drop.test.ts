@@ -54,7 +54,9 @@ describe('database connection dropped mid-booking', () => {
       expect(after.balance).not.toBe('1.00000000');
     } else {
       expect(rows).toEqual([]);
-      expect(after.balance).toBe('1.00000000');
+      // Nothing booked: the hold is released at once, not left to block the balance until it expires.
+      expect(await holdStatus(testEnv, requestId)).toBe('released');
+      expect(after).toEqual({ balance: '1.00000000', held: '0.00000000', available: '1.00000000' });
     }
 
     const retry = await chat(gatewayWith(), testEnv, session.token, hello, requestId);
