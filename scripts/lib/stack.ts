@@ -47,7 +47,24 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack(options: StackOptions): Promise<Stack> {
+/**
+ * Starts the stack, trying again (with fresh free ports) when a worker fails to come up: on a busy
+ * machine a port chosen as free can be taken before wrangler binds it.
+ */
+export async function startStack(options: StackOptions, attempts = 3): Promise<Stack> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startStackOnce(options);
+    } catch (error) {
+      if (attempt >= attempts || !(error instanceof WorkerStartError)) throw error;
+      console.warn(`faucet: ${error.message.split('\n')[0]}; retrying (${attempt}/${attempts - 1})`);
+    }
+  }
+}
+
+class WorkerStartError extends Error {}
+
+async function startStackOnce(options: StackOptions): Promise<Stack> {
   mkdirSync(options.stateDir, { recursive: true });
   const port = async (name: keyof NonNullable<StackOptions['ports']>) =>
     options.ports?.[name] ? portOrFree(options.ports[name]!) : freePort();
@@ -130,7 +147,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         join(options.stateDir, 'wrangler-state', name),
         '--show-interactive-dev-session=false',
         '--log-level',
-        options.verbose ? 'info' : 'warn',
+        // `log` shows the workers' own console output (their JSON log lines) in verbose mode.
+        options.verbose ? 'log' : 'warn',
       ];
       const child = spawn(process.execPath, args, {
         cwd: repoRoot,
@@ -169,7 +187,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         try {
           await Promise.race([waitForHttp(`${worker.url}/health`, 120_000), exited]);
         } catch (error) {
-          throw new Error(`${worker.name} worker did not start: ${(error as Error).message}\n${worker.output.join('')}`);
+          throw new WorkerStartError(`${worker.name} worker did not start: ${(error as Error).message}\n${worker.output.join('')}`);
         }
       }),
     );
