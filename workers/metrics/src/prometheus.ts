@@ -24,7 +24,8 @@ function escapeLabel(value: string): string {
 }
 
 function formatValue(value: number): string {
-  return Number.isInteger(value) ? String(value) : value.toFixed(3);
+  // Durations in milliseconds (not money): three decimals are plenty.
+  return String(Math.round(value * 1000) / 1000);
 }
 
 export function renderPrometheus(families: MetricFamily[]): string {

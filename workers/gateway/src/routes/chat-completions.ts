@@ -117,9 +117,9 @@ async function completeCall(call: Call): Promise<Response> {
     const settleStarted = performance.now();
     const faucet = await settleCall(database, c.env, plan, reference, requestId, usage);
     const timing = [
-      `authorize;dur=${call.authorizeMs.toFixed(1)}`,
-      `upstream;dur=${(settleStarted - upstreamStarted).toFixed(1)}`,
-      `settle;dur=${(performance.now() - settleStarted).toFixed(1)}`,
+      `authorize;dur=${tenths(call.authorizeMs)}`,
+      `upstream;dur=${tenths(settleStarted - upstreamStarted)}`,
+      `settle;dur=${tenths(performance.now() - settleStarted)}`,
     ];
     return c.json({ ...completion, faucet }, 200, { 'server-timing': timing.join(', ') });
   } finally {
@@ -150,4 +150,9 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
       c.var.logger?.error('stream settlement failed', { request_id: requestId, code: FaucetError.isInstance(error) ? error.code : 'internal_error' }),
   });
   return new Response(stream, { status: 200, headers: { ...sseHeaders, 'x-request-id': requestId } });
+}
+
+/** Milliseconds to one decimal, for `server-timing`. */
+function tenths(milliseconds: number): string {
+  return String(Math.round(milliseconds * 10) / 10);
 }
