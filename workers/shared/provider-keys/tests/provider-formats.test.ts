@@ -7,7 +7,7 @@ import { keyProviders, maskKey, validateKeyFormat } from '../provider-formats.ts
 describe('provider key formats', () => {
   it.each([
     ['openai', 'sk-proj-abcdefghijklmnopqrstuvwxyz0123', 'sk-proj-...0123'],
-    ['openai', 'sk-abcdefghijklmnopqrstuvwxyzABCD', 'sk-...ABCD'],
+    ['openai', 'sk-fake_abcdefghijklmnopqrstuvABCD', 'sk-...ABCD'],
     ['openai', 'sk-svcacct-abcdefghijklmnopqrst_9876', 'sk-svcacct-...9876'],
     ['anthropic', 'sk-ant-api03-abcdefghijklmnopqrstuvwxyz-AA_z', 'sk-ant-api03-...AA_z'],
   ] as const)('accepts a %s key and masks it as prefix + last four', (provider, key, masked) => {
