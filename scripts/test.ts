@@ -1,5 +1,5 @@
 /**
- * `npm test`: every suite (Workers runtime, Node, browser). Installs Debian's Chromium first when the
+ * `npm test`: the typecheck, then every suite (Workers runtime, Node, browser). Installs Debian's Chromium first when the
  * browser tests need it and this machine can (root with apt-get), since no browser is downloaded
  * any other way here.
  */
@@ -14,6 +14,14 @@ if (!existsSync(chromium) && process.getuid?.() === 0 && existsSync('/usr/bin/ap
   const quiet = { stdio: 'inherit' as const, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } };
   spawnSync('apt-get', ['update', '-qq'], quiet);
   spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], quiet);
+}
+
+// Strict TypeScript first (~10 s): a type error fails the run like a failing test.
+const tsc = join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc');
+const typecheck = spawnSync(process.execPath, [tsc, '--noEmit', '-p', repoRoot], { cwd: repoRoot, stdio: 'inherit' });
+if (typecheck.status !== 0) {
+  console.error('faucet: typecheck failed');
+  process.exit(typecheck.status ?? 1);
 }
 
 const vitest = join(repoRoot, 'node_modules', 'vitest', 'vitest.mjs');
