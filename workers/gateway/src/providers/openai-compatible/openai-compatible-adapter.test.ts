@@ -80,6 +80,18 @@ describe('OpenAI-compatible adapter', () => {
     await expect(collect(chunks)).rejects.toMatchObject({ code: 'upstream_error' });
   });
 
+  it('fails a stream cut off before [DONE] and before any choice finished', async () => {
+    const upstream = fakeUpstream(() => sseResponse(openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: 'Half a' })], false)));
+    const chunks = await adapterWith(upstream.fetch).stream({ credential, request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] } });
+    await expect(collect(chunks)).rejects.toMatchObject({ code: 'upstream_error', message: expect.stringContaining('before it finished') });
+  });
+
+  it('accepts a finished stream whose upstream sends no [DONE]', async () => {
+    const upstream = fakeUpstream(() => sseResponse(openAiSse([openAiChunk({ content: 'Whole.' }), openAiChunk({}, 'stop')], false)));
+    const chunks = await adapterWith(upstream.fetch).stream({ credential, request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] } });
+    expect((await collect(chunks)).length).toBe(2);
+  });
+
   it('refuses a credential whose base URL is a private address, before any request', async () => {
     const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('never')));
     await expect(
