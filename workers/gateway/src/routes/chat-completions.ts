@@ -100,6 +100,14 @@ async function readBody(c: Context<AppEnv>): Promise<ChatCompletionsBody> {
 }
 
 async function completeCall(call: Call): Promise<Response> {
+  // The upstream call and its settlement run under `waitUntil`: a client that goes away mid-call
+  // must not leave an answered call unbooked or its hold blocking the balance until it expires.
+  const work = upstreamAndSettle(call);
+  call.defer(work.catch(() => undefined));
+  return work;
+}
+
+async function upstreamAndSettle(call: Call): Promise<Response> {
   const { c, requestId, database, plan, reference, request } = call;
   try {
     let completion;
