@@ -58,18 +58,7 @@ export function validBody(endpoint: Endpoint): unknown {
     'POST /v1/user/provider-keys': { provider: 'openai', api_key: `sk-proj-${'F'.repeat(40)}`, label: 'fuzz' },
     'POST /v1/developer/provider-keys': { provider: 'openai', api_key: `sk-proj-${'G'.repeat(40)}`, monthly_budget_usd: '5.00000000' },
     'POST /v1/user/stripe/checkout-sessions': { amount_usd: '10.00000000' },
-    'POST /v1/usage/local': {
-      request_id: 'fuzz-local-1',
-      public_app_id: 'app_demo_local',
-      user_id_hash: 'a'.repeat(64),
-      route_mode: 'local',
-      provider: 'ollama',
-      model: 'llama3.2',
-      input_tokens: 3,
-      output_tokens: 4,
-      estimated: false,
-      occurred_at: '2026-11-22T01:00:00.000Z',
-    },
+    'POST /v1/usage/local': localUsageReport('fuzz-local-1'),
     'POST /v1/admin/wallets/:wallet_id/adjustments': { kind: 'adjustment', direction: 'credit', amount_usd: '1.00000000', reason: 'fuzz' },
     'POST /v1/admin/wallets/:id/credit-test-balance': { amount_usd: '1.00000000' },
     'POST /v1/admin/payouts/run-mock': { threshold_usd: '1.00000000' },
@@ -154,4 +143,20 @@ export async function databaseFingerprint(testEnv: TestEnv): Promise<Record<stri
   }
   const { rows } = await entry.pool.query<{ name: string; digest: string }>(entry.query);
   return Object.fromEntries(rows.map((row) => [row.name, row.digest]));
+}
+
+/** A well-formed local usage report of the demo app (the contract's fields, no prompt content). */
+export function localUsageReport(requestId: string) {
+  return {
+    request_id: requestId,
+    public_app_id: 'app_demo_local',
+    user_id_hash: 'a'.repeat(64),
+    route_mode: 'local',
+    provider: 'ollama',
+    model: 'llama3.2',
+    input_tokens: 3,
+    output_tokens: 4,
+    estimated: false,
+    occurred_at: '2026-11-22T01:00:00.000Z',
+  };
 }

@@ -5,6 +5,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fund } from '../../../gateway/test/gateway-test-kit.ts';
 import { adminToken, api, call, createSession, createTestEnv, gateway, sql, type TestEnv } from '../../../test/harness.ts';
+import { localUsageReport } from './abuse-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -50,18 +51,7 @@ describe('duplicate requests racing each other', () => {
 
   it('one local usage report sent at once: recorded once, every racer answered 200', async () => {
     const session = await createSession(testEnv);
-    const report = {
-      request_id: `race-${crypto.randomUUID()}`,
-      public_app_id: 'app_demo_local',
-      user_id_hash: 'a'.repeat(64),
-      route_mode: 'local',
-      provider: 'ollama',
-      model: 'llama3.2',
-      input_tokens: 3,
-      output_tokens: 4,
-      estimated: false,
-      occurred_at: '2026-11-22T01:00:00.000Z',
-    };
+    const report = localUsageReport(`race-${crypto.randomUUID()}`);
     const responses = await race(() => call(api(), testEnv, '/v1/usage/local', { token: session.token, json: report }));
     expect(statuses(responses)).toEqual(Array(racers).fill(200));
     const recorded = await Promise.all(responses.map(async (response) => ((await response.json()) as { recorded: boolean }).recorded));

@@ -13,6 +13,7 @@ import { completedEvent, deliver } from '../../../shared/payments/payments-test-
 import { adminToken, api, call, createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion } from '../../../gateway/test/fake-upstream.ts';
 import { gatewayWith } from '../../../gateway/test/gateway-test-kit.ts';
+import { localUsageReport } from './abuse-kit.ts';
 
 const random = () => crypto.randomUUID().replace(/-/g, '');
 const canary = {
@@ -89,18 +90,7 @@ describe('secret scan', () => {
     await chat('invalid body with the prompt', { model: 'mock:echo', max_tokens: 'many' });
     await send('chat with a bad token', gateway, '/v1/chat/completions', { token: adminToken, json: { model: 'mock:echo', feature: 'chat', messages } });
 
-    const report = {
-      request_id: `local-${random()}`,
-      public_app_id: 'app_demo_local',
-      user_id_hash: 'a'.repeat(64),
-      route_mode: 'local',
-      provider: 'ollama',
-      model: 'llama3.2',
-      input_tokens: 3,
-      output_tokens: 4,
-      estimated: false,
-      occurred_at: '2026-11-22T01:00:00.000Z',
-    };
+    const report = localUsageReport(`local-${random()}`);
     await send('local usage with a prompt field', api(), '/v1/usage/local', { ...bearer, json: { ...report, prompt: canary.prompt } });
     await send('local usage', api(), '/v1/usage/local', { ...bearer, json: report });
     await send('usage', api(), '/v1/user/usage', bearer);
