@@ -1,6 +1,7 @@
 import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
 import { defaultGatewayDependencies, type GatewayDependencies } from './gateway-dependencies.ts';
 import { registerChatCompletions } from './routes/chat-completions.ts';
+import { registerGatewayOpenApi } from './routes/gateway-openapi.ts';
 import { registerModels } from './routes/models.ts';
 
 /** The OpenAI-compatible gateway: routing, metering, rating and booking of model calls. */
@@ -19,5 +20,6 @@ export function createGatewayApp(dependencies: Partial<GatewayDependencies> = {}
   });
   registerChatCompletions(app, { ...defaultGatewayDependencies, ...dependencies });
   registerModels(app);
+  registerGatewayOpenApi(app);
   return app;
 }

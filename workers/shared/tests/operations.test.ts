@@ -247,5 +247,11 @@ describe('health, readiness, OpenAPI', () => {
     }
     const apiDocument = (await (await call(api(), testEnv, '/openapi.json')).json()) as { paths: Record<string, unknown> };
     expect(apiDocument.paths['/v1/sessions']).toBeDefined();
+    const gatewayDocument = (await (await call(gateway(), testEnv, '/openapi.json')).json()) as {
+      paths: Record<string, { post?: { requestBody?: { content: Record<string, { schema: { properties?: object } }> } } }>;
+    };
+    expect(Object.keys(gatewayDocument.paths)).toEqual(expect.arrayContaining(['/v1/chat/completions', '/v1/models']));
+    const chatBody = gatewayDocument.paths['/v1/chat/completions']!.post!.requestBody!.content['application/json']!.schema;
+    expect(chatBody.properties).toHaveProperty('feature');
   });
 });

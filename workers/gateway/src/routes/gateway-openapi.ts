@@ -1,0 +1,62 @@
+/**
+ * The gateway's routes in its OpenAPI document. The handlers read the body themselves (an OpenAI
+ * request passes unknown fields through, and the answer may be a stream), so the paths are
+ * registered from the same zod schemas rather than through `app.openapi()`.
+ */
+import { z } from '@hono/zod-openapi';
+import type { ServiceApp } from '../../../shared/app.ts';
+import { errorResponses } from '../../../shared/openapi.ts';
+import { chatCompletionSchema } from '../openai/chat-schemas.ts';
+import { chatCompletionsBodySchema } from './chat-completions-body.ts';
+
+const faucetObjectSchema = z
+  .object({
+    request_id: z.string(),
+    route_mode: z.enum(['platform', 'developer_key', 'byok', 'local']),
+    provider: z.string(),
+    model: z.string(),
+    input_tokens: z.number().int(),
+    output_tokens: z.number().int(),
+    estimated: z.boolean(),
+    charge: z.object({ currency: z.literal('USD'), amount_usd: z.string(), upstream_cost_usd: z.string() }),
+  })
+  .openapi('FaucetCallMetadata');
+
+export function registerGatewayOpenApi(app: ServiceApp): void {
+  app.openAPIRegistry.registerPath({
+    method: 'post',
+    path: '/v1/chat/completions',
+    summary: 'OpenAI-compatible chat completion, metered and booked (stream: true answers with SSE)',
+    security: [{ sessionToken: [] }],
+    request: { body: { required: true, content: { 'application/json': { schema: chatCompletionsBodySchema } } } },
+    responses: {
+      200: {
+        description: 'The completion plus the `faucet` object; with `stream: true`, `text/event-stream` whose last event before `[DONE]` carries it',
+        content: {
+          'application/json': { schema: chatCompletionSchema.extend({ faucet: faucetObjectSchema }) },
+          'text/event-stream': { schema: z.string() },
+        },
+      },
+      ...errorResponses(400, 401, 402, 409, 413, 429, 502, 504),
+    },
+  });
+  app.openAPIRegistry.registerPath({
+    method: 'get',
+    path: '/v1/models',
+    summary: 'The provider:model names the platform route can price',
+    responses: {
+      200: {
+        description: 'OpenAI list of models',
+        content: {
+          'application/json': {
+            schema: z.object({
+              object: z.literal('list'),
+              data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.string() })),
+            }),
+          },
+        },
+      },
+    },
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'sessionToken', { type: 'http', scheme: 'bearer', description: 'fvs_… session token' });
+}
