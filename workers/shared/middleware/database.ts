@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { createDatabase, type Database } from '../db.ts';
+import { waitUntil } from '../wait-until.ts';
 
 /**
  * Gives handlers `c.var.database()`, which opens the request's pool on first use. The pool is ended
@@ -14,14 +15,7 @@ export function database(): MiddlewareHandler<AppEnv> {
     try {
       await next();
     } finally {
-      if (handle) {
-        const closing = handle.pool.end().catch(() => {});
-        try {
-          c.executionCtx.waitUntil(closing);
-        } catch {
-          // No execution context in plain unit tests.
-        }
-      }
+      if (handle) waitUntil(c, handle.pool.end().catch(() => {}));
     }
   };
 }

@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { createLogger } from '../logger.ts';
 import { routePattern } from '../route-pattern.ts';
+import { waitUntil } from '../wait-until.ts';
 
 /**
  * Access log line and metrics sample for every request. The sample goes to the metrics Durable
@@ -30,11 +31,7 @@ export function observe(): MiddlewareHandler<AppEnv> {
       const recording = Promise.resolve()
         .then(() => metrics.get(metrics.idFromName('global')).record([sample]))
         .catch((error: unknown) => logger.warn('metrics unavailable', { error: (error as Error).name }));
-      try {
-        c.executionCtx.waitUntil(recording);
-      } catch {
-        // No execution context (plain app.request in a unit test): the promise still runs.
-      }
+      waitUntil(c, recording);
     }
   };
 }

@@ -10,6 +10,7 @@ import { bearerToken } from '../../../shared/auth/bearer.ts';
 import { hashSessionToken } from '../../../shared/auth/require-session.ts';
 import { intSetting } from '../../../shared/env.ts';
 import { FaucetError } from '../../../shared/errors.ts';
+import { waitUntil } from '../../../shared/wait-until.ts';
 import { describeZodError } from '../../../shared/render-error.ts';
 import type { GatewayDatabase, GatewayDependencies } from '../gateway-dependencies.ts';
 import { meteredUsage } from '../metering/metered-usage.ts';
@@ -53,13 +54,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     const { feature, route_mode: requestedRoute, model: _qualified, ...openAiFields } = body;
     const request: ChatRequest = { ...openAiFields, model: reference.model };
 
-    const defer = (work: Promise<unknown>) => {
-      try {
-        c.executionCtx.waitUntil(work);
-      } catch {
-        // No execution context (plain unit tests): the promise still runs.
-      }
-    };
+    const defer = (work: Promise<unknown>) => waitUntil(c, work);
     const database = dependencies.openDatabase(c.env);
     const authorizeStarted = performance.now();
     let plan: CallPlan;
