@@ -7,19 +7,9 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, streamText } from 'ai';
 import OpenAI from 'openai';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
+import type { FaucetObject } from '../../workers/gateway/src/metering/faucet-object.ts';
 
 const stack = inject('stack');
-
-interface FaucetObject {
-  request_id: string;
-  route_mode: string;
-  provider: string;
-  model: string;
-  input_tokens: number;
-  output_tokens: number;
-  estimated: boolean;
-  charge: { currency: string; amount_usd: string; upstream_cost_usd: string };
-}
 
 let token: string;
 

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { FaucetObject } from '../metering/faucet-object.ts';
 import { formatUsd, parseWireAmount, subtractUsd } from '../../../shared/money/index.ts';
 import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
@@ -16,16 +17,7 @@ interface CompletionBody {
   object: string;
   choices: Array<{ message: { content: string } }>;
   usage: { prompt_tokens: number; completion_tokens: number };
-  faucet: {
-    request_id: string;
-    route_mode: string;
-    provider: string;
-    model: string;
-    input_tokens: number;
-    output_tokens: number;
-    estimated: boolean;
-    charge: { currency: string; amount_usd: string; upstream_cost_usd: string };
-  };
+  faucet: FaucetObject;
 }
 
 describe('POST /v1/chat/completions on the platform route', () => {
