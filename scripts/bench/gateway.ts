@@ -6,7 +6,7 @@
  * at 16 concurrent clients, and the database round trips on the critical path — statements before
  * the first upstream byte and after the last, plus the connections opened per call.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SQL } from 'drizzle-orm';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../test-support/fake-upstream';
+import { startFakeUpstream } from '../../test-support/fake-upstream';
 import { rawRequest } from '../../test-support/http-request';
 import { freePort } from '../../test-support/listen';
 import { sessionToken, startTestBridge, type TestBridge } from '../../test-support/start-test-bridge';

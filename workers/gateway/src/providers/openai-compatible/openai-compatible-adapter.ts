@@ -3,7 +3,7 @@
  * request goes out as the client sent it (model bare, Faucet's own fields already removed).
  */
 import { FaucetError } from '../../../../shared/errors.ts';
-import { chatCompletionSchema, type ChatCompletionChunk, type ChatRequest } from '../../openai/chat-schemas.ts';
+import { chatCompletionSchema, type ChatRequest } from '../../openai/chat-schemas.ts';
 import { outboundFetch } from '../../upstream/outbound-fetch.ts';
 import { readBodyJson } from '../../upstream/read-body.ts';
 import { failureFromResponse } from '../../upstream/upstream-failure.ts';
