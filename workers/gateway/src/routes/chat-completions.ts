@@ -14,7 +14,7 @@ import { waitUntil } from '../../../shared/wait-until.ts';
 import { describeZodError } from '../../../shared/render-error.ts';
 import type { GatewayDatabase, GatewayDependencies } from '../gateway-dependencies.ts';
 import { meteredUsage } from '../metering/metered-usage.ts';
-import { holdBounds } from '../metering/platform-hold.ts';
+import { holdBounds } from '../metering/hold-bounds.ts';
 import { abandonCall, settleCall } from '../metering/settle-call.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { createAdapter } from '../providers/create-adapter.ts';

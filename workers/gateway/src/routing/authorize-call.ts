@@ -17,7 +17,7 @@ import { featurePricingFromRow, type FeaturePricing } from '../../../shared/rati
 import type { ProviderCredential } from '../providers/provider.ts';
 import type { RequestedRouteMode } from '../routes/chat-completions-body.ts';
 import { platformPoolCredential, type CredentialLookup, type StoredCredentialKind } from './credential-lookup.ts';
-import type { HoldBounds } from '../metering/platform-hold.ts';
+import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ModelReference } from './parse-model.ts';
 
 export const holdTtlSeconds = 300;

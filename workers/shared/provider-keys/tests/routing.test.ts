@@ -4,7 +4,7 @@
  * real ledger. The last test searches everything this file produced for the raw keys.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { platformHoldAmount } from '../../../gateway/src/metering/platform-hold.ts';
+import { platformHoldAmount } from '../../../gateway/src/metering/hold-bounds.ts';
 import { parseModel } from '../../../gateway/src/routing/parse-model.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../gateway/test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith, newRequestId, wallet } from '../../../gateway/test/gateway-test-kit.ts';

@@ -1,3 +1,4 @@
+/** What a call holds before its upstream: the worst-case retail price, per route. */
 import type { Env } from '../../../shared/env.ts';
 import type { Usd } from '../../../shared/money/index.ts';
 import { RatingError, rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
