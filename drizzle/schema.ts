@@ -4,6 +4,7 @@
  */
 import { sql } from 'drizzle-orm';
 import {
+  bigint,
   bigserial,
   boolean,
   char,
@@ -87,10 +88,16 @@ export const wallets = pgTable(
     balance: money('balance').notNull().default('0'),
     /** System accounts (clearing, payable) may go negative; wallets never. */
     allowNegative: boolean('allow_negative').notNull().default(false),
+    /** Set by a receivable debit (chargeback, refund, clawback) that took the wallet below zero. */
+    receivable: boolean('receivable').notNull().default(false),
     createdAt: createdAt(),
   },
   (table) => [
-    check('wallets_non_negative', sql`${table.allowNegative} or ${table.balance} >= 0`),
+    check(
+      'wallets_non_negative_unless_receivable',
+      sql`${table.allowNegative} or ${table.kind} = 'user' or ${table.receivable} or ${table.balance} >= 0`,
+    ),
+
     uniqueIndex('wallets_system_kind').on(table.kind).where(sql`${table.endUserId} is null and ${table.developerId} is null`),
   ],
 );
@@ -255,13 +262,14 @@ export const payouts = pgTable(
     developerId: uuid('developer_id').notNull().references(() => developers.id),
     walletId: uuid('wallet_id').notNull().references(() => wallets.id),
     amount: money('amount').notNull(),
-    /** `pending` → `processing` → `paid`. */
+    /** `pending` → `processing` → `paid`; `pending` → `cancelled` | `rejected`. */
     status: text('status').notNull().default('pending'),
     operatorNote: text('operator_note'),
     ledgerTransactionId: uuid('ledger_transaction_id').references(() => ledgerTransactions.id),
     createdAt: createdAt(),
     approvedAt: timestamp('approved_at', { withTimezone: true }),
     paidAt: timestamp('paid_at', { withTimezone: true }),
+    closedAt: timestamp('closed_at', { withTimezone: true }),
   },
   (table) => [
     uniqueIndex('payouts_one_open_per_wallet').on(table.walletId).where(sql`${table.status} in ('pending', 'processing')`),
@@ -295,7 +303,75 @@ export const checkoutSessions = pgTable('checkout_sessions', {
   ledgerTransactionId: uuid('ledger_transaction_id').references(() => ledgerTransactions.id),
   createdAt: createdAt(),
   completedAt: timestamp('completed_at', { withTimezone: true }),
+  /** The payment intent that paid the session: refunds and disputes name it, never the session. */
+  stripePaymentIntentId: text('stripe_payment_intent_id'),
+}, (table) => [
+  uniqueIndex('checkout_sessions_payment_intent').on(table.stripePaymentIntentId).where(sql`${table.stripePaymentIntentId} is not null`),
+]);
+
+/** The part of a receivable debit that went below zero: what the wallet's owner owes, per booking. */
+export const receivables = pgTable(
+  'receivables',
+  {
+    id: id(),
+    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    ledgerTransactionId: uuid('ledger_transaction_id').notNull().unique().references(() => ledgerTransactions.id),
+    /** The transaction's kind: `refund`, `chargeback`, `revenue_clawback`. */
+    kind: text('kind').notNull(),
+    amount: money('amount').notNull(),
+    createdAt: createdAt(),
+  },
+  (table) => [check('receivables_positive', sql`${table.amount} > 0`), index('receivables_wallet').on(table.walletId)],
+);
+
+/** Per Stripe charge, the cumulative refunded amount already booked. */
+export const stripeCharges = pgTable('stripe_charges', {
+  chargeId: text('charge_id').primaryKey(),
+  paymentIntentId: text('payment_intent_id').notNull(),
+  checkoutSessionId: uuid('checkout_session_id').notNull().references(() => checkoutSessions.id),
+  refundedCents: bigint('refunded_cents', { mode: 'number' }).notNull().default(0),
+  createdAt: createdAt(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
+
+/** A Stripe dispute: booked once as a chargeback, credited back once if won. */
+export const stripeDisputes = pgTable('stripe_disputes', {
+  disputeId: text('dispute_id').primaryKey(),
+  chargeId: text('charge_id').notNull(),
+  checkoutSessionId: uuid('checkout_session_id').notNull().references(() => checkoutSessions.id),
+  amountCents: bigint('amount_cents', { mode: 'number' }).notNull(),
+  /** `open`, `won`. */
+  status: text('status').notNull().default('open'),
+  ledgerTransactionId: uuid('ledger_transaction_id').references(() => ledgerTransactions.id),
+  reversalTransactionId: uuid('reversal_transaction_id').references(() => ledgerTransactions.id),
+  createdAt: createdAt(),
+  closedAt: timestamp('closed_at', { withTimezone: true }),
+});
+
+/** Developer revenue clawed back after a chargeback or refund of spent money; reviewable, reversible. */
+export const revenueClawbacks = pgTable(
+  'revenue_clawbacks',
+  {
+    id: id(),
+    sourceTransactionId: uuid('source_transaction_id').notNull().unique().references(() => ledgerTransactions.id),
+    sourceKind: text('source_kind').notNull(),
+    userWalletId: uuid('user_wallet_id').notNull().references(() => wallets.id),
+    developerId: uuid('developer_id').notNull().references(() => developers.id),
+    developerWalletId: uuid('developer_wallet_id').notNull().references(() => wallets.id),
+    spentUsd: money('spent_usd').notNull(),
+    developerRevenueBasisUsd: money('developer_revenue_basis_usd').notNull(),
+    retailBasisUsd: money('retail_basis_usd').notNull(),
+    amount: money('amount').notNull(),
+    /** `booked`, `reversed`. */
+    status: text('status').notNull().default('booked'),
+    ledgerTransactionId: uuid('ledger_transaction_id').notNull().references(() => ledgerTransactions.id),
+    reversalTransactionId: uuid('reversal_transaction_id').references(() => ledgerTransactions.id),
+    reversalNote: text('reversal_note'),
+    createdAt: createdAt(),
+    reversedAt: timestamp('reversed_at', { withTimezone: true }),
+  },
+  (table) => [check('revenue_clawbacks_positive', sql`${table.amount} > 0`), index('revenue_clawbacks_created').on(table.createdAt)],
+);
 
 export const processedWebhookEvents = pgTable('processed_webhook_events', {
   eventId: text('event_id').primaryKey(),

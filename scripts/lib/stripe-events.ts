@@ -62,3 +62,41 @@ export function signStripePayload(payload: string, secret: string, timestamp?: n
     cryptoProvider: Stripe.createSubtleCryptoProvider(),
   });
 }
+
+function eventAround(type: string, object: Record<string, unknown>, options: EventOptions) {
+  return {
+    id: options.eventId ?? randomStripeId('evt'),
+    object: 'event',
+    api_version: Stripe.API_VERSION,
+    created: options.created ?? Math.floor(Date.now() / 1000),
+    livemode: options.livemode ?? false,
+    pending_webhooks: 1,
+    request: { id: null, idempotency_key: null },
+    type: options.type ?? type,
+    data: { object: { livemode: options.livemode ?? false, ...object } },
+  };
+}
+
+/** `charge.refunded` for a charge of a payment intent; `amount_refunded` is cumulative, as Stripe sends it. */
+export function chargeRefundedEvent(
+  charge: { id: string; payment_intent: string | null; amount: number; amount_refunded: number; currency?: string },
+  options: EventOptions = {},
+) {
+  return eventAround(
+    'charge.refunded',
+    { object: 'charge', currency: 'usd', paid: true, refunded: charge.amount_refunded >= charge.amount, ...charge },
+    options,
+  );
+}
+
+/** `charge.dispute.created` (or, with `options.type`, `.closed` and its `status`) for a charge. */
+export function disputeEvent(
+  dispute: { id: string; charge: string; payment_intent: string | null; amount: number; status?: string; currency?: string },
+  options: EventOptions = {},
+) {
+  return eventAround(
+    'charge.dispute.created',
+    { object: 'dispute', currency: 'usd', reason: 'fraudulent', status: 'needs_response', ...dispute },
+    options,
+  );
+}

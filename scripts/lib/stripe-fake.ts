@@ -143,6 +143,8 @@ export async function startStripeFake(options: StripeFakeOptions = {}): Promise<
     if (!session) throw new Error(`no such checkout session: ${sessionId}`);
     session.status = 'complete';
     session.payment_status = 'paid';
+    // Like Stripe, a paid session names the payment intent its charge, refunds and disputes belong to.
+    session.payment_intent ??= randomStripeId('pi');
     if (!options.webhook) return 0;
     const payload = JSON.stringify(checkoutSessionEvent(session));
     const response = await fetch(options.webhook.url, {

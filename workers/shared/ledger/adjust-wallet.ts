@@ -2,12 +2,19 @@
  * Operator adjustments: a correction is a new balanced transaction against the wallet, never an edit.
  * Counter-accounts: `adjustment` moves money from/to the platform's adjustments account; `refund` and
  * `chargeback` move it through payment clearing, like the payments they correct.
+ *
+ * A `chargeback` debit is the bank taking the money back, whether or not it is still there: it is a
+ * receivable debit (may go below zero, post-receivable-debit.ts) and the developer revenue of the
+ * spent part is clawed back (claw-back-revenue.ts), like a Stripe dispute. Other debits are refused
+ * below the available balance.
  */
 import { sql } from 'drizzle-orm';
 import { FaucetError } from '../errors.ts';
 import { formatUsd, negateUsd, type Usd } from '../money/index.ts';
 import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
-import { postTransaction } from './post-transaction.ts';
+import { clawBackRevenue } from './claw-back-revenue.ts';
+import { postReceivableDebit } from './post-receivable-debit.ts';
+import { postTransaction, type PostTransactionResult } from './post-transaction.ts';
 
 export const adjustmentKinds = ['adjustment', 'refund', 'chargeback'] as const;
 export type AdjustmentKind = (typeof adjustmentKinds)[number];
@@ -69,18 +76,39 @@ export async function adjustWallet(db: LedgerDatabase, input: AdjustWalletInput)
     idempotency_key: input.idempotencyKey ?? null,
   };
   const walletAmount = input.direction === 'credit' ? input.amount : negateUsd(input.amount);
-  const result = await postTransaction(db, {
-    kind: input.kind,
-    entries: [
-      { walletId: input.walletId, amount: walletAmount },
-      { walletId: await counterAccountId(db, input.walletId, input.kind), amount: negateUsd(walletAmount) },
-    ],
-    idempotencyKey: input.idempotencyKey ? `adjustment:${input.walletId}:${input.idempotencyKey}` : null,
-    requestId: input.requestId,
-    reason: input.reason,
-    metadata: { request },
-    audit: { actorType: 'admin', action: `wallet.${input.kind}`, targetType: 'wallet', targetId: input.walletId },
-  });
+  const counterId = await counterAccountId(db, input.walletId, input.kind);
+  const idempotencyKey = input.idempotencyKey ? `adjustment:${input.walletId}:${input.idempotencyKey}` : null;
+  const audit = { actorType: 'admin', action: `wallet.${input.kind}`, targetType: 'wallet', targetId: input.walletId } as const;
+  let result: PostTransactionResult;
+  if (input.kind === 'chargeback' && input.direction === 'debit') {
+    const debit = await postReceivableDebit(db, {
+      kind: 'chargeback',
+      walletId: input.walletId,
+      counterWalletId: counterId,
+      amount: input.amount,
+      // A receivable debit is always keyed (its clawback is keyed by it): a fresh key when the operator gave none.
+      idempotencyKey: idempotencyKey ?? `adjustment:${input.walletId}:unkeyed:${crypto.randomUUID()}`,
+      requestId: input.requestId,
+      reason: input.reason,
+      metadata: { request },
+      audit,
+    });
+    await clawBackRevenue(db, { sourceTransactionId: debit.transactionId, userWalletId: input.walletId, spent: debit.spent, requestId: input.requestId });
+    result = debit;
+  } else {
+    result = await postTransaction(db, {
+      kind: input.kind,
+      entries: [
+        { walletId: input.walletId, amount: walletAmount },
+        { walletId: counterId, amount: negateUsd(walletAmount) },
+      ],
+      idempotencyKey,
+      requestId: input.requestId,
+      reason: input.reason,
+      metadata: { request },
+      audit,
+    });
+  }
   if (result.outcome === 'insufficient_balance') {
     throw new FaucetError('insufficient_balance', 'the debit exceeds the wallet\'s available balance');
   }

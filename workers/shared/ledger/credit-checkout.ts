@@ -1,6 +1,6 @@
 /**
  * Credit a paid Stripe Checkout Session to its wallet, once. One statement (faucet_complete_checkout,
- * migrations/0003): the webhook event id, the session's pending → completed change and the `top_up`
+ * migrations/0003, 0007): the webhook event id, the session's pending → completed change and the `top_up`
  * (wallet +amount, payment_clearing −amount) commit together, under unique constraints on the event
  * id, the session and the transaction's idempotency key `checkout:<session id>`.
  */
@@ -15,6 +15,8 @@ export interface CreditCheckoutInput {
   amountCents: number;
   currency: string;
   requestId: string;
+  /** The session's payment intent, recorded so that refunds and disputes of its charge find the wallet. */
+  paymentIntentId: string | null;
 }
 
 export type CreditCheckoutOutcome = 'credited' | 'unknown_session' | 'duplicate_event' | 'already_completed' | 'amount_mismatch';
@@ -38,7 +40,7 @@ export async function creditCheckout(db: LedgerDatabase, input: CreditCheckoutIn
     db,
     sql`select outcome, checkout_session_id, wallet_id, ledger_transaction_id from faucet_complete_checkout(
       ${input.eventId}, ${input.eventType}, ${input.stripeSessionId}, ${input.amountCents}::bigint, ${input.currency},
-      ${input.requestId})`,
+      ${input.requestId}, ${input.paymentIntentId})`,
   );
   return {
     outcome: row.outcome,

@@ -7,6 +7,9 @@ export const transactionKinds = [
   'chargeback',
   'top_up',
   'payout',
+  'chargeback_reversal',
+  'revenue_clawback',
+  'revenue_clawback_reversal',
 ] as const;
 export type TransactionKind = (typeof transactionKinds)[number];
 

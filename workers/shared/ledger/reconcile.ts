@@ -2,9 +2,14 @@
  * Reconciliation: the wallet balances are a cache of the entries. Recompute every wallet from its
  * entries and every transaction's sum, and report each disagreement. A wallet's balance is its row's
  * balance plus its pending credits (docs/money.md, hot accounts).
+ *
+ * A wallet may be below zero only as a receivable (chargebacks, refunds, clawbacks of money already
+ * spent, migrations/0007; usage booked past its hold, 0006): such a wallet is listed under
+ * `receivables`, and is a violation only when it owes more than its recorded receivables add up to
+ * (something else took it below zero).
  */
 import { sql } from 'drizzle-orm';
-import { formatUsd, parseDatabaseAmount, subtractUsd } from '../money/index.ts';
+import { addUsd, compareUsd, formatUsd, negateUsd, parseDatabaseAmount, subtractUsd } from '../money/index.ts';
 import { queryOne, queryRows, type LedgerDatabase } from './database.ts';
 
 export interface WalletMismatch {
@@ -27,6 +32,15 @@ export interface NegativeWallet {
   balance_usd: string;
 }
 
+export interface Receivable {
+  wallet_id: string;
+  kind: string;
+  /** What the owner owes now: minus the wallet's balance. */
+  outstanding_usd: string;
+  /** Σ of the parts booked below zero on this wallet, ever. */
+  recorded_usd: string;
+}
+
 export interface LedgerReconciliation {
   ok: boolean;
   checked_at: string;
@@ -34,6 +48,8 @@ export interface LedgerReconciliation {
   wallet_mismatches: WalletMismatch[];
   unbalanced_transactions: UnbalancedTransaction[];
   negative_wallets: NegativeWallet[];
+  receivables: Receivable[];
+  receivables_total_usd: string;
 }
 
 export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconciliation> {
@@ -61,11 +77,26 @@ export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconci
         group by t.id having coalesce(sum(e.amount), 0) <> 0
         order by t.id`,
   );
-  const negativeRows = await queryRows<{ id: string; kind: string; balance: string }>(
+  const belowZero = await queryRows<{ id: string; kind: string; balance: string; recorded: string }>(
     db,
-    sql`select id, kind, faucet_wallet_balance(id) as balance from wallets
-        where not allow_negative and (balance < 0 or faucet_wallet_balance(id) < 0) order by id`,
+    sql`select w.id, w.kind, faucet_wallet_balance(w.id) as balance,
+               ((select coalesce(sum(r.amount), 0) from receivables r where r.wallet_id = w.id)
+                -- Usage booked past its hold (0006) records its shortfall on the usage row; read through
+                -- jsonb so that this query does not depend on which migration added the column.
+                + (select coalesce(sum((to_jsonb(u) ->> 'receivable_usd')::numeric), 0) from usage_events u
+                   where w.end_user_id is not null and u.end_user_id = w.end_user_id))::numeric(20, 8) as recorded
+        from wallets w
+        where not w.allow_negative and (w.balance < 0 or faucet_wallet_balance(w.id) < 0) order by w.id`,
   );
+  const owed = (row: (typeof belowZero)[number]) => negateUsd(parseDatabaseAmount(row.balance));
+  const isReceivable = (row: (typeof belowZero)[number]) => compareUsd(owed(row), parseDatabaseAmount(row.recorded)) <= 0;
+  const negativeRows = belowZero.filter((row) => !isReceivable(row));
+  const receivables = belowZero.filter(isReceivable).map((row) => ({
+    wallet_id: row.id,
+    kind: row.kind,
+    outstanding_usd: formatUsd(owed(row)),
+    recorded_usd: formatUsd(parseDatabaseAmount(row.recorded)),
+  }));
   const wallet_mismatches = walletRows.map((row) => ({
     wallet_id: row.id,
     kind: row.kind,
@@ -90,5 +121,7 @@ export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconci
     wallet_mismatches,
     unbalanced_transactions,
     negative_wallets,
+    receivables,
+    receivables_total_usd: formatUsd(addUsd(...receivables.map((row) => parseDatabaseAmount(row.outstanding_usd)))),
   };
 }

@@ -13,12 +13,13 @@ export interface PayoutRow {
   developer_id: string;
   wallet_id: string;
   amount: string;
-  status: 'pending' | 'processing' | 'paid';
+  status: 'pending' | 'processing' | 'paid' | 'cancelled' | 'rejected';
   operator_note: string | null;
   ledger_transaction_id: string | null;
   created_at: Date | string;
   approved_at: Date | string | null;
   paid_at: Date | string | null;
+  closed_at: Date | string | null;
 }
 
 /** The payouts created by this run (wallets already holding an open payout are skipped). */
@@ -26,7 +27,7 @@ export function reservePayouts(db: LedgerDatabase, input: { threshold: Usd; requ
   return queryRows<PayoutRow>(
     db,
     sql`select id, developer_id, wallet_id, amount::numeric(20, 8)::text as amount, status, operator_note,
-               ledger_transaction_id, created_at, approved_at, paid_at
+               ledger_transaction_id, created_at, approved_at, paid_at, closed_at
         from faucet_create_payouts(${formatUsd(input.threshold)}::numeric, ${input.requestId})`,
   );
 }

@@ -97,3 +97,19 @@ export function sumExactThenRound(amounts: Usd[], rounding: Rounding): Usd {
   const exact = amounts.reduce((sum, amount) => add(sum, amount), zeroUsd());
   return roundToScale(exact, rounding);
 }
+
+/**
+ * `amount × numerator / denominator` for a ratio of two amounts (e.g. a share observed over past
+ * usage), rounded to 8 digits: exact integer arithmetic on 1e-8 units, no intermediate rounding.
+ */
+export function multiplyByAmountRatio(amount: Usd, numerator: Usd, denominator: Usd, rounding: Rounding): Usd {
+  const top = usdToUnits(amount) * usdToUnits(numerator);
+  const bottom = usdToUnits(denominator);
+  if (bottom <= 0n || usdToUnits(numerator) < 0n) throw new RangeError('ratio must have a positive denominator and a non-negative numerator');
+  const quotient = top / bottom;
+  const exact = quotient * bottom === top;
+  // bigint division truncates toward zero; floor and ceil from there.
+  if (exact) return usdFromUnits(quotient);
+  const floor = top < 0n ? quotient - 1n : quotient;
+  return usdFromUnits(rounding === 'down' ? floor : floor + 1n);
+}

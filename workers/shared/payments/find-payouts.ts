@@ -4,7 +4,7 @@ import { queryRows, requireUuid, type LedgerDatabase } from '../ledger/database.
 import type { PayoutRow } from '../ledger/reserve-payouts.ts';
 
 const columns = sql`id, developer_id, wallet_id, amount::numeric(20, 8)::text as amount, status, operator_note,
-  ledger_transaction_id, created_at, approved_at, paid_at`;
+  ledger_transaction_id, created_at, approved_at, paid_at, closed_at`;
 
 export async function findPayout(db: LedgerDatabase, payoutId: string): Promise<PayoutRow | undefined> {
   const [row] = await queryRows<PayoutRow>(db, sql`select ${columns} from payouts where id = ${requireUuid(payoutId, 'payout')}::uuid`);

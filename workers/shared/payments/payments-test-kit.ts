@@ -2,7 +2,7 @@
  * Fixtures of the payments tests (imported by tests only): pending checkouts created through the API
  * (and so through the fake Stripe), signed webhook deliveries, and the state worth asserting on.
  */
-import { checkoutSessionEvent, signStripePayload, type CheckoutSessionSnapshot, type EventOptions } from '../../../scripts/lib/stripe-events.ts';
+import { checkoutSessionEvent, randomStripeId, signStripePayload, type CheckoutSessionSnapshot, type EventOptions } from '../../../scripts/lib/stripe-events.ts';
 import { api, call, createSession, sql, type TestEnv } from '../../test/harness.ts';
 
 export async function createPendingCheckout(testEnv: TestEnv, amountUsd = '25.00000000') {
@@ -40,6 +40,35 @@ export async function paymentState(testEnv: TestEnv, walletId: string, stripeSes
             (select count(*)::int from processed_webhook_events) as events,
             (select count(*)::int from ledger_transactions where kind = 'top_up' and idempotency_key = 'checkout:' || $2) as top_ups`,
     [walletId, stripeSessionId],
+  );
+  return row!;
+}
+
+/** A checkout paid through the webhook with a payment intent of its own: the wallet holds its amount. */
+export async function paidCheckout(testEnv: TestEnv, amountUsd = '10.00000000') {
+  const checkout = await createPendingCheckout(testEnv, amountUsd);
+  const paymentIntentId = randomStripeId('pi');
+  const chargeId = randomStripeId('ch');
+  const credited = await deliver(testEnv, completedEvent(checkout.stripeSessionId, checkout.amountCents, { payment_intent: paymentIntentId }));
+  if (!credited.body.credited) throw new Error(`checkout not credited: ${JSON.stringify(credited.body)}`);
+  return { ...checkout, paymentIntentId, chargeId };
+}
+
+/** What a refund or chargeback may change: the wallet, its receivables, the debits, the clawbacks. */
+export async function reversalState(testEnv: TestEnv, walletId: string) {
+  const [row] = await sql<{ balance: string; receivable: boolean; receivables: string; refunds: number; chargebacks: number; reversals: number; clawbacks: number }>(
+    testEnv,
+    `select faucet_wallet_balance($1)::text as balance,
+            (select receivable from wallets where id = $1) as receivable,
+            (select coalesce(sum(amount), 0)::numeric(20, 8)::text from receivables where wallet_id = $1) as receivables,
+            (select count(*)::int from ledger_entries e join ledger_transactions t on t.id = e.transaction_id
+              where e.wallet_id = $1 and t.kind = 'refund') as refunds,
+            (select count(*)::int from ledger_entries e join ledger_transactions t on t.id = e.transaction_id
+              where e.wallet_id = $1 and t.kind = 'chargeback') as chargebacks,
+            (select count(*)::int from ledger_entries e join ledger_transactions t on t.id = e.transaction_id
+              where e.wallet_id = $1 and t.kind = 'chargeback_reversal') as reversals,
+            (select count(*)::int from revenue_clawbacks where user_wallet_id = $1) as clawbacks`,
+    [walletId],
   );
   return row!;
 }

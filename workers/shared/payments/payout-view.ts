@@ -3,18 +3,21 @@ import { z } from '@hono/zod-openapi';
 import type { PayoutRow } from '../ledger/reserve-payouts.ts';
 import { formatUsd, parseDatabaseAmount, usdStringSchema } from '../money/index.ts';
 
+export const payoutStatuses = ['pending', 'processing', 'paid', 'cancelled', 'rejected'] as const;
+
 export const PayoutSchema = z
   .object({
     id: z.string(),
     developer_id: z.string(),
     wallet_id: z.string(),
     amount_usd: usdStringSchema,
-    status: z.enum(['pending', 'processing', 'paid']),
+    status: z.enum(payoutStatuses),
     operator_note: z.string().nullable(),
     ledger_transaction_id: z.string().nullable(),
     created_at: z.string(),
     approved_at: z.string().nullable(),
     paid_at: z.string().nullable(),
+    closed_at: z.string().nullable().describe('When the payout was cancelled or rejected'),
   })
   .openapi('Payout');
 
@@ -34,5 +37,6 @@ export function payoutView(row: PayoutRow): PayoutView {
     created_at: iso(row.created_at) as string,
     approved_at: iso(row.approved_at),
     paid_at: iso(row.paid_at),
+    closed_at: iso(row.closed_at),
   };
 }

@@ -8,8 +8,9 @@ import { reservePayouts } from '../../../shared/ledger/reserve-payouts.ts';
 import { parseWireAmount, wireAmountSchema } from '../../../shared/money/index.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
 import { approvePayout } from '../../../shared/payments/approve-payout.ts';
+import { closePayout, type PayoutClosing } from '../../../shared/payments/close-payout.ts';
 import { findPayout, listPayouts } from '../../../shared/payments/find-payouts.ts';
-import { payoutView, PayoutSchema } from '../../../shared/payments/payout-view.ts';
+import { payoutStatuses, payoutView, PayoutSchema } from '../../../shared/payments/payout-view.ts';
 
 const PayoutList = z.object({ data: z.array(PayoutSchema) }).openapi('PayoutList');
 const IdParam = z.object({ id: z.string() });
@@ -31,7 +32,7 @@ const list = createRoute({
   middleware: [requireAdmin()] as const,
   request: {
     query: z.object({
-      status: z.enum(['pending', 'processing', 'paid']).optional(),
+      status: z.enum(payoutStatuses).optional(),
       limit: z.coerce.number().int().min(1).max(500).default(100),
     }),
   },
@@ -61,6 +62,24 @@ const markPaid = createRoute({
   },
   responses: { 200: { description: 'Paid', ...json(PayoutSchema) }, ...errorResponses(400, 401, 402, 404, 409, 429) },
 });
+
+const closeRoute = (action: 'cancel' | 'reject', to: PayoutClosing) =>
+  createRoute({
+    method: 'post',
+    path: `/v1/admin/payouts/{id}/${action}`,
+    summary: `pending → ${to}, releasing the payout's reservation, with the operator note (repeating it is a no-op); any other state → 409 invalid_state`,
+    middleware: [requireAdmin()] as const,
+    request: {
+      params: IdParam,
+      body: {
+        required: true,
+        ...json(z.strictObject({ operator_note: z.string().trim().min(1).max(1000) }).openapi(`${action === 'cancel' ? 'Cancel' : 'Reject'}PayoutRequest`)),
+      },
+    },
+    responses: { 200: { description: `${to[0]!.toUpperCase()}${to.slice(1)}`, ...json(PayoutSchema) }, ...errorResponses(400, 401, 404, 409, 429) },
+  });
+const cancel = closeRoute('cancel', 'cancelled');
+const reject = closeRoute('reject', 'rejected');
 
 async function current(db: LedgerDatabase, id: string) {
   const row = await findPayout(db, id);
@@ -93,6 +112,16 @@ export function registerAdminPayoutRoutes(app: ServiceApp): void {
     if (outcome !== 'approved') refuse(outcome, 'approved');
     return c.json(await current(db, id), 200);
   });
+
+  for (const [route, to, verb] of [[cancel, 'cancelled', 'cancelled'], [reject, 'rejected', 'rejected']] as const) {
+    app.openapi(route, async (c) => {
+      const { id } = c.req.valid('param');
+      const { db } = c.var.database();
+      const outcome = await closePayout(db, { payoutId: id, to, operatorNote: c.req.valid('json').operator_note, requestId: c.var.requestId });
+      if (outcome === 'invalid_state' || outcome === 'not_found') refuse(outcome, verb);
+      return c.json(await current(db, id), 200);
+    });
+  }
 
   app.openapi(markPaid, async (c) => {
     const { id } = c.req.valid('param');

@@ -21,6 +21,10 @@ const Reconciliation = z
     ),
     unbalanced_transactions: z.array(z.object({ transaction_id: z.string(), kind: z.string(), sum_usd: usdStringSchema })),
     negative_wallets: z.array(z.object({ wallet_id: z.string(), kind: z.string(), balance_usd: usdStringSchema })),
+    receivables: z
+      .array(z.object({ wallet_id: z.string(), kind: z.string(), outstanding_usd: usdStringSchema, recorded_usd: usdStringSchema }))
+      .describe('Wallets below zero by chargebacks, refunds or clawbacks of spent money: owed to the platform, not a violation'),
+    receivables_total_usd: usdStringSchema,
   })
   .openapi('LedgerReconciliation');
 

@@ -1,4 +1,5 @@
 import type { ServiceApp } from '../../../shared/app.ts';
+import { registerAdminClawbackRoutes } from './admin-clawbacks.ts';
 import { registerAdminPayoutRoutes } from './admin-payouts.ts';
 import { registerAdminReportRoutes } from './admin-reports.ts';
 import { registerStripeWebhookRoutes } from './stripe-webhook.ts';
@@ -9,5 +10,6 @@ export function registerPaymentRoutes(app: ServiceApp): void {
   registerUserStripeCheckoutRoutes(app);
   registerStripeWebhookRoutes(app);
   registerAdminPayoutRoutes(app);
+  registerAdminClawbackRoutes(app);
   registerAdminReportRoutes(app);
 }
