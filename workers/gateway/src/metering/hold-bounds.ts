@@ -3,6 +3,7 @@ import type { Env } from '../../../shared/env.ts';
 import type { Usd } from '../../../shared/money/index.ts';
 import { RatingError, rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
+import { refuseUnacceptedFields } from '../providers/accepted-fields.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { worstCaseInputTokens, worstCaseOutputTokens } from './worst-case-tokens.ts';
 
@@ -23,10 +24,12 @@ export interface HoldBounds {
 }
 
 export function holdBounds(env: Env, reference: ModelReference, request: ChatRequest): HoldBounds {
+  // Only a request whose every field the gateway can bound is held (and then sent); the rest is refused here.
+  refuseUnacceptedFields(reference.entry.protocol, reference.provider, request);
   return {
     platform: platformHoldAmount(env, reference, request),
     developerKeyAtCost: worstCaseRetail(env, 'developer_key', reference, request),
-    worstCaseTokens: worstCaseInputTokens(request) + worstCaseOutputTokens(request, reference.provider),
+    worstCaseTokens: worstCaseInputTokens(request, reference) + worstCaseOutputTokens(request, reference.provider),
   };
 }
 
@@ -37,7 +40,7 @@ function worstCaseRetail(env: Env, routeMode: 'platform' | 'developer_key', refe
         routeMode,
         provider: reference.provider,
         model: reference.model,
-        inputTokens: worstCaseInputTokens(request),
+        inputTokens: worstCaseInputTokens(request, reference),
         outputTokens: worstCaseOutputTokens(request, reference.provider),
         estimated: true,
       },

@@ -1,34 +1,58 @@
 /**
- * The most tokens a call can be billed for, which the platform route holds before it calls the
- * upstream. Input is bounded by the prompt's UTF-8 bytes (a byte-level BPE token is at least one
- * byte), so the actual count the provider reports never exceeds the hold for text; output by the
- * request's max tokens or the model's cap.
+ * The most tokens a call can be billed for, which every route holds before it calls the upstream.
+ * Input is bounded by UTF-8 bytes (a byte-level BPE token is at least one byte): the text of each
+ * message, and the JSON of everything else the provider reads into the prompt (tool calls, tools,
+ * legacy functions, tool choice, response schema); each image by its model's bound from the
+ * catalog. A part that cannot be bounded is refused with 400. Output is bounded by the request's
+ * max tokens or the model's cap.
  */
+import { FaucetError } from '../../../shared/errors.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
-import { outputTokenCap } from '../providers/provider-catalog.ts';
+import { imageTokenBound, outputTokenCap } from '../providers/provider-catalog.ts';
 import { messageText } from '../tokens/count-prompt-tokens.ts';
 
 const framingTokensPerMessage = 4;
 const framingTokensPerPrompt = 3;
-/** More than any provider bills one image at its largest detail setting. */
-const tokensPerImageBound = 1_600;
-/** Providers add a hidden system prompt when tools are offered (Anthropic: up to ~350 tokens). */
-const toolUseOverheadBound = 1_000;
+/**
+ * Providers add a hidden system prompt when tools or a response schema are given (Anthropic's tool
+ * use prompt is up to ~350 tokens).
+ */
+const hiddenPromptBound = 1_000;
 
 const encoder = new TextEncoder();
-const bytes = (text: string) => encoder.encode(text).byteLength;
+const bytes = (text: string | null | undefined) => (text == null ? 0 : encoder.encode(text).byteLength);
+const jsonBytes = (value: unknown) => (value == null ? 0 : bytes(JSON.stringify(value)));
 
-export function worstCaseInputTokens(request: ChatRequest): number {
+export interface BoundedModel {
+  provider: string;
+  model: string;
+}
+
+export function worstCaseInputTokens(request: ChatRequest, target: BoundedModel): number {
   let total = framingTokensPerPrompt;
-  for (const message of request.messages) {
-    total += framingTokensPerMessage + bytes(message.role) + bytes(messageText(message)) + bytes(message.name ?? '');
-    if (Array.isArray(message.content)) total += tokensPerImageBound * message.content.filter((part) => part.type !== 'text').length;
-    for (const call of message.tool_calls ?? []) total += bytes(call.function.name) + bytes(call.function.arguments);
-  }
-  if (request.tools !== undefined && request.tools.length > 0) total += toolUseOverheadBound + bytes(JSON.stringify(request.tools));
+  request.messages.forEach((message, index) => {
+    total += framingTokensPerMessage + bytes(message.role) + bytes(messageText(message)) + bytes(message.name);
+    total += bytes(message.tool_call_id) + bytes(message.refusal) + jsonBytes(message.tool_calls) + jsonBytes(message.function_call);
+    if (!Array.isArray(message.content)) return;
+    message.content.forEach((part, partIndex) => {
+      if (part.type === 'image_url') total += imageBound(target, `messages[${index}].content[${partIndex}]`);
+    });
+  });
+  const tools = [request.tools, request.functions].some((list) => list !== undefined && list.length > 0);
+  if (tools || request.response_format?.type === 'json_schema') total += hiddenPromptBound;
+  total += jsonBytes(request.tools) + jsonBytes(request.functions) + jsonBytes(request.tool_choice) + jsonBytes(request.function_call);
+  total += jsonBytes(request.response_format);
   return total;
 }
 
 export function worstCaseOutputTokens(request: ChatRequest, provider: string): number {
   return request.max_completion_tokens ?? request.max_tokens ?? outputTokenCap(provider, request.model);
+}
+
+function imageBound(target: BoundedModel, where: string): number {
+  const bound = imageTokenBound(target.provider, target.model);
+  if (bound === null) {
+    throw new FaucetError('invalid_request', `${where}: image parts cannot be bounded for model "${target.provider}:${target.model}".`);
+  }
+  return bound;
 }

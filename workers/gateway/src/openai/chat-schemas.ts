@@ -1,60 +1,119 @@
 /**
- * The OpenAI chat wire format as far as the gateway reads it. Objects are loose: fields the gateway
- * does not interpret (logprobs, response_format, seed, …) pass through to the upstream and back.
+ * The OpenAI chat wire format as far as the gateway reads it. Requests are closed: every field the
+ * gateway accepts is named here (an unknown field is refused, never forwarded, because a field the
+ * gateway does not know may change what the provider bills); which of them each provider protocol
+ * may send is `providers/accepted-fields.ts`. Responses come from the upstream and stay loose.
  */
 import { z } from 'zod';
 
-const textPart = z.looseObject({ type: z.literal('text'), text: z.string() });
-const contentPart = z.looseObject({ type: z.string() });
+/** Fields refused by name, with the reason a developer needs to see. */
+const refusedFieldReasons: Record<string, string> = {
+  audio: 'audio output is priced differently from text',
+  prediction: 'rejected prediction tokens are billed on top of the completion',
+  web_search_options: 'web search is billed per call, outside the token price',
+  metadata: 'it only applies to stored completions, and the gateway never stores them',
+  prompt_cache_retention: 'extended prompt caching is not priced',
+};
 
-export const chatMessageSchema = z.looseObject({
+function notAccepted(issue: z.core.$ZodRawIssue): string | undefined {
+  if (issue.code !== 'unrecognized_keys') return undefined;
+  return issue.keys.map((key) => `field "${key}" is not accepted${refusedFieldReasons[key] ? `: ${refusedFieldReasons[key]}` : ''}`).join('; ');
+}
+
+/** An object that refuses every key it does not name. */
+function closedObject<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
+  return z.strictObject(shape, { error: notAccepted });
+}
+
+const textPart = closedObject({ type: z.literal('text'), text: z.string() });
+const imagePart = closedObject({
+  type: z.literal('image_url'),
+  image_url: closedObject({ url: z.string(), detail: z.enum(['auto', 'low', 'high']).optional() }),
+});
+const contentPart = z.discriminatedUnion('type', [textPart, imagePart], {
+  error: (issue) =>
+    issue.code === 'invalid_union'
+      ? 'only "text" and "image_url" content parts are accepted: audio and file parts cannot be bounded before the call'
+      : undefined,
+});
+
+const toolCall = closedObject({
+  id: z.string(),
+  type: z.literal('function').optional(),
+  function: closedObject({ name: z.string(), arguments: z.string() }),
+});
+const functionDefinition = closedObject({
+  name: z.string(),
+  description: z.string().optional(),
+  parameters: z.record(z.string(), z.unknown()).optional(),
+  strict: z.boolean().nullish(),
+});
+
+export const chatMessageSchema = closedObject({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
   content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
   name: z.string().max(256).optional(),
-  tool_calls: z
-    .array(
-      z.looseObject({
-        id: z.string(),
-        type: z.string().optional(),
-        function: z.looseObject({ name: z.string(), arguments: z.string() }),
-      }),
-    )
-    .optional(),
+  tool_calls: z.array(toolCall).optional(),
   tool_call_id: z.string().optional(),
+  /** Legacy (pre-tools) assistant call. */
+  function_call: closedObject({ name: z.string(), arguments: z.string() }).nullish(),
+  refusal: z.string().nullish(),
 });
 
 export type ChatMessage = z.infer<typeof chatMessageSchema>;
+export type ContentPart = z.infer<typeof contentPart>;
 export type TextPart = z.infer<typeof textPart>;
 
+const responseFormat = z.discriminatedUnion('type', [
+  closedObject({ type: z.literal('text') }),
+  closedObject({ type: z.literal('json_object') }),
+  closedObject({
+    type: z.literal('json_schema'),
+    json_schema: closedObject({
+      name: z.string(),
+      description: z.string().optional(),
+      schema: z.record(z.string(), z.unknown()).optional(),
+      strict: z.boolean().nullish(),
+    }),
+  }),
+]);
+
 /** The upstream-facing part of a chat request: what a provider adapter receives (model already bare). */
-export const chatRequestSchema = z.looseObject({
+export const chatRequestSchema = closedObject({
   model: z.string(),
   messages: z.array(chatMessageSchema).min(1).max(2048),
   stream: z.boolean().optional(),
-  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
+  stream_options: closedObject({ include_usage: z.boolean().optional() }).nullish(),
   max_tokens: z.number().int().positive().nullish(),
   max_completion_tokens: z.number().int().positive().nullish(),
   n: z.literal(1, { error: 'n must be 1: Faucet meters one choice per call' }).nullish(),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
   stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
-  tools: z
-    .array(
-      z.looseObject({
-        type: z.string(),
-        function: z.looseObject({
-          name: z.string(),
-          description: z.string().optional(),
-          parameters: z.record(z.string(), z.unknown()).optional(),
-        }),
-      }),
-    )
-    .optional(),
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  seed: z.number().int().nullish(),
+  logit_bias: z.record(z.string(), z.number()).nullish(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+  response_format: responseFormat.optional(),
+  reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(),
+  verbosity: z.enum(['low', 'medium', 'high']).nullish(),
+  tools: z.array(closedObject({ type: z.literal('function'), function: functionDefinition })).optional(),
   tool_choice: z
-    .union([z.enum(['none', 'auto', 'required']), z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string() }) })])
+    .union([z.enum(['none', 'auto', 'required']), closedObject({ type: z.literal('function'), function: closedObject({ name: z.string() }) })])
     .optional(),
   parallel_tool_calls: z.boolean().optional(),
+  /** Legacy (pre-tools) function calling; counted in the hold like tools. */
+  functions: z.array(functionDefinition).max(128).optional(),
+  function_call: z.union([z.enum(['none', 'auto']), closedObject({ name: z.string() })]).optional(),
   user: z.string().optional(),
+  safety_identifier: z.string().optional(),
+  service_tier: z
+    .enum(['auto', 'default'], { error: 'service_tier must be "auto" or "default": other tiers are billed at a different price than the catalog' })
+    .nullish(),
+  store: z.literal(false, { error: "store must be false: the gateway does not keep end users' prompts in the platform's provider account" }).nullish(),
+  modalities: z.array(z.literal('text', { error: 'only text output is accepted: audio output is priced differently from text' })).nullish(),
 });
 
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
@@ -86,7 +145,9 @@ export const chatCompletionSchema = z.looseObject({
       message: z.looseObject({
         role: z.string(),
         content: z.string().nullish(),
-        tool_calls: chatMessageSchema.shape.tool_calls,
+        tool_calls: z
+          .array(z.looseObject({ id: z.string(), type: z.string().optional(), function: z.looseObject({ name: z.string(), arguments: z.string() }) }))
+          .optional(),
         refusal: z.string().nullish(),
       }),
       finish_reason: z.string().nullable(),

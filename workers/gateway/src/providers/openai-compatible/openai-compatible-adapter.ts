@@ -1,12 +1,14 @@
 /**
  * Upstreams that speak OpenAI's chat protocol (OpenAI itself and the many that copy it): the
- * request goes out as the client sent it (model bare, Faucet's own fields already removed).
+ * request goes out as the client sent it (model bare, Faucet's own fields already removed), built
+ * only from the fields the protocol's allow-list names.
  */
 import { FaucetError } from '../../../../shared/errors.ts';
 import { chatCompletionSchema, type ChatRequest } from '../../openai/chat-schemas.ts';
 import { outboundFetch } from '../../upstream/outbound-fetch.ts';
 import { readBodyJson } from '../../upstream/read-body.ts';
 import { failureFromResponse } from '../../upstream/upstream-failure.ts';
+import { pickAcceptedFields } from '../accepted-fields.ts';
 import type { ProviderAdapter, ProviderCall, ProviderContext } from '../provider.ts';
 import { chunksFromOpenAiSse } from './chunks-from-openai-sse.ts';
 
@@ -27,7 +29,7 @@ export function createOpenAiCompatibleAdapter(context: ProviderContext): Provide
 
   return {
     async complete(call) {
-      const { stream_options: _ignored, ...request } = call.request;
+      const { stream_options: _ignored, ...request } = pickAcceptedFields('openai_compatible', call.request);
       const response = await post(call, { ...request, stream: false });
       const parsed = chatCompletionSchema.safeParse(await readBodyJson(response));
       if (!parsed.success) throw new FaucetError('upstream_error', `${label} answered with an unexpected completion shape.`);
@@ -36,7 +38,7 @@ export function createOpenAiCompatibleAdapter(context: ProviderContext): Provide
 
     async stream(call) {
       // Usage is always requested: metering needs it whether or not the client asked for it.
-      const request: ChatRequest = { ...call.request, stream: true, stream_options: { ...call.request.stream_options, include_usage: true } };
+      const request: ChatRequest = { ...pickAcceptedFields('openai_compatible', call.request), stream: true, stream_options: { ...call.request.stream_options, include_usage: true } };
       const response = await post(call, request);
       if (response.body === null) throw new FaucetError('upstream_error', `${label} sent no stream.`);
       return chunksFromOpenAiSse(response.body, label);

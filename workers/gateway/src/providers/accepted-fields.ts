@@ -1,0 +1,77 @@
+/**
+ * What each provider protocol may send upstream: the allow-list. The request schema already refuses
+ * fields the gateway does not know; this refuses known fields a protocol cannot carry (the Anthropic
+ * mapping has no place for `seed` or `response_format`), before any hold is placed, and is the
+ * list an adapter builds its upstream body from, so a field added to the schema later cannot reach
+ * a provider until someone adds it here.
+ */
+import { FaucetError } from '../../../shared/errors.ts';
+import type { ChatMessage, ChatRequest } from '../openai/chat-schemas.ts';
+import type { ProviderProtocol } from './provider-catalog.ts';
+
+interface AcceptedFields {
+  request: ReadonlyArray<keyof ChatRequest>;
+  message: ReadonlyArray<keyof ChatMessage>;
+  roles: ReadonlyArray<ChatMessage['role']>;
+}
+
+const openAiCompatible: AcceptedFields = {
+  request: [
+    'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n', 'temperature', 'top_p', 'stop',
+    'frequency_penalty', 'presence_penalty', 'seed', 'logit_bias', 'logprobs', 'top_logprobs', 'response_format', 'reasoning_effort',
+    'verbosity', 'tools', 'tool_choice', 'parallel_tool_calls', 'functions', 'function_call', 'user', 'safety_identifier',
+    'service_tier', 'store', 'modalities',
+  ],
+  message: ['role', 'content', 'name', 'tool_calls', 'tool_call_id', 'function_call', 'refusal'],
+  roles: ['system', 'developer', 'user', 'assistant', 'tool', 'function'],
+};
+
+/** The fields `to-anthropic-request.ts` maps; anything else would be dropped silently, so it is refused. */
+const anthropic: AcceptedFields = {
+  request: [
+    'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n', 'temperature', 'top_p', 'stop',
+    'tools', 'tool_choice', 'parallel_tool_calls', 'user',
+  ],
+  message: ['role', 'content', 'tool_calls', 'tool_call_id'],
+  roles: ['system', 'developer', 'user', 'assistant', 'tool'],
+};
+
+export const acceptedFields: Record<ProviderProtocol, AcceptedFields> = {
+  openai_compatible: openAiCompatible,
+  anthropic,
+  // The mock stands in for an OpenAI-compatible upstream in development and tests.
+  mock: openAiCompatible,
+};
+
+/** Throws 400 naming the first field (or role) of `request` that `protocol` may not send. */
+export function refuseUnacceptedFields(protocol: ProviderProtocol, provider: string, request: ChatRequest): void {
+  const accepted = acceptedFields[protocol];
+  const extra = presentKeys(request).find((key) => !(accepted.request as readonly string[]).includes(key));
+  if (extra !== undefined) throw new FaucetError('invalid_request', `field "${extra}" is not accepted for ${provider} models.`);
+  request.messages.forEach((message, index) => {
+    if (!accepted.roles.includes(message.role)) {
+      throw new FaucetError('invalid_request', `messages[${index}]: role "${message.role}" is not accepted for ${provider} models.`);
+    }
+    const field = presentKeys(message).find((key) => !(accepted.message as readonly string[]).includes(key));
+    if (field !== undefined) throw new FaucetError('invalid_request', `messages[${index}]: field "${field}" is not accepted for ${provider} models.`);
+  });
+}
+
+/** The upstream copy of `request` with only the fields `protocol` may send, at both levels. */
+export function pickAcceptedFields(protocol: ProviderProtocol, request: ChatRequest): ChatRequest {
+  const accepted = acceptedFields[protocol];
+  const messages = request.messages.map((message) => pick(message, accepted.message));
+  return { ...pick(request, accepted.request), messages };
+}
+
+function presentKeys(value: object): string[] {
+  return Object.entries(value)
+    .filter(([, field]) => field !== undefined)
+    .map(([key]) => key);
+}
+
+function pick<T extends object>(value: T, keys: ReadonlyArray<keyof T>): T {
+  const picked: Partial<T> = {};
+  for (const key of keys) if (value[key] !== undefined) picked[key] = value[key];
+  return picked as T;
+}
