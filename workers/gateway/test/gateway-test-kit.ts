@@ -58,15 +58,21 @@ export interface UsageRow {
 export async function usageRows(testEnv: TestEnv, requestId: string): Promise<UsageRow[]> {
   return sql<UsageRow>(
     testEnv,
-    `select request_id, feature_key, route_mode, provider, model, input_tokens, output_tokens, estimated,
+    `select client_request_id as request_id, feature_key, route_mode, provider, model, input_tokens, output_tokens, estimated,
             retail_usd::text, upstream_cost_usd::text
-       from usage_events where request_id = $1`,
+       from usage_events where client_request_id = $1`,
     [requestId],
   );
 }
 
 export async function holdStatus(testEnv: TestEnv, requestId: string): Promise<string | undefined> {
-  const [row] = await sql<{ status: string }>(testEnv, 'select status from balance_holds where request_id = $1', [requestId]);
+  // Holds are keyed by the server's money key; the test knows the client's request id.
+  const [row] = await sql<{ status: string }>(
+    testEnv,
+    `select h.status from balance_holds h join gateway_calls g on g.money_key = h.request_id
+      where g.client_request_id = $1 order by g.created_at desc limit 1`,
+    [requestId],
+  );
   return row?.status;
 }
 

@@ -8,8 +8,20 @@ import type { RatedUsage } from '../rating/index.ts';
 import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
 
 export interface BookUsageInput {
-  /** The call's request id: the unique key of the booking and of its hold. */
+  /**
+   * The call's money key, owned by the server (`call:<uuid>` for a gateway call, `local:…` for a
+   * local usage report): the unique key of the booking and of its hold.
+   */
   requestId: string;
+  /** The client's x-request-id, kept for correlation only. */
+  clientRequestId?: string;
+  /** The gateway call this booking closes. */
+  callId?: string;
+  /**
+   * Write the booking even when the wallet cannot cover it (a cost the gateway could not bound):
+   * the shortfall is recorded as a receivable. Without it such a booking is refused.
+   */
+  allowReceivable?: boolean;
   appId: string;
   endUserId: string;
   featureKey: string;
@@ -32,6 +44,8 @@ export type BookUsageResult =
       platformShareUsd: Usd;
       /** The user's wallet balance right after this booking (for `duplicate`: now). */
       balanceUsd: Usd;
+      /** The part of the retail the wallet could not cover (only with `allowReceivable`). */
+      receivableUsd: Usd;
       createdAt: Date;
     }
   | { outcome: 'insufficient_balance'; retailUsd: Usd; balanceUsd: Usd };
@@ -45,6 +59,7 @@ interface Row {
   developer_revenue_usd: string | null;
   platform_share_usd: string | null;
   balance_usd: string;
+  receivable_usd: string | null;
   created_at: Date | string | null;
 }
 
@@ -61,13 +76,15 @@ export async function bookUsage(db: LedgerDatabase, input: BookUsageInput): Prom
   const row = await queryOne<Row>(
     db,
     sql`select * from faucet_book_usage(
-      ${input.requestId}, ${requireUuid(input.appId, 'app')}::uuid, ${requireUuid(input.endUserId, 'end user')}::uuid,
+      ${input.requestId}, ${input.clientRequestId ?? null}, ${input.callId === undefined ? null : requireUuid(input.callId, 'call')}::uuid,
+      ${requireUuid(input.appId, 'app')}::uuid, ${requireUuid(input.endUserId, 'end user')}::uuid,
       ${input.featureKey}, ${rated.routeMode}, ${rated.provider}, ${rated.model},
       ${rated.inputTokens}::integer, ${rated.outputTokens}::integer, ${rated.cachedInputTokens}::integer, ${rated.estimated}::boolean,
       ${formatUsd(rated.upstreamCostUsd)}::numeric, ${formatUsd(rated.upstreamPayableUsd)}::numeric, ${formatUsd(rated.retailUsd)}::numeric,
       ${formatUsd(rated.developerRevenueUsd)}::numeric, ${formatUsd(rated.platformShareUsd)}::numeric,
       ${input.providerCredentialId ?? null}::uuid,
-      ${JSON.stringify({ catalog_version: rated.catalogVersion, ...input.metadata })}::jsonb)`,
+      ${JSON.stringify({ catalog_version: rated.catalogVersion, ...input.metadata })}::jsonb,
+      ${input.allowReceivable === true}::boolean)`,
   );
   if (row.outcome === 'insufficient_balance') {
     return { outcome: 'insufficient_balance', retailUsd: amount(row.retail_usd), balanceUsd: amount(row.balance_usd) };
@@ -81,6 +98,7 @@ export async function bookUsage(db: LedgerDatabase, input: BookUsageInput): Prom
     developerRevenueUsd: amount(row.developer_revenue_usd),
     platformShareUsd: amount(row.platform_share_usd),
     balanceUsd: amount(row.balance_usd),
+    receivableUsd: amount(row.receivable_usd ?? '0.00000000'),
     createdAt: new Date(row.created_at as string),
   };
 }

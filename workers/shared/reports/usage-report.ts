@@ -44,7 +44,7 @@ export const usageReport: PagedReport<UsageReportRow> = {
     queryRows<UsageReportRow>(
       db,
       sql`select to_char(u.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at, u.id,
-                 u.request_id, a.public_app_id as app_public_id, u.feature_key, u.route_mode, u.provider, u.model,
+                 coalesce(u.client_request_id, u.request_id) as request_id, a.public_app_id as app_public_id, u.feature_key, u.route_mode, u.provider, u.model,
                  u.input_tokens, u.output_tokens, u.cached_tokens, u.estimated,
                  u.upstream_cost_usd::text as upstream_cost_usd, u.retail_usd::text as retail_usd,
                  u.developer_revenue_usd::text as developer_revenue_usd, u.platform_share_usd::text as platform_share_usd

@@ -38,7 +38,7 @@ describe('POST /v1/usage/local', () => {
     const [event] = await sql(
       testEnv,
       `select route_mode, provider, model, input_tokens, output_tokens, estimated, feature_key, upstream_cost_usd::text as upstream
-         from usage_events where request_id = $1 and end_user_id = $2`,
+         from usage_events where client_request_id = $1 and end_user_id = $2`,
       [body.request_id, session.endUserId],
     );
     expect(event).toEqual({
@@ -60,7 +60,7 @@ describe('POST /v1/usage/local', () => {
     const replay = await send(session.token, body);
     expect(replay.status).toBe(200);
     expect(((await replay.json()) as { recorded: boolean }).recorded).toBe(false);
-    const [row] = await sql<{ events: number }>(testEnv, 'select count(*)::int as events from usage_events where request_id = $1', [body.request_id]);
+    const [row] = await sql<{ events: number }>(testEnv, 'select count(*)::int as events from usage_events where client_request_id = $1', [body.request_id]);
     expect(row!.events).toBe(1);
   });
 

@@ -51,6 +51,14 @@ const route = createRoute({
   },
 });
 
+/**
+ * Local reports book under their own key space, scoped to the reporting user: a report can never
+ * claim (and so zero out) a gateway call's booking, whose keys are `call:<uuid>`.
+ */
+export function localUsageKey(endUserId: string, requestId: string): string {
+  return `local:${endUserId}:${requestId}`;
+}
+
 interface PricingRow {
   developer_share_bps: number;
   feature_found: boolean;
@@ -92,7 +100,8 @@ export function registerUsageLocalRoutes(app: ServiceApp): void {
       ratingSettingsFor(c.env, pricing.developer_share_bps),
     );
     const booking = await bookUsage(db, {
-      requestId: report.request_id,
+      requestId: localUsageKey(session.endUserId, report.request_id),
+      clientRequestId: report.request_id,
       appId: session.appId,
       endUserId: session.endUserId,
       featureKey,

@@ -60,7 +60,7 @@ export function registerUserUsageRoutes(app: ServiceApp): void {
     const limit = c.req.valid('query').limit ?? 20;
     const rows = await queryRows<Row>(
       c.var.database().db,
-      sql`select request_id, feature_key, route_mode, provider, model, input_tokens, output_tokens, estimated,
+      sql`select coalesce(client_request_id, request_id) as request_id, feature_key, route_mode, provider, model, input_tokens, output_tokens, estimated,
                  retail_usd::numeric(20, 8) as retail_usd, created_at
           from usage_events where end_user_id = ${c.var.session.endUserId}::uuid
           order by created_at desc, id desc limit ${limit}`,

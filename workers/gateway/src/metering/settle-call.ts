@@ -1,51 +1,46 @@
 /**
- * After the upstream: rate the call and book it (usage record, ledger entries, hold settlement) in
- * one statement; or, when the upstream failed, release the hold so nothing is charged.
+ * After the upstream: rate the call and book it (usage record, ledger entries, settlement of the
+ * call's own hold, close of its call record) in one statement; or, when the upstream never accepted
+ * the call, abandon it so nothing is charged and its request id can be retried.
  */
+import { abandonCall as abandonCallByKey } from '../../../shared/calls/abandon-call.ts';
 import type { Env } from '../../../shared/env.ts';
-import { FaucetError } from '../../../shared/errors.ts';
 import { bookUsage } from '../../../shared/ledger/book-usage.ts';
 import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
-import { releaseHold } from '../../../shared/ledger/holds.ts';
-import { releaseBudgetReservation } from '../../../shared/provider-keys/budget-reservation.ts';
 import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { faucetObject, type FaucetObject } from './faucet-object.ts';
 import type { MeteredUsage } from './metered-usage.ts';
 
-export async function settleCall(
-  db: LedgerDatabase,
-  env: Env,
-  plan: CallPlan,
-  reference: ModelReference,
-  requestId: string,
-  usage: MeteredUsage,
-): Promise<FaucetObject> {
+/**
+ * The upstream answered: the call is booked, always. If the wallet cannot cover it (the cost
+ * outgrew what the gateway could bound, or the hold lapsed), the booking is still written and the
+ * shortfall recorded as a receivable: content delivered is never left unbilled.
+ */
+export async function settleCall(db: LedgerDatabase, env: Env, plan: CallPlan, reference: ModelReference, usage: MeteredUsage): Promise<FaucetObject> {
   const rated = rateUsage(
     { routeMode: plan.routeMode, provider: reference.provider, model: reference.model, ...usage },
     plan.featurePricing,
     ratingSettingsFor(env, plan.developerShareBps),
   );
-  const booking = await bookUsage(db, {
-    requestId,
+  const book = () => bookUsage(db, {
+    requestId: plan.keys.moneyKey,
+    clientRequestId: plan.keys.clientRequestId,
+    callId: plan.keys.callId,
     appId: plan.appId,
     endUserId: plan.endUserId,
     featureKey: plan.featureKey,
     rated,
     providerCredentialId: plan.providerCredentialId,
-  }).catch(async (error: unknown) => {
-    // The booking failed (e.g. the connection was cut): free the hold now instead of when it expires.
-    // A no-op if the booking did commit, since its hold is then settled and its reservation used.
-    await abandonCall(db, plan, requestId).catch(() => undefined);
-    throw error;
+    allowReceivable: true,
   });
-  if (booking.outcome === 'insufficient_balance') {
-    // Only reachable when the wallet was debited elsewhere past its holds; the hold stays until it expires.
-    throw new FaucetError('insufficient_balance', 'The balance no longer covers the cost of this call.');
-  }
+  // One retry (idempotent by the money key) for a cut connection; a call still unbooked after it is
+  // booked at its bound by the API's sweeper once its deadline has passed.
+  const booking = await book().catch(() => book());
+  if (booking.outcome === 'insufficient_balance') throw new Error('a booking that allows a receivable was refused');
   return faucetObject({
-    requestId,
+    requestId: plan.keys.clientRequestId,
     routeMode: plan.routeMode,
     provider: reference.provider,
     model: reference.model,
@@ -57,8 +52,7 @@ export async function settleCall(
   });
 }
 
-/** The upstream failed before anything was delivered: free the hold, charge nothing. */
-export async function abandonCall(db: LedgerDatabase, plan: CallPlan, requestId: string): Promise<void> {
-  if (plan.held) await releaseHold(db, requestId);
-  if (plan.routeMode === 'developer_key') await releaseBudgetReservation(db, requestId);
+/** The upstream never accepted the call: free the hold and budget, charge nothing, free the request id. */
+export async function abandonCall(db: LedgerDatabase, plan: CallPlan): Promise<void> {
+  await abandonCallByKey(db, plan.keys.moneyKey);
 }

@@ -16,6 +16,11 @@ export interface ProviderCredential {
 export interface ProviderCall {
   request: ChatRequest;
   credential: ProviderCredential;
+  /**
+   * The server's id of this call, sent upstream as `x-client-request-id` (OpenAI's header for a
+   * caller's request id) so an upstream call can be matched with its booking (the upstream audit).
+   */
+  callId?: string;
   /** Aborted when the client goes away; adapters stop the upstream exchange. */
   signal?: AbortSignal;
 }

@@ -107,11 +107,12 @@ describe('POST /v1/chat/completions on the platform route', () => {
     });
   });
 
-  it('estimates the tokens, and says so, when the upstream reports no usage', async () => {
-    const completion = { ...openAiCompletion('Four words right here'), usage: undefined };
+  it('bills upper bounds, and says so, when the upstream reports no usage (CJK and emoji never under-billed)', async () => {
+    const answer = '四つの言葉 🎉🎉';
+    const completion = { ...openAiCompletion(answer), usage: undefined };
     const upstream = fakeUpstream(() => jsonResponse(completion));
     const session = await fundedSession(testEnv);
-    const messages = [userMessage('Say four words')];
+    const messages = [userMessage('四つの言葉を言って 🙏')];
     const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, {
       model: 'openai:gpt-4o-mini',
       feature: 'chat',
@@ -120,9 +121,12 @@ describe('POST /v1/chat/completions on the platform route', () => {
     const body = (await response.json()) as CompletionBody;
     expect(body.faucet).toMatchObject({
       estimated: true,
-      input_tokens: countPromptTokens(messages),
-      output_tokens: countTokens('Four words right here'),
+      output_tokens: new TextEncoder().encode(answer).byteLength,
     });
+    // The old estimator counted far fewer tokens than a provider bills for CJK and emoji.
+    expect(body.faucet.output_tokens).toBeGreaterThan(countTokens(answer) * 2);
+    expect(body.faucet.input_tokens).toBeGreaterThanOrEqual(new TextEncoder().encode('四つの言葉を言って 🙏').byteLength);
+    expect(body.faucet.input_tokens).toBeGreaterThanOrEqual(countPromptTokens(messages) * 2);
     const [row] = await usageRows(testEnv, body.faucet.request_id);
     expect(row?.estimated).toBe(true);
   });

@@ -1,13 +1,16 @@
 /**
- * `POST /v1/chat/completions`: authorize (session, feature, route, hold — one statement), call the
- * provider through its adapter, then settle (one statement) and answer with the completion plus
- * its `faucet` object, or stream it.
+ * `POST /v1/chat/completions`: authorize (session, feature, route, idempotency claim, call record,
+ * hold — one statement), call the provider through its adapter, then settle (one statement) and
+ * answer with the completion plus its `faucet` object, or stream it. The call's money key is the
+ * server's (`call:<uuid>`); the client's x-request-id is only echoed and used as an idempotency key.
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../../../shared/app-env.ts';
 import type { ServiceApp } from '../../../shared/app.ts';
 import { bearerToken } from '../../../shared/auth/bearer.ts';
 import { hashSessionToken } from '../../../shared/auth/require-session.ts';
+import { callLimits, type CallLimits } from '../../../shared/calls/call-limits.ts';
+import { sha256Hex } from '../../../shared/crypto.ts';
 import { intSetting } from '../../../shared/env.ts';
 import { FaucetError } from '../../../shared/errors.ts';
 import { waitUntil } from '../../../shared/wait-until.ts';
@@ -19,12 +22,10 @@ import { abandonCall, settleCall } from '../metering/settle-call.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { createAdapter } from '../providers/create-adapter.ts';
 import type { ProviderAdapter } from '../providers/provider.ts';
-import { authorizeCall, authorizeHoldInput, type CallPlan } from '../routing/authorize-call.ts';
+import { authorizeCall, authorizeHoldInput, type CallKeys, type CallPlan } from '../routing/authorize-call.ts';
 import { parseModel, type ModelReference } from '../routing/parse-model.ts';
 import { sseHeaders } from '../sse/format-sse.ts';
 import { meteredStream } from '../streaming/metered-stream.ts';
-import { countPromptTokens } from '../tokens/count-prompt-tokens.ts';
-import { countTokens } from '../tokens/tokenize.ts';
 import { defaultUpstreamTimeoutMs } from '../upstream/outbound-fetch.ts';
 import { chatCompletionsBodySchema, type ChatCompletionsBody } from './chat-completions-body.ts';
 
@@ -38,21 +39,36 @@ interface Call {
   reference: ModelReference;
   request: ChatRequest;
   adapter: ProviderAdapter;
+  limits: CallLimits;
+  /** The hold's worst case in tokens: what an unreported usage is billed at. */
+  bounds: { inputTokens: number; outputTokens: number };
   defer(work: Promise<unknown>): void;
 }
 
 export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDependencies): void {
   app.post('/v1/chat/completions', async (c) => {
     const requestId = c.var.requestId;
+    // Credentials before the body: a request without a well-formed token learns nothing about its body.
+    const tokenHash = await hashSessionToken(bearerToken(c));
+    if (tokenHash === undefined) throw new FaucetError('unauthorized', 'Invalid session token');
     const body = await readBody(c);
     if (body.route_mode === 'local') {
       throw new FaucetError('invalid_request', 'route_mode "local" is not served by the cloud gateway: local calls go to the Faucet bridge on the user\'s machine.');
     }
-    const tokenHash = await hashSessionToken(bearerToken(c));
-    if (tokenHash === undefined) throw new FaucetError('unauthorized', 'Invalid session token');
     const reference = parseModel(body.model);
     const { feature, route_mode: requestedRoute, model: _qualified, ...openAiFields } = body;
     const request: ChatRequest = { ...openAiFields, model: reference.model };
+    const limits = callLimits(c.env);
+    const bounds = holdBounds(c.env, reference, request);
+    const callId = crypto.randomUUID();
+    const keys: CallKeys = {
+      callId,
+      moneyKey: `call:${callId}`,
+      clientRequestId: requestId,
+      fingerprint: await sha256Hex(JSON.stringify(body)),
+      holdTtlSeconds: limits.holdTtlSeconds,
+      maxDurationSeconds: limits.maxDurationSeconds,
+    };
 
     const defer = (work: Promise<unknown>) => waitUntil(c, work);
     const database = dependencies.openDatabase(c.env);
@@ -62,10 +78,12 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       plan = await authorizeCall(database, c.env, dependencies.credentialLookup, {
         tokenHash,
         featureKey: feature,
-        requestId,
+        call: keys,
         requestedRoute,
         reference,
-        ...authorizeHoldInput(holdBounds(c.env, reference, request)),
+        provider: reference.provider,
+        model: reference.model,
+        ...authorizeHoldInput(bounds),
       });
     } catch (error) {
       defer(database.close());
@@ -77,7 +95,20 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       upstreamTimeoutMs: intSetting(c.env.UPSTREAM_TIMEOUT_MS, defaultUpstreamTimeoutMs),
       mockLatencyMs: intSetting(c.env.MOCK_PROVIDER_LATENCY_MS, 0),
     });
-    const call: Call = { c, authorizeMs: performance.now() - authorizeStarted, requestId, database, plan, reference, request, adapter, defer };
+    const call: Call = {
+      c,
+      authorizeMs: performance.now() - authorizeStarted,
+      requestId,
+      database,
+      plan,
+      reference,
+      request,
+      adapter,
+      limits,
+      bounds: { inputTokens: bounds.worstCaseInputTokens, outputTokens: bounds.worstCaseOutputTokens },
+      defer,
+    };
+    c.header('x-faucet-call-id', callId);
     return body.stream === true ? streamCall(call, body) : completeCall(call);
   });
 }
@@ -103,22 +134,25 @@ async function completeCall(call: Call): Promise<Response> {
 }
 
 async function upstreamAndSettle(call: Call): Promise<Response> {
-  const { c, requestId, database, plan, reference, request } = call;
+  const { c, database, plan, reference, request } = call;
   try {
     let completion;
     const upstreamStarted = performance.now();
     try {
-      completion = await call.adapter.complete({ request, credential: plan.credential });
+      // The gateway ends the call at its deadline, so its hold (which outlives the deadline) is never gone before it is booked.
+      const signal = AbortSignal.timeout(call.limits.maxDurationSeconds * 1000);
+      completion = await call.adapter.complete({ request, credential: plan.credential, callId: plan.keys.callId, signal });
     } catch (error) {
-      await abandonCall(database, plan, requestId);
+      await abandonCall(database, plan);
       throw error;
     }
+    // Without the provider's count: upper bounds (the hold's input bound; the answer's UTF-8 bytes).
     const usage = meteredUsage(completion.usage, () => ({
-      inputTokens: countPromptTokens(request.messages, request.tools),
-      outputTokens: countTokens(completion.choices.map((choice) => choice.message.content ?? '').join('')),
+      inputTokens: call.bounds.inputTokens,
+      outputTokens: Math.min(call.bounds.outputTokens, utf8Bytes(completion.choices.map((choice) => (choice.message.content ?? '') + (choice.message.tool_calls ? JSON.stringify(choice.message.tool_calls) : '')).join(''))),
     }));
     const settleStarted = performance.now();
-    const faucet = await settleCall(database, c.env, plan, reference, requestId, usage);
+    const faucet = await settleCall(database, c.env, plan, reference, usage);
     const timing = [
       `authorize;dur=${tenths(call.authorizeMs)}`,
       `upstream;dur=${tenths(settleStarted - upstreamStarted)}`,
@@ -133,26 +167,34 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
 async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Response> {
   const { c, requestId, database, plan, reference, request } = call;
   const upstream = new AbortController();
+  const started = Date.now();
   let chunks;
   try {
-    chunks = await call.adapter.stream({ request, credential: plan.credential, signal: upstream.signal });
+    chunks = await call.adapter.stream({ request, credential: plan.credential, callId: plan.keys.callId, signal: upstream.signal });
   } catch (error) {
-    await abandonCall(database, plan, requestId).finally(() => call.defer(database.close()));
+    await abandonCall(database, plan).finally(() => call.defer(database.close()));
     throw error;
   }
   const stream = meteredStream({
     chunks,
     includeUsage: body.stream_options?.include_usage === true,
-    estimatedInputTokens: countPromptTokens(request.messages, request.tools),
+    bounds: call.bounds,
     requestId,
-    settle: (usage) => settleCall(database, c.env, plan, reference, requestId, usage).finally(() => database.close()),
-    abandon: () => abandonCall(database, plan, requestId).finally(() => database.close()),
+    deadlineMs: Math.max(0, call.limits.maxDurationSeconds * 1000 - (Date.now() - started)),
+    drainMs: call.limits.drainMs,
+    settle: (usage) => settleCall(database, c.env, plan, reference, usage).finally(() => database.close()),
+    abandon: () => abandonCall(database, plan).finally(() => database.close()),
     stopUpstream: () => upstream.abort(),
     defer: call.defer,
     onSettleFailure: (error) =>
       c.var.logger?.error('stream settlement failed', { request_id: requestId, code: FaucetError.isInstance(error) ? error.code : 'internal_error' }),
   });
-  return new Response(stream, { status: 200, headers: { ...sseHeaders, 'x-request-id': requestId } });
+  return new Response(stream, { status: 200, headers: { ...sseHeaders, 'x-request-id': requestId, 'x-faucet-call-id': plan.keys.callId } });
+}
+
+const encoder = new TextEncoder();
+function utf8Bytes(text: string): number {
+  return encoder.encode(text).byteLength;
 }
 
 /** Milliseconds to one decimal, for `server-timing`. */

@@ -1,55 +1,72 @@
 /**
  * Streams an upstream's chunks to the client as SSE as they arrive, while counting what was
  * delivered. When the upstream ends, the call is settled and its `faucet` object sent as the last
- * event before `[DONE]`. When the client goes away, the upstream is stopped and the call settled
- * on the tokens already streamed. A failure mid-stream settles what was delivered (nothing
- * delivered: the hold is released) and ends with an error event.
+ * event before `[DONE]`.
+ *
+ * Once the upstream has accepted the call the provider bills it, so the call is always booked:
+ * - the client goes away: the upstream is read on (not forwarded) for up to `drainMs` to get the
+ *   provider's own usage count, then stopped; without that count the booking uses upper bounds;
+ * - the call reaches its deadline: the upstream is stopped and the call booked the same way;
+ * - the upstream fails mid-stream: what was delivered is booked (nothing delivered: released, as
+ *   the provider bills no failed generation) and the stream ends with an error event.
  */
 import { FaucetError } from '../../../shared/errors.ts';
 import type { ChatCompletionChunk, ChatUsage } from '../openai/chat-schemas.ts';
 import type { FaucetObject } from '../metering/faucet-object.ts';
 import type { MeteredUsage } from '../metering/metered-usage.ts';
 import { formatSseDone, formatSseJson } from '../sse/format-sse.ts';
-import { countTokens } from '../tokens/tokenize.ts';
 
 export interface MeteredStreamOptions {
   chunks: AsyncIterable<ChatCompletionChunk>;
   /** Forward the upstream's usage chunk only when the client asked for it (`stream_options.include_usage`). */
   includeUsage: boolean;
-  /** Faucet's count of the prompt, used when the upstream reports no usage. */
-  estimatedInputTokens: number;
+  /** Upper bounds of what the provider can bill (the hold's worst case), used when it reports no usage. */
+  bounds: { inputTokens: number; outputTokens: number };
   requestId: string;
+  /** Milliseconds from now until the call's deadline: the stream is cut and billed there. */
+  deadlineMs: number;
+  /** How long to keep reading the upstream for its usage after the client went away. */
+  drainMs: number;
   settle(usage: MeteredUsage): Promise<FaucetObject>;
   /** Nothing was delivered and the upstream failed: release, charge nothing. */
   abandon(): Promise<void>;
-  /** Stops the upstream exchange (client went away). */
+  /** Stops the upstream exchange. */
   stopUpstream(): void;
   /** Keeps the isolate alive for work that outlives the response (settling after a client abort). */
   defer(work: Promise<unknown>): void;
   onSettleFailure(error: unknown): void;
 }
 
+const encoder = new TextEncoder();
+
 export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uint8Array> {
   const iterator = options.chunks[Symbol.asyncIterator]();
   let reported: ChatUsage | null = null;
-  let streamedText = '';
+  /** UTF-8 bytes of the output text seen: a byte-level BPE token is at least one byte, so an upper bound of its tokens. */
+  let outputBytes = 0;
+  let upstreamEnded = false;
   let finished = false;
 
+  const observe = (chunk: ChatCompletionChunk) => {
+    if (chunk.usage != null) reported = chunk.usage;
+    for (const choice of chunk.choices) {
+      outputBytes += bytes(choice.delta.content) + bytes(choice.delta.refusal);
+      for (const call of choice.delta.tool_calls ?? []) outputBytes += bytes(call.function?.name) + bytes(call.function?.arguments);
+    }
+  };
+
+  /**
+   * The provider's count when it gave one. Otherwise upper bounds: input at the hold's bound; output
+   * at the bytes seen when the upstream ended by itself (all it produced passed through here), at
+   * the hold's bound when Faucet cut it (the provider may have produced more than was seen).
+   */
   const usageSoFar = (): MeteredUsage => {
     if (reported !== null) {
       const cached = reported.prompt_tokens_details?.cached_tokens ?? 0;
       return { inputTokens: reported.prompt_tokens, outputTokens: reported.completion_tokens, cachedInputTokens: Math.min(cached, reported.prompt_tokens), estimated: false };
     }
-    return { inputTokens: options.estimatedInputTokens, outputTokens: countTokens(streamedText), cachedInputTokens: 0, estimated: true };
-  };
-
-  const observe = (chunk: ChatCompletionChunk) => {
-    if (chunk.usage != null) reported = chunk.usage;
-    for (const choice of chunk.choices) {
-      streamedText += choice.delta.content ?? '';
-      streamedText += choice.delta.refusal ?? '';
-      for (const call of choice.delta.tool_calls ?? []) streamedText += (call.function?.name ?? '') + (call.function?.arguments ?? '');
-    }
+    const outputTokens = upstreamEnded ? Math.min(outputBytes, options.bounds.outputTokens) : options.bounds.outputTokens;
+    return { inputTokens: options.bounds.inputTokens, outputTokens, cachedInputTokens: 0, estimated: true };
   };
 
   /** Settling must finish even if the client disconnects while it runs. */
@@ -59,7 +76,56 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
     return settling;
   };
 
+  /** Reads on (discarding) until the provider's usage arrives, the upstream ends, or `limitMs` passes. */
+  const drain = async (limitMs: number): Promise<void> => {
+    const stop = Symbol('stop');
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeUp = new Promise<typeof stop>((resolve) => {
+      timer = setTimeout(() => resolve(stop), limitMs);
+    });
+    try {
+      while (reported === null && !upstreamEnded) {
+        const step = await Promise.race([iterator.next(), timeUp]);
+        if (step === stop) return;
+        if (step.done) upstreamEnded = true;
+        else observe(step.value);
+      }
+    } catch {
+      upstreamEnded = true;
+    } finally {
+      clearTimeout(timer);
+      options.stopUpstream();
+      iterator.return?.().catch(() => undefined);
+    }
+  };
+
+  /** The client left or the deadline came: book what the provider bills, from its own count if it can still be had. */
+  const cutAndSettle = (drainMs: number) => {
+    finished = true;
+    clearTimeout(deadline);
+    const work = drain(drainMs).then(() => settle(usageSoFar()));
+    options.defer(work.catch((error: unknown) => options.onSettleFailure(error)));
+    return work;
+  };
+
+  let streamController: ReadableStreamDefaultController<Uint8Array> | undefined;
+  const deadline = setTimeout(() => {
+    if (finished) return;
+    const controller = streamController;
+    void cutAndSettle(0).then(
+      (faucet) => {
+        controller?.enqueue(formatSseJson(faucetEvent(faucet)));
+        controller?.enqueue(formatSseJson(errorEvent(new FaucetError('upstream_timeout', 'The call reached its longest allowed duration and was ended.'), options.requestId)));
+        controller?.close();
+      },
+      () => controller?.close(),
+    );
+  }, options.deadlineMs);
+
   return new ReadableStream<Uint8Array>({
+    start(controller) {
+      streamController = controller;
+    },
     // Loops until it has enqueued something: a pull that returns empty-handed may not be called again.
     async pull(controller) {
       while (!finished) {
@@ -69,10 +135,15 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
         } catch (error) {
           if (finished) return;
           finished = true;
+          clearTimeout(deadline);
           await endWithFailure(controller, error);
           return;
         }
-        if (finished) return;
+        if (finished) {
+          // Cut meanwhile (client gone, deadline): count the chunk for the booking, send nothing.
+          if (!step.done) observe(step.value);
+          return;
+        }
         if (!step.done) {
           const chunk = step.value;
           observe(chunk);
@@ -82,6 +153,8 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
           return;
         }
         finished = true;
+        upstreamEnded = true;
+        clearTimeout(deadline);
         try {
           const faucet = await settle(usageSoFar());
           controller.enqueue(formatSseJson(faucetEvent(faucet)));
@@ -96,21 +169,15 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
 
     cancel() {
       if (finished) return;
-      finished = true;
-      options.stopUpstream();
-      iterator.return?.().catch(() => undefined);
-      const usage = usageSoFar();
-      options.defer(
-        (usage.outputTokens > 0 || reported !== null ? settle(usage) : options.abandon()).catch((error: unknown) => options.onSettleFailure(error)),
-      );
+      void cutAndSettle(options.drainMs);
     },
   });
 
   async function endWithFailure(controller: ReadableStreamDefaultController<Uint8Array>, error: unknown): Promise<void> {
-    const usage = usageSoFar();
+    upstreamEnded = true;
     try {
-      if (usage.outputTokens > 0) {
-        controller.enqueue(formatSseJson(faucetEvent(await settle(usage))));
+      if (outputBytes > 0 || reported !== null) {
+        controller.enqueue(formatSseJson(faucetEvent(await settle(usageSoFar()))));
       } else {
         const abandoning = options.abandon();
         options.defer(abandoning.catch(() => undefined));
@@ -122,6 +189,10 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
     controller.enqueue(formatSseJson(errorEvent(error, options.requestId)));
     controller.close();
   }
+}
+
+function bytes(text: string | null | undefined): number {
+  return text == null || text === '' ? 0 : encoder.encode(text).byteLength;
 }
 
 /** Shaped like a chunk with no choices, so OpenAI-compatible clients that validate chunks accept it. */

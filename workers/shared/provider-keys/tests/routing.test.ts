@@ -101,7 +101,7 @@ describe('BYOK keys on the gateway', () => {
     expect(await wallet(testEnv, session.walletId)).toEqual(before);
     const [usage] = await sql<{ route_mode: string; provider_credential_id: string }>(
       testEnv,
-      'select route_mode, provider_credential_id from usage_events where request_id = $1',
+      'select route_mode, provider_credential_id from usage_events where client_request_id = $1',
       [byok.requestId],
     );
     expect(usage).toEqual({ route_mode: 'byok', provider_credential_id: id });
@@ -200,14 +200,14 @@ describe('developer keys on the gateway', () => {
     expect(refused.body.error.code).toBe('insufficient_balance');
     expect(refused.upstreamCalls).toBe(0);
     // The budget reserved for the refused call is given back.
-    const open = await sql(testEnv, 'select 1 from provider_credential_reservations where request_id = $1', [refused.requestId]);
+    const open = await sql(testEnv, 'select 1 from provider_credential_reservations r join gateway_calls g on g.money_key = r.request_id where g.client_request_id = $1', [refused.requestId]);
     expect(open).toEqual([]);
     // A user who can pay is held for, then charged exactly the rated price; the hold is settled.
     const payer = await fundedSession(testEnv, '1.00000000');
     const paid = await callGateway(payer.token, hi);
     expect(paid.status).toBe(200);
     expect(paid.body.faucet.route_mode).toBe('developer_key');
-    const [hold] = await sql<{ status: string }>(testEnv, 'select status from balance_holds where request_id = $1', [paid.requestId]);
+    const [hold] = await sql<{ status: string }>(testEnv, 'select h.status from balance_holds h join gateway_calls g on g.money_key = h.request_id where g.client_request_id = $1', [paid.requestId]);
     expect(hold?.status).toBe('settled');
     await disableDeveloperKeys();
     expect(id).toBeTruthy();
@@ -291,7 +291,7 @@ describe('developer key budgets', () => {
     expect(second.body.error.code).toBe('budget_exceeded');
     expect(second.upstreamCalls).toBe(0);
     expect(await wallet(testEnv, session.walletId)).toEqual(before);
-    expect(await sql(testEnv, 'select 1 from usage_events where request_id = $1', [second.requestId])).toEqual([]);
+    expect(await sql(testEnv, 'select 1 from usage_events where client_request_id = $1', [second.requestId])).toEqual([]);
     // Without route_mode the same call falls back to the platform pool.
     const fallback = await callGateway(session.token, hi);
     expect(fallback.body.faucet.route_mode).toBe('platform');

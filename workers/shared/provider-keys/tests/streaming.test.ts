@@ -46,7 +46,7 @@ describe('streaming with stored keys', () => {
     expect(viaDeveloper.last).toMatchObject({ object: 'faucet.usage', faucet: { route_mode: 'developer_key' } });
     const [usage] = await sql<{ provider_credential_id: string }>(
       testEnv,
-      'select provider_credential_id from usage_events where request_id = $1',
+      'select provider_credential_id from usage_events where client_request_id = $1',
       [viaDeveloper.last.faucet.request_id],
     );
     expect(usage!.provider_credential_id).toBe(developer.body.id);

@@ -18,6 +18,7 @@ export function createOpenAiCompatibleAdapter(context: ProviderContext): Provide
   async function post(call: ProviderCall, body: ChatRequest): Promise<Response> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: body.stream ? 'text/event-stream' : 'application/json' };
     if (call.credential.apiKey !== null) headers.authorization = `Bearer ${call.credential.apiKey}`;
+    if (call.callId !== undefined) headers['x-client-request-id'] = call.callId;
     const response = await outboundFetch(
       `${call.credential.baseUrl.replace(/\/+$/, '')}/chat/completions`,
       { method: 'POST', headers, body: JSON.stringify(body) },

@@ -1,0 +1,12 @@
+/**
+ * A call that will not be billed (refused after its claim, or its upstream failed before accepting
+ * it): release its hold and budget reservation and give its client request id back, so the SDK's
+ * same-id retry is served. One statement; a no-op for a call already booked.
+ */
+import { sql } from 'drizzle-orm';
+import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
+
+export async function abandonCall(db: LedgerDatabase, moneyKey: string): Promise<boolean> {
+  const row = await queryOne<{ abandoned: boolean }>(db, sql`select faucet_abandon_call(${moneyKey}) as abandoned`);
+  return row.abandoned;
+}
