@@ -51,7 +51,15 @@ const functionDefinition = closedObject({
 
 export const chatMessageSchema = closedObject({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
-  content: z.union([z.string(), z.array(contentPart), z.null()]).optional(),
+  content: z
+    .union([z.string(), z.array(contentPart), z.null()], {
+      // Names the part that failed instead of a bare "Invalid input" for the whole union.
+      error: (issue) => {
+        const [first] = issue.code === 'invalid_union' && Array.isArray(issue.input) ? (issue.errors[1] ?? []) : [];
+        return first === undefined ? undefined : `part ${first.path.join('.')}: ${first.message}`;
+      },
+    })
+    .optional(),
   name: z.string().max(256).optional(),
   tool_calls: z.array(toolCall).optional(),
   tool_call_id: z.string().optional(),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FaucetError } from '../../../../shared/errors.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../test/fake-upstream.ts';
-import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
+import type { ChatCompletionChunk, ChatRequest } from '../../openai/chat-schemas.ts';
 import type { FetchFunction } from '../../upstream/outbound-fetch.ts';
 import { createOpenAiCompatibleAdapter } from './openai-compatible-adapter.ts';
 
@@ -27,8 +27,27 @@ describe('OpenAI-compatible adapter', () => {
     const [sent] = upstream.requests;
     expect(sent?.url).toBe('https://api.openai.com/v1/chat/completions');
     expect(sent?.headers.authorization).toBe('Bearer sk-test-platform');
-    // Fields the gateway does not interpret pass through untouched.
+    // Allowed fields the gateway does not interpret go out untouched.
     expect(sent?.body).toMatchObject({ model: 'gpt-4o-mini', seed: 42, response_format: { type: 'text' }, stream: false });
+  });
+
+  it('builds the upstream body only from the allow-list, so a field that got past the schema never goes out', async () => {
+    const upstream = fakeUpstream((request) =>
+      (request.body as { stream: boolean }).stream ? sseResponse(openAiSse([])) : jsonResponse(openAiCompletion('Hi there')),
+    );
+    const smuggled = {
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Hi', cache_control: { type: 'ephemeral' } }],
+      prediction: { type: 'content', content: 'guess' },
+      seed: 1,
+    } as unknown as ChatRequest;
+    await adapterWith(upstream.fetch).complete({ credential, request: smuggled });
+    await adapterWith(upstream.fetch).stream({ credential, request: smuggled });
+    const sent = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }], seed: 1 };
+    expect(upstream.requests.map((request) => request.body)).toEqual([
+      { ...sent, stream: false },
+      { ...sent, stream: true, stream_options: { include_usage: true } },
+    ]);
   });
 
   it('always asks a streaming upstream for usage and yields chunks until [DONE]', async () => {
