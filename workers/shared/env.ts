@@ -24,6 +24,9 @@ export interface Env {
   PLATFORM_MARKUP_BPS?: string;
   PLATFORM_FEE_BPS?: string;
   LOG_LEVEL?: string;
+  CALL_MAX_DURATION_SECONDS?: string;
+  CALL_SETTLE_GRACE_SECONDS?: string;
+  UPSTREAM_DRAIN_MS?: string;
 
   RATE_LIMITER?: DurableObjectNamespace<import('../metrics/src/rate-limiter.ts').RateLimiter>;
   METRICS?: DurableObjectNamespace<import('../metrics/src/metrics-aggregator.ts').MetricsAggregator>;

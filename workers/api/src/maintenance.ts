@@ -1,8 +1,10 @@
 /**
- * Housekeeping on a cron trigger (wrangler.toml `[triggers]`): marks expired holds and folds the hot
+ * Housekeeping on a cron trigger (wrangler.toml `[triggers]`): books gateway calls the gateway could
+ * not settle (sweep-stale-calls.ts), marks expired holds and folds the hot
  * accounts' appended credits into their balance rows. Balances are exact without it; it keeps the
  * holds and deltas tables short.
  */
+import { sweepStaleCalls } from '../../shared/calls/sweep-stale-calls.ts';
 import { createDatabase } from '../../shared/db.ts';
 import type { Env } from '../../shared/env.ts';
 import { expireHolds } from '../../shared/ledger/holds.ts';
@@ -10,6 +12,8 @@ import { rollUpBalances } from '../../shared/ledger/roll-up.ts';
 import { createLogger } from '../../shared/logger.ts';
 
 export interface MaintenanceResult {
+  /** Gateway calls past their deadline and grace that the gateway never settled: booked at their bound. */
+  sweptCalls: number;
   expiredHolds: number;
   rolledUpWallets: number;
 }
@@ -17,8 +21,11 @@ export interface MaintenanceResult {
 export async function runMaintenance(env: Env): Promise<MaintenanceResult> {
   const { db, pool } = createDatabase(env);
   try {
-    const result = { expiredHolds: await expireHolds(db), rolledUpWallets: await rollUpBalances(db) };
+    // Sweep first: a stale call's hold must still count when it is booked.
+    const swept = await sweepStaleCalls(db, env);
+    const result = { sweptCalls: swept.booked, expiredHolds: await expireHolds(db), rolledUpWallets: await rollUpBalances(db) };
     createLogger({ service: 'api' }, env.LOG_LEVEL).info('maintenance', {
+      swept_calls: result.sweptCalls,
       expired_holds: result.expiredHolds,
       rolled_up_wallets: result.rolledUpWallets,
     });
