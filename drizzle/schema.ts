@@ -33,15 +33,43 @@ export const developers = pgTable('developers', {
   createdAt: createdAt(),
 });
 
-export const apps = pgTable('apps', {
-  id: id(),
-  developerId: uuid('developer_id').notNull().references(() => developers.id),
-  publicAppId: text('public_app_id').notNull().unique(),
-  name: text('name').notNull(),
-  /** Channel share of the platform margin paid to the developer, in basis points. */
-  developerShareBps: integer('developer_share_bps').notNull().default(5000),
-  createdAt: createdAt(),
-});
+export const apps = pgTable(
+  'apps',
+  {
+    id: id(),
+    developerId: uuid('developer_id').notNull().references(() => developers.id),
+    publicAppId: text('public_app_id').notNull().unique(),
+    name: text('name').notNull(),
+    /** Channel share of the platform margin paid to the developer, in basis points. */
+    developerShareBps: integer('developer_share_bps').notNull().default(5000),
+    createdAt: createdAt(),
+    /** Who may mint sessions (docs/identity.md): `server` (default), `signed`, `anonymous`. */
+    sessionPolicy: text('session_policy').notNull().default('server'),
+    /** `signed` apps verifying user tokens against the developer's JWKS; null = app signing secrets. */
+    jwksUrl: text('jwks_url'),
+    /** Web origins (`https://host[:port]`) allowed to call Faucet for this app, a JSON array. */
+    allowedOrigins: jsonb('allowed_origins').$type<string[]>().notNull().default([]),
+  },
+  (table) => [
+    check('apps_session_policy', sql`${table.sessionPolicy} in ('server', 'signed', 'anonymous')`),
+    index('apps_allowed_origins').using('gin', table.allowedOrigins),
+  ],
+);
+
+/** HS256 secrets of `signed` apps, sealed like provider keys; `retires_at` set = previous, verifying until then. */
+export const appSigningSecrets = pgTable(
+  'app_signing_secrets',
+  {
+    id: id(),
+    appId: uuid('app_id').notNull().references(() => apps.id),
+    ciphertext: text('ciphertext').notNull(),
+    iv: text('iv').notNull(),
+    keyVersion: integer('key_version').notNull(),
+    createdAt: createdAt(),
+    retiresAt: timestamp('retires_at', { withTimezone: true }),
+  },
+  (table) => [index('app_signing_secrets_app').on(table.appId)],
+);
 
 export const appFeatures = pgTable(
   'app_features',
@@ -97,7 +125,6 @@ export const wallets = pgTable(
       'wallets_non_negative_unless_receivable',
       sql`${table.allowNegative} or ${table.kind} = 'user' or ${table.receivable} or ${table.balance} >= 0`,
     ),
-
     uniqueIndex('wallets_system_kind').on(table.kind).where(sql`${table.endUserId} is null and ${table.developerId} is null`),
   ],
 );
@@ -174,8 +201,10 @@ export const virtualSessions = pgTable(
     endUserId: uuid('end_user_id').notNull().references(() => endUsers.id),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     createdAt: createdAt(),
+    /** Set when the developer revoked the session; the gateway and /v1/user/* refuse it from then on. */
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
   },
-  (table) => [index('virtual_sessions_expires').on(table.expiresAt)],
+  (table) => [index('virtual_sessions_expires').on(table.expiresAt), index('virtual_sessions_end_user').on(table.endUserId)],
 );
 
 export const providerCredentials = pgTable(
@@ -223,6 +252,39 @@ export const providerCredentialReservations = pgTable(
   (table) => [index('provider_credential_reservations_credential').on(table.credentialId)],
 );
 
+/** One gateway call from its authorization on (migration 0006): the idempotency claim and the record the sweeper books. */
+export const gatewayCalls = pgTable(
+  'gateway_calls',
+  {
+    id: uuid('id').primaryKey(),
+    /** `call:<id>`: the key of the call's hold, booking and budget reservation. */
+    moneyKey: text('money_key').notNull().unique(),
+    clientRequestId: text('client_request_id').notNull(),
+    fingerprint: text('fingerprint').notNull(),
+    appId: uuid('app_id').notNull().references(() => apps.id),
+    endUserId: uuid('end_user_id').notNull().references(() => endUsers.id),
+    featureKey: text('feature_key').notNull(),
+    routeMode: text('route_mode'),
+    provider: text('provider').notNull(),
+    model: text('model').notNull(),
+    providerCredentialId: uuid('provider_credential_id').references(() => providerCredentials.id),
+    boundInputTokens: integer('bound_input_tokens').notNull(),
+    boundOutputTokens: integer('bound_output_tokens').notNull(),
+    /** `in_flight`, `settled`, `abandoned`. */
+    status: text('status').notNull().default('in_flight'),
+    deadlineAt: timestamp('deadline_at', { withTimezone: true }).notNull(),
+    createdAt: createdAt(),
+    closedAt: timestamp('closed_at', { withTimezone: true }),
+  },
+  (table) => [
+    check('gateway_calls_status', sql`${table.status} in ('in_flight', 'settled', 'abandoned')`),
+    check('gateway_calls_bound_input_tokens_check', sql`${table.boundInputTokens} >= 0`),
+    check('gateway_calls_bound_output_tokens_check', sql`${table.boundOutputTokens} >= 0`),
+    uniqueIndex('gateway_calls_idempotency').on(table.endUserId, table.clientRequestId).where(sql`${table.status} <> 'abandoned'`),
+    index('gateway_calls_in_flight').on(table.deadlineAt).where(sql`${table.status} = 'in_flight'`),
+  ],
+);
+
 export const usageEvents = pgTable(
   'usage_events',
   {
@@ -246,9 +308,16 @@ export const usageEvents = pgTable(
     platformShareUsd: money('platform_share_usd').notNull(),
     providerCredentialId: uuid('provider_credential_id').references(() => providerCredentials.id),
     ledgerTransactionId: uuid('ledger_transaction_id').references(() => ledgerTransactions.id),
+    /** The client's x-request-id (correlation only); `request_id` is the server's money key. */
+    clientRequestId: text('client_request_id'),
+    callId: uuid('call_id').references(() => gatewayCalls.id),
+    /** The part of the retail the wallet could not cover when the booking was written anyway. */
+    receivableUsd: money('receivable_usd').notNull().default('0'),
     createdAt: createdAt(),
   },
   (table) => [
+    uniqueIndex('usage_events_call').on(table.callId).where(sql`${table.callId} is not null`),
+    index('usage_events_client_request').on(table.endUserId, table.clientRequestId),
     index('usage_events_end_user_created').on(table.endUserId, table.createdAt),
     index('usage_events_created').on(table.createdAt),
     index('usage_events_credential_created').on(table.providerCredentialId, table.createdAt),

@@ -10,6 +10,8 @@ export interface SessionPrincipal {
   endUserId: string;
   walletId: string;
   expiresAt: string;
+  /** The web origins the session's app allows (CORS answers them only). */
+  allowedOrigins: readonly string[];
 }
 
 export interface DeveloperPrincipal {
@@ -27,5 +29,7 @@ export interface AppEnv {
     database: () => Database;
     session: SessionPrincipal;
     developer: DeveloperPrincipal;
+    /** The web origins of the app a request turned out to concern, for the CORS answer (middleware/app-cors.ts). */
+    appOrigins: readonly string[] | undefined;
   };
 }

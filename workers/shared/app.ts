@@ -4,10 +4,10 @@
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
-import { cors } from 'hono/cors';
 import type { AppEnv } from './app-env.ts';
 import { intSetting, type ServiceName } from './env.ts';
 import { FaucetError } from './errors.ts';
+import { appCors } from './middleware/app-cors.ts';
 import { database } from './middleware/database.ts';
 import { observe } from './middleware/observe.ts';
 import { rateLimit, type RateLimitOptions } from './middleware/rate-limit.ts';
@@ -36,18 +36,9 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
     await next();
   });
   app.use('*', requestId());
-  // Browser apps call the API and the gateway directly with bearer tokens (no cookies), so any
-  // origin may; preflights are answered before rate limiting and auth.
-  app.use(
-    '*',
-    cors({
-      origin: '*',
-      allowHeaders: ['authorization', 'content-type', 'x-request-id'],
-      allowMethods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
-      exposeHeaders: ['x-request-id', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining'],
-      maxAge: 600,
-    }),
-  );
+  // Browser apps call the API and the gateway directly with bearer tokens (no cookies): CORS answers
+  // the origins the request's app lists; preflights are answered before rate limiting and auth.
+  app.use('*', appCors());
   app.use('*', observe());
   app.use('*', rateLimit({ ...options.rateLimit, exempt: ['/health'] }));
   app.use('*', (c, next) =>

@@ -88,20 +88,28 @@ export async function sql<T = Record<string, unknown>>(testEnv: TestEnv, text: s
   }
 }
 
-/** A session for a (by default new, random) end user of the demo app. */
+/** A session for a (by default new, random) end user of the demo app, minted as its developer's backend does. */
 export async function createSession(testEnv: TestEnv, externalUserId = `user-${crypto.randomUUID()}`) {
   const response = await call(api(), testEnv, '/v1/sessions', {
     json: { public_app_id: demoPublicAppId, external_user_id: externalUserId },
+    token: developerKey,
   });
   if (response.status !== 201) throw new Error(`session creation failed: ${response.status} ${await response.text()}`);
-  const body = (await response.json()) as { session_token: string; expires_at: string };
+  const body = (await response.json()) as { session_token: string; expires_at: string; session_id: string; user_ref: string };
   const [row] = await sql<{ wallet_id: string; end_user_id: string }>(
     testEnv,
     `select w.id as wallet_id, s.end_user_id from virtual_sessions s join wallets w on w.end_user_id = s.end_user_id
       where s.token_hash = $1`,
     [await sha256Hex(body.session_token)],
   );
-  return { token: body.session_token, expiresAt: body.expires_at, walletId: row!.wallet_id, endUserId: row!.end_user_id };
+  return {
+    token: body.session_token,
+    expiresAt: body.expires_at,
+    sessionId: body.session_id,
+    userRef: body.user_ref,
+    walletId: row!.wallet_id,
+    endUserId: row!.end_user_id,
+  };
 }
 
 /** Ids of the seed's demo rows. */

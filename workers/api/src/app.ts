@@ -1,13 +1,19 @@
 import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
+import type { FetchFunction } from '../../gateway/src/upstream/outbound-fetch.ts';
 import { registerAdminProviderKeyRoutes } from './routes/admin-provider-keys.ts';
+import { registerDeveloperAppIdentityRoutes } from './routes/developer-app-identity.ts';
 import { registerDeveloperProviderKeyRoutes } from './routes/developer-provider-keys.ts';
 import { registerMoneyRoutes } from './routes/money.ts';
 import { registerPaymentRoutes } from './routes/payments.ts';
+import { registerDeveloperSessionRoutes } from './routes/developer-sessions.ts';
 import { registerSessionRoutes } from './routes/sessions.ts';
 import { registerUserProviderKeyRoutes } from './routes/user-provider-keys.ts';
 
-/** The control API: sessions, wallets, provider keys, payments, admin and reports. */
-export function createApiApp(): ServiceApp {
+/**
+ * The control API: sessions, wallets, provider keys, payments, admin and reports. `fetch` is what
+ * fetches developers' JWKS (through the guarded outbound fetch); tests pass their own.
+ */
+export function createApiApp(dependencies: { fetch?: FetchFunction } = {}): ServiceApp {
   const app = createServiceApp({
     service: 'api',
     title: 'Faucet control API',
@@ -20,7 +26,9 @@ export function createApiApp(): ServiceApp {
     },
     defaultMaxBodyBytes: 256 * 1024,
   });
-  registerSessionRoutes(app);
+  registerSessionRoutes(app, { fetch: dependencies.fetch });
+  registerDeveloperAppIdentityRoutes(app);
+  registerDeveloperSessionRoutes(app);
   registerMoneyRoutes(app);
   registerPaymentRoutes(app);
   registerUserProviderKeyRoutes(app);

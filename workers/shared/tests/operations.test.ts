@@ -2,7 +2,7 @@ import parsePrometheus from 'parse-prometheus-text-format';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createServiceApp } from '../app.ts';
 import { FaucetError } from '../errors.ts';
-import { adminToken, api, call, createTestEnv, gateway, type TestEnv } from '../../test/harness.ts';
+import { adminToken, api, call, createSession, createTestEnv, gateway, sql, type TestEnv } from '../../test/harness.ts';
 
 /** A service app like the real ones, with routes that fail on purpose. */
 function probeApp(service: 'api' | 'gateway' = 'api') {
@@ -207,21 +207,52 @@ describe('metrics', () => {
   });
 });
 
-describe('CORS', () => {
-  it('answers a browser preflight and exposes the request ID', async () => {
-    const preflight = await call(gateway(), testEnv, '/v1/chat/completions', {
+describe("CORS: an app's web origins only", () => {
+  const listed = 'https://cors-listed.example';
+  const unlisted = 'https://cors-unlisted.example';
+  beforeAll(async () => {
+    await sql(testEnv, `update apps set allowed_origins = $1::jsonb where public_app_id = 'app_demo_local'`, [JSON.stringify([listed])]);
+  });
+  const preflight = (origin: string) =>
+    call(gateway(), testEnv, '/v1/chat/completions', {
       method: 'OPTIONS',
-      headers: {
-        origin: 'https://app.example',
-        'access-control-request-method': 'POST',
-        'access-control-request-headers': 'authorization, content-type',
-      },
+      headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
     });
-    expect(preflight.status).toBe(204);
-    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
-    expect(preflight.headers.get('access-control-allow-headers')).toContain('authorization');
-    const response = await call(api(), testEnv, '/health', { headers: { origin: 'https://app.example' } });
-    expect(response.headers.get('access-control-expose-headers')).toContain('x-request-id');
+
+  it('answers a preflight for an origin some app lists, and not for any other', async () => {
+    const allowed = await preflight(listed);
+    expect(allowed.status).toBe(204);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(listed);
+    expect(allowed.headers.get('access-control-allow-headers')).toContain('authorization');
+    const refused = await preflight(unlisted);
+    expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it("allows the session's app origins on the gateway and /v1/user/*, never *, and exposes the request ID", async () => {
+    const session = await createSession(testEnv);
+    for (const [app, path, init] of [
+      [gateway(), '/v1/chat/completions', { json: { model: 'mock:echo', messages: [{ role: 'user', content: 'hi' }] } }],
+      [api(), '/v1/user/wallet', {}],
+    ] as const) {
+      const allowed = await call(app, testEnv, path, { ...init, token: session.token, headers: { origin: listed } });
+      expect(allowed.headers.get('access-control-allow-origin')).toBe(listed);
+      expect(allowed.headers.get('access-control-expose-headers')).toContain('x-request-id');
+      const refused = await call(app, testEnv, path, { ...init, token: session.token, headers: { origin: unlisted } });
+      expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+    }
+  });
+
+  it("lets the app's page read the 401 of its expired session (so the SDK can renew it)", async () => {
+    const session = await createSession(testEnv);
+    await sql(testEnv, `update virtual_sessions set expires_at = now() - interval '1 second' where id = $1`, [session.sessionId]);
+    const response = await call(api(), testEnv, '/v1/user/wallet', { token: session.token, headers: { origin: listed } });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('access-control-allow-origin')).toBe(listed);
+  });
+
+  it('allows no origin on routes that concern no app', async () => {
+    const response = await call(api(), testEnv, '/health', { headers: { origin: listed } });
+    expect(response.headers.get('access-control-allow-origin')).toBeNull();
   });
 });
 

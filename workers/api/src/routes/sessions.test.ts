@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { api, call, createTestEnv, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
+import { api, call, createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -10,10 +10,18 @@ describe('POST /v1/sessions', () => {
   it('creates a session whose token is shown once and stored only as a hash', async () => {
     const response = await call(api(), testEnv, '/v1/sessions', {
       json: { public_app_id: demoPublicAppId, external_user_id: 'alice@example.com' },
+      token: developerKey,
     });
     expect(response.status).toBe(201);
-    const body = (await response.json()) as { session_token: string; expires_at: string; token_type: string };
+    const body = (await response.json()) as { session_token: string; expires_at: string; token_type: string; session_id: string; user_ref: string };
     expect(body.session_token).toMatch(/^fvs_[A-Za-z0-9_-]{43,}$/);
+    expect(body.session_id).toMatch(/^[0-9a-f-]{36}$/);
+    // The user reference for usage reports is not a plain hash of the user id (guessable for emails).
+    expect(body.user_ref).toMatch(/^[0-9a-f]{64}$/);
+    const plainHash = Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode('alice@example.com'))), (byte) =>
+      byte.toString(16).padStart(2, '0'),
+    ).join('');
+    expect(body.user_ref).not.toBe(plainHash);
     expect(body.token_type).toBe('Bearer');
     expect(Date.parse(body.expires_at) - Date.now()).toBeGreaterThan(800_000);
 
@@ -25,7 +33,7 @@ describe('POST /v1/sessions', () => {
 
   it('upserts the end user and one wallet across sessions', async () => {
     for (let index = 0; index < 2; index++) {
-      await call(api(), testEnv, '/v1/sessions', { json: { public_app_id: demoPublicAppId, external_user_id: 'bob' } });
+      await call(api(), testEnv, '/v1/sessions', { json: { public_app_id: demoPublicAppId, external_user_id: 'bob' }, token: developerKey });
     }
     const [row] = await sql<{ users: string; wallets: string }>(
       testEnv,
@@ -40,6 +48,7 @@ describe('POST /v1/sessions', () => {
   it('answers 404 for an unknown app', async () => {
     const response = await call(api(), testEnv, '/v1/sessions', {
       json: { public_app_id: 'app_missing', external_user_id: 'x' },
+      token: developerKey,
     });
     expect(response.status).toBe(404);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('not_found');
@@ -53,8 +62,9 @@ describe('POST /v1/sessions', () => {
     [{ public_app_id: demoPublicAppId, external_user_id: 'x'.repeat(300) }],
     [{ public_app_id: demoPublicAppId, external_user_id: 'bad\u0000id' }],
     [{ public_app_id: 'has spaces', external_user_id: 'x' }],
+    [{ public_app_id: demoPublicAppId, external_user_id: 'x', device_id: 'too-short' }],
   ])('rejects %j with 400 invalid_request', async (json) => {
-    const response = await call(api(), testEnv, '/v1/sessions', { json });
+    const response = await call(api(), testEnv, '/v1/sessions', { json, token: developerKey });
     expect(response.status).toBe(400);
     const body = (await response.json()) as { error: { code: string; request_id: string } };
     expect(body.error.code).toBe('invalid_request');

@@ -1,9 +1,21 @@
+/**
+ * `POST /v1/sessions`: a short-lived end-user session, minted only for a user the app vouches for
+ * (DESIGN §3, docs/identity.md). The public app ID names the app and proves nothing; the proof is
+ * the developer's key, a user token the developer signed, or — for `anonymous` apps only — a random
+ * device id. A browser origin the app does not list is refused. Nothing is written before the proof
+ * holds.
+ */
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '../../../shared/app.ts';
-import { hashExternalUserId, randomToken, sha256Hex } from '../../../shared/crypto.ts';
+import { userRef } from '../../../shared/auth/user-ref.ts';
+import { randomToken, sha256Hex } from '../../../shared/crypto.ts';
 import { intSetting } from '../../../shared/env.ts';
 import { FaucetError } from '../../../shared/errors.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
+import type { FetchFunction } from '../../../gateway/src/upstream/outbound-fetch.ts';
+import { provenUserHash } from '../identity/session-proof.ts';
+import { findAppIdentity } from '../identity/session-policy.ts';
+import { verifyingSigningSecrets } from '../identity/signing-secrets.ts';
 
 const CreateSessionBody = z
   .object({
@@ -12,7 +24,20 @@ const CreateSessionBody = z
       .string()
       .min(1)
       .max(256)
-      .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters'),
+      .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters')
+      .optional()
+      .openapi({ description: "The app's id of the end user; with the developer's key, or checked against user_token's sub" }),
+    user_token: z
+      .string()
+      .min(1)
+      .max(65_536)
+      .optional()
+      .openapi({ description: '`signed` apps: a JWT the developer signed (sub = user, aud = public_app_id, exp ≤ 10 min)' }),
+    device_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{22,128}$/, 'must be 22–128 base64url characters (at least 128 random bits)')
+      .optional()
+      .openapi({ description: '`anonymous` apps: a random device identity the app keeps' }),
   })
   .openapi('CreateSessionRequest');
 
@@ -21,25 +46,26 @@ const SessionResponse = z
     session_token: z.string().openapi({ description: 'fvs_… bearer token, shown once' }),
     token_type: z.literal('Bearer'),
     expires_at: z.string().openapi({ format: 'date-time' }),
+    session_id: z.string().openapi({ description: 'Names the session for revocation by the developer; not a credential' }),
+    user_ref: z.string().openapi({ description: 'Opaque reference of the end user for local usage reports (user_id_hash)' }),
   })
   .openapi('Session');
 
 const route = createRoute({
   method: 'post',
   path: '/v1/sessions',
-  summary: 'Create a short-lived end-user session for an app',
+  summary: 'Create a short-lived end-user session for an app (proof per the app\'s session policy)',
   request: { body: { required: true, content: { 'application/json': { schema: CreateSessionBody } } } },
   responses: {
     201: { description: 'Session created', content: { 'application/json': { schema: SessionResponse } } },
-    ...errorResponses(400, 404, 413, 429),
+    ...errorResponses(400, 401, 403, 404, 413, 429),
   },
 });
 
-/** One statement: find the app, upsert the end user and their wallet, store the session's hash. */
+/** One statement: upsert the end user and their wallet, store the session's hash. */
 const createSessionSql = `
-  with app as (select id from apps where public_app_id = $1),
-  end_user as (
-    insert into end_users (app_id, external_user_hash) select id, $2 from app
+  with end_user as (
+    insert into end_users (app_id, external_user_hash) values ($1, $2)
     on conflict (app_id, external_user_hash) do update set app_id = excluded.app_id
     returning id, app_id),
   wallet as (
@@ -47,27 +73,49 @@ const createSessionSql = `
     on conflict (end_user_id) do nothing returning id)
   insert into virtual_sessions (token_hash, app_id, end_user_id, expires_at)
   select $3, end_user.app_id, end_user.id, now() + make_interval(secs => $4) from end_user
-  returning expires_at`;
+  returning id, end_user_id, expires_at`;
 
-export function registerSessionRoutes(app: ServiceApp): void {
+export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchFunction } = {}): void {
+  const jwksFetch = options.fetch ?? ((request: Request) => fetch(request));
+
   app.openapi(route, async (c) => {
     const body = c.req.valid('json');
     const secret = c.env.SESSION_HASH_SECRET;
     if (!secret) throw new FaucetError('internal_error', 'SESSION_HASH_SECRET is not configured');
+    const { pool } = c.var.database();
+    const identity = await findAppIdentity(pool, body.public_app_id);
+    if (!identity) throw new FaucetError('not_found', 'Unknown public_app_id');
+    c.set('appOrigins', identity.allowedOrigins);
+    const origin = c.req.header('origin');
+    if (origin !== undefined && !identity.allowedOrigins.includes(origin)) {
+      throw new FaucetError('forbidden', "This origin is not among the app's allowed web origins");
+    }
+    const userHash = await provenUserHash(
+      {
+        authorization: c.req.header('authorization'),
+        externalUserId: body.external_user_id,
+        userToken: body.user_token,
+        deviceId: body.device_id,
+      },
+      identity,
+      {
+        pool,
+        hashSecret: secret,
+        verifier: { secrets: () => verifyingSigningSecrets(pool, c.env, identity.appId), fetch: jwksFetch },
+      },
+    );
     const ttlSeconds = Math.min(Math.max(intSetting(c.env.SESSION_TTL_SECONDS, 900), 1), 86_400);
     const token = randomToken('fvs_');
-    const { rows } = await c.var
-      .database()
-      .pool.query(createSessionSql, [
-        body.public_app_id,
-        await hashExternalUserId(secret, body.external_user_id),
-        await sha256Hex(token),
-        ttlSeconds,
-      ]);
+    const { rows } = await pool.query(createSessionSql, [identity.appId, userHash, await sha256Hex(token), ttlSeconds]);
     const row = rows[0];
-    if (!row) throw new FaucetError('not_found', 'Unknown public_app_id');
     return c.json(
-      { session_token: token, token_type: 'Bearer' as const, expires_at: new Date(row.expires_at).toISOString() },
+      {
+        session_token: token,
+        token_type: 'Bearer' as const,
+        expires_at: new Date(row.expires_at).toISOString(),
+        session_id: row.id as string,
+        user_ref: await userRef(secret, row.end_user_id),
+      },
       201,
     );
   });

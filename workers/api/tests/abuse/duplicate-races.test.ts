@@ -4,7 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fund } from '../../../gateway/test/gateway-test-kit.ts';
-import { adminToken, api, call, createSession, createTestEnv, gateway, sql, type TestEnv } from '../../../test/harness.ts';
+import { adminToken, api, call, createSession, createTestEnv, developerKey, gateway, sql, type TestEnv } from '../../../test/harness.ts';
 import { localUsageReport } from './abuse-kit.ts';
 
 let testEnv: TestEnv;
@@ -61,7 +61,7 @@ describe('duplicate requests racing each other', () => {
   it('sessions for one new external user created at once: all 201, one end user, one wallet', async () => {
     const externalUserId = `race-${crypto.randomUUID()}`;
     const responses = await race(() =>
-      call(api(), testEnv, '/v1/sessions', { json: { public_app_id: 'app_demo_local', external_user_id: externalUserId } }),
+      call(api(), testEnv, '/v1/sessions', { json: { public_app_id: 'app_demo_local', external_user_id: externalUserId }, token: developerKey }),
     );
     expect(statuses(responses)).toEqual(Array(racers).fill(201));
     const [counts] = await sql<{ users: number; wallets: number }>(

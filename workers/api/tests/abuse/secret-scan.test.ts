@@ -49,7 +49,7 @@ afterAll(() => vi.restoreAllMocks());
 
 describe('secret scan', () => {
   it('leaves no secret, token, raw user id or prompt text in logs, responses, CSVs or database columns', async () => {
-    const session = await send('session', api(), '/v1/sessions', { json: { public_app_id: 'app_demo_local', external_user_id: canary.externalUserId } }, 'session_token');
+    const session = await send('session', api(), '/v1/sessions', { json: { public_app_id: 'app_demo_local', external_user_id: canary.externalUserId }, token: developerKey }, 'session_token');
     sessionToken = (JSON.parse(session.text) as { session_token: string }).session_token;
     const bearer = { token: sessionToken };
 

@@ -11,6 +11,8 @@ export interface ProviderCredential {
   apiKey: string | null;
   /** Root of the provider's API, e.g. `https://api.openai.com/v1`. */
   baseUrl: string;
+  /** Local stacks only: the loopback `host:port` this base URL may name (a fake upstream; loopback-allowance.ts). */
+  allowLoopback?: string | null;
 }
 
 export interface ProviderCall {

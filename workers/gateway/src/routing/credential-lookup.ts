@@ -9,6 +9,7 @@ import type { Env } from '../../../shared/env.ts';
 import { FaucetError } from '../../../shared/errors.ts';
 import type { Usd } from '../../../shared/money/index.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
+import { loopbackAllowance, platformBaseUrl } from '../upstream/loopback-allowance.ts';
 import type { ModelReference } from './parse-model.ts';
 
 export type StoredCredentialKind = 'byok' | 'developer_key';
@@ -46,10 +47,15 @@ export const platformPoolOnly: CredentialLookup = {
   open: () => Promise.reject(new FaucetError('internal_error', 'No stored provider keys are configured')),
 };
 
-/** The platform's own key for a provider, from the Worker secrets; null when it has none. */
+/**
+ * The platform's own key for a provider, from the Worker secrets; null when it has none. Its API
+ * root may be overridden (`OPENAI_BASE_URL`), and outside production may name the one allowed
+ * loopback port (a local fake upstream).
+ */
 export function platformPoolCredential(env: Env, reference: ModelReference): ProviderCredential | null {
+  const baseUrl = platformBaseUrl(env, reference.provider, reference.entry.baseUrl);
   const secret = reference.entry.poolKeySecret;
   if (secret === null) return { apiKey: null, baseUrl: reference.entry.baseUrl };
   const apiKey = env[secret];
-  return typeof apiKey === 'string' && apiKey !== '' ? { apiKey, baseUrl: reference.entry.baseUrl } : null;
+  return typeof apiKey === 'string' && apiKey !== '' ? { apiKey, baseUrl, allowLoopback: loopbackAllowance(env) } : null;
 }

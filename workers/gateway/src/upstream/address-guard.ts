@@ -48,7 +48,12 @@ const refusedIpv4Ranges: Array<[string, number, string]> = [
   ['240.0.0.0', 4, 'reserved'],
 ];
 
-export function checkUpstreamUrl(raw: string): AddressVerdict {
+export interface AddressOptions {
+  /** The one loopback `host:port` a local stack may call (loopback-allowance.ts); null or absent: none. */
+  allowLoopback?: string | null;
+}
+
+export function checkUpstreamUrl(raw: string, options: AddressOptions = {}): AddressVerdict {
   let url: URL;
   try {
     url = new URL(raw);
@@ -57,6 +62,7 @@ export function checkUpstreamUrl(raw: string): AddressVerdict {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return refuse(`scheme ${url.protocol} is not allowed`);
   if (url.username !== '' || url.password !== '') return refuse('credentials in the URL are not allowed');
+  if (options.allowLoopback != null && url.host === options.allowLoopback) return { allowed: true, url };
 
   const host = url.hostname.toLowerCase().replace(/\.+$/, '');
   if (host === '') return refuse('no host');

@@ -10,6 +10,8 @@ export interface OutboundOptions {
   timeoutMs: number;
   /** Aborted when the caller no longer wants the answer (client went away). */
   signal?: AbortSignal;
+  /** The one loopback `host:port` a local stack may call (loopback-allowance.ts). */
+  allowLoopback?: string | null;
 }
 
 export const defaultUpstreamTimeoutMs = 120_000;
@@ -25,7 +27,7 @@ export async function outboundFetch(
   init: { method: string; headers: Record<string, string>; body?: string },
   options: OutboundOptions,
 ): Promise<Response> {
-  const verdict = checkUpstreamUrl(url);
+  const verdict = checkUpstreamUrl(url, { allowLoopback: options.allowLoopback ?? null });
   if (!verdict.allowed) {
     throw new FaucetError('upstream_error', `Refusing to call the upstream: ${verdict.reason}.`);
   }

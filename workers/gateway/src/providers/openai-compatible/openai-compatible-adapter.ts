@@ -22,7 +22,7 @@ export function createOpenAiCompatibleAdapter(context: ProviderContext): Provide
     const response = await outboundFetch(
       `${call.credential.baseUrl.replace(/\/+$/, '')}/chat/completions`,
       { method: 'POST', headers, body: JSON.stringify(body) },
-      { fetch: context.fetch, timeoutMs: context.upstreamTimeoutMs, ...(call.signal ? { signal: call.signal } : {}) },
+      { fetch: context.fetch, timeoutMs: context.upstreamTimeoutMs, allowLoopback: call.credential.allowLoopback ?? null, ...(call.signal ? { signal: call.signal } : {}) },
     );
     if (!response.ok) throw await failureFromResponse(response, label);
     return response;

@@ -1,0 +1,65 @@
+/**
+ * What vouches for the end user of a new session (docs/identity.md), decided before anything is
+ * written: the app developer's `fdk_` key (any policy: the developer's backend may always mint), a
+ * user token the developer signed (`signed`), or a random device id (`anonymous`). Returns the
+ * stored form of the end user's identity; every refusal is a 401 or 403.
+ */
+import { hashExternalUserId, sha256Hex } from '../../../shared/crypto.ts';
+import { FaucetError } from '../../../shared/errors.ts';
+import type { AppIdentity } from './session-policy.ts';
+import { verifyUserToken, type UserTokenVerifier } from './verify-user-token.ts';
+
+export interface SessionRequest {
+  authorization: string | undefined;
+  externalUserId: string | undefined;
+  userToken: string | undefined;
+  deviceId: string | undefined;
+}
+
+type Pool = { query(text: string, params: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> };
+
+export async function provenUserHash(
+  request: SessionRequest,
+  app: AppIdentity,
+  context: { pool: Pool; hashSecret: string; verifier: UserTokenVerifier },
+): Promise<string> {
+  if (request.authorization !== undefined) {
+    await requireAppDeveloper(request.authorization, app, context.pool);
+    if (request.externalUserId === undefined) throw new FaucetError('invalid_request', 'external_user_id is required');
+    return hashExternalUserId(context.hashSecret, request.externalUserId);
+  }
+  switch (app.sessionPolicy) {
+    case 'server':
+      throw new FaucetError(
+        'unauthorized',
+        "This app's sessions are created by its backend: send Authorization: Bearer fdk_… of the app's developer",
+      );
+    case 'signed': {
+      if (request.userToken === undefined) throw new FaucetError('unauthorized', 'This app needs a user_token signed by its developer');
+      const subject = await verifyUserToken(request.userToken, app, context.verifier);
+      if (request.externalUserId !== undefined && request.externalUserId !== subject) {
+        throw new FaucetError('unauthorized', 'user_token refused: its sub is not external_user_id');
+      }
+      return hashExternalUserId(context.hashSecret, subject);
+    }
+    case 'anonymous': {
+      if (request.externalUserId !== undefined || request.userToken !== undefined) {
+        throw new FaucetError('forbidden', "This app's sessions are anonymous: send device_id only (naming a user needs the developer's key)");
+      }
+      if (request.deviceId === undefined) throw new FaucetError('unauthorized', "This app's sessions need a device_id");
+      // Its own namespace: a device id can never collide with an external user id of the same app.
+      return hashExternalUserId(context.hashSecret, `anonymous-device:${request.deviceId}`);
+    }
+  }
+}
+
+async function requireAppDeveloper(authorization: string, app: AppIdentity, pool: Pool): Promise<void> {
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
+  if (token === undefined || !token.startsWith('fdk_') || token.length > 200) {
+    throw new FaucetError('unauthorized', 'Invalid developer key');
+  }
+  const { rows } = await pool.query('select id from developers where api_key_hash = $1', [await sha256Hex(token)]);
+  const developerId = rows[0]?.id;
+  if (developerId === undefined) throw new FaucetError('unauthorized', 'Invalid developer key');
+  if (developerId !== app.developerId) throw new FaucetError('forbidden', 'This developer key does not own the app');
+}

@@ -1,0 +1,63 @@
+/**
+ * CORS for browser apps, per app (docs/identity.md): an actual request gets
+ * `access-control-allow-origin` only when its `Origin` is one the request's app lists. The app is
+ * known from the session (`requireSession`), from the handler (`c.var.appOrigins`, set by
+ * `POST /v1/sessions` once it found the app), or else from the bearer session token. A preflight
+ * carries neither token nor body, so it is answered for any origin that some app lists; the actual
+ * request is then held to its own app's list. Requests carry bearer tokens, never cookies, so a
+ * preflight that lets a request through cannot spend anyone's credentials.
+ */
+import type { MiddlewareHandler } from 'hono';
+import type { AppEnv } from '../app-env.ts';
+import { hashSessionToken } from '../auth/require-session.ts';
+import { isOriginListedByAnyApp, originsOfSessionToken } from '../cors/origin-lookup.ts';
+import { waitUntil } from '../wait-until.ts';
+
+const allowHeaders = 'authorization, content-type, x-request-id';
+const allowMethods = 'GET, POST, PATCH, PUT, DELETE, OPTIONS';
+const exposeHeaders = 'x-request-id, retry-after, x-ratelimit-limit, x-ratelimit-remaining';
+
+export function appCors(): MiddlewareHandler<AppEnv> {
+  return async function appCorsMiddleware(c, next) {
+    const origin = c.req.header('origin');
+    const defer = (promise: Promise<unknown>) => waitUntil(c, promise);
+    if (c.req.method === 'OPTIONS' && origin !== undefined && c.req.header('access-control-request-method')) {
+      const headers: Record<string, string> = { vary: 'Origin' };
+      if (await listedSafely(() => isOriginListedByAnyApp(c.env, defer, origin))) {
+        Object.assign(headers, {
+          'access-control-allow-origin': origin,
+          'access-control-allow-headers': allowHeaders,
+          'access-control-allow-methods': allowMethods,
+          'access-control-max-age': '600',
+        });
+      }
+      return c.body(null, 204, headers);
+    }
+    await next();
+    if (origin === undefined) return;
+    c.header('vary', 'Origin', { append: true });
+    const origins = c.var.appOrigins ?? (await listedSafely(() => originsFromBearer(c.req.header('authorization'), (hash) => originsOfSessionToken(c.env, defer, hash))));
+    if (Array.isArray(origins) && origins.includes(origin)) {
+      c.header('access-control-allow-origin', origin);
+      c.header('access-control-expose-headers', exposeHeaders);
+    }
+  };
+}
+
+async function originsFromBearer(
+  authorization: string | undefined,
+  lookup: (tokenHash: string) => Promise<readonly string[]>,
+): Promise<readonly string[]> {
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+  const tokenHash = token === undefined ? undefined : await hashSessionToken(token);
+  return tokenHash === undefined ? [] : lookup(tokenHash);
+}
+
+/** CORS never turns an answer into an error: a failed lookup just leaves the origin unallowed. */
+async function listedSafely<T>(lookup: () => Promise<T>): Promise<T | false> {
+  try {
+    return await lookup();
+  } catch {
+    return false;
+  }
+}
