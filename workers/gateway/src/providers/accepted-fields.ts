@@ -43,7 +43,7 @@ export const acceptedFields: Record<ProviderProtocol, AcceptedFields> = {
   mock: openAiCompatible,
 };
 
-/** Throws 400 naming the first field (or role) of `request` that `protocol` may not send. */
+/** Throws 400 naming the first field (or role) of `request` that `protocol` may not send; null counts as absent. */
 export function refuseUnacceptedFields(protocol: ProviderProtocol, provider: string, request: ChatRequest): void {
   const accepted = acceptedFields[protocol];
   const extra = presentKeys(request).find((key) => !(accepted.request as readonly string[]).includes(key));
@@ -66,7 +66,7 @@ export function pickAcceptedFields(protocol: ProviderProtocol, request: ChatRequ
 
 function presentKeys(value: object): string[] {
   return Object.entries(value)
-    .filter(([, field]) => field !== undefined)
+    .filter(([, field]) => field != null)
     .map(([key]) => key);
 }
 
