@@ -63,7 +63,7 @@ export function signStripePayload(payload: string, secret: string, timestamp?: n
   });
 }
 
-function eventAround(type: string, object: Record<string, unknown>, options: EventOptions) {
+function eventAround<T extends Record<string, unknown>>(type: string, object: T, options: EventOptions) {
   return {
     id: options.eventId ?? randomStripeId('evt'),
     object: 'event',

@@ -5,6 +5,7 @@ import {
   applyBasisPoints,
   compareUsd,
   formatUsd,
+  multiplyByAmountRatio,
   parseDatabaseAmount,
   parseWireAmount,
   priceTokensExact,
@@ -120,6 +121,18 @@ describe('arithmetic', () => {
     expect(formatUsd(applyBasisPoints(amount, 5_000, 'up'))).toBe('0.00000002');
     expect(formatUsd(applyBasisPoints(usdFromUnits(1_000_000n), 2_000, 'up'))).toBe('0.00200000');
     expect(() => applyBasisPoints(amount, -1, 'up')).toThrowError(RangeError);
+  });
+
+  it('multiplies by a ratio of two amounts exactly, rounding only the result', () => {
+    const usd = parseWireAmount;
+    // 1 × 2/3 = 0.666666666… → down 0.66666666, up 0.66666667
+    expect(formatUsd(multiplyByAmountRatio(usd('1.00000000'), usd('2.00000000'), usd('3.00000000'), 'down'))).toBe('0.66666666');
+    expect(formatUsd(multiplyByAmountRatio(usd('1.00000000'), usd('2.00000000'), usd('3.00000000'), 'up'))).toBe('0.66666667');
+    // exact results are not moved by either rounding
+    expect(formatUsd(multiplyByAmountRatio(usd('7.00000000'), usd('0.25000000'), usd('1.00000000'), 'up'))).toBe('1.75000000');
+    // products beyond 2^64 units stay exact (bigint): 99 999 999.99999999 × 1/3
+    expect(formatUsd(multiplyByAmountRatio(usd('99999999.99999999'), usd('0.00000001'), usd('0.00000003'), 'down'))).toBe('33333333.33333333');
+    expect(() => multiplyByAmountRatio(usd('1.00000000'), usd('1.00000000'), usd('0.00000000'), 'down')).toThrowError(RangeError);
   });
 });
 

@@ -70,11 +70,12 @@ describe('POST /v1/admin/wallets/{wallet_id}/adjustments', () => {
   it('refuses a debit beyond the balance with 402 insufficient_balance', async () => {
     const { walletId } = await createSession(testEnv);
     await adjust(walletId, { kind: 'adjustment', direction: 'credit', amount_usd: '1.00000000', reason: 'seed' });
-    const response = await adjust(walletId, { kind: 'chargeback', direction: 'debit', amount_usd: '1.00000001', reason: 'dispute' });
+    // (A chargeback is the exception: it is booked below zero, admin-adjustments.chargeback.test.ts.)
+    const response = await adjust(walletId, { kind: 'refund', direction: 'debit', amount_usd: '1.00000001', reason: 'refund' });
     expect(response.status).toBe(402);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('insufficient_balance');
     expect(await balanceOf(walletId)).toBe('1.00000000');
-    const exact = await adjust(walletId, { kind: 'chargeback', direction: 'debit', amount_usd: '1.00000000', reason: 'dispute' });
+    const exact = await adjust(walletId, { kind: 'refund', direction: 'debit', amount_usd: '1.00000000', reason: 'refund' });
     expect(exact.status).toBe(201);
     expect(await balanceOf(walletId)).toBe('0.00000000');
   });

@@ -7,7 +7,7 @@ import { liveModeAllowed, verifyStripeEvent } from '../../../shared/payments/str
 const Response = z
   .object({
     received: z.literal(true),
-    credited: z.boolean().describe('true only when this delivery credited a wallet'),
+    credited: z.boolean().describe('true only when this delivery credited a wallet (a paid checkout or a won dispute)'),
     outcome: z.string(),
   })
   .openapi('StripeWebhookReceipt');
@@ -15,7 +15,8 @@ const Response = z
 const route = createRoute({
   method: 'post',
   path: '/v1/webhooks/stripe',
-  summary: 'Stripe webhook: verified on the raw body; a paid checkout session credits its wallet exactly once',
+  summary:
+    'Stripe webhook: verified on the raw body; a paid checkout session credits its wallet exactly once, refunds and disputes of its charge debit it (even below zero) once',
   request: { headers: z.object({ 'stripe-signature': z.string().optional() }) },
   responses: {
     200: { description: 'Acknowledged', content: { 'application/json': { schema: Response } } },
