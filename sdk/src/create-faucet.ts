@@ -7,7 +7,7 @@ import { localChat, localChatStream, type LocalChatConfig } from './local/local-
 import { flushUsageReports } from './local/report-delivery.ts';
 import { UsageQueue } from './local/usage-queue.ts';
 import { completionText, featureInputToMessages } from './messages.ts';
-import { SessionManager } from './session.ts';
+import { SessionManager, type SessionSource } from './session.ts';
 import type {
   BridgeDiagnosis,
   BridgeInfo,
@@ -27,8 +27,18 @@ import { getWallet, listUsage, type UserAccountConfig } from './user-account.ts'
 
 export interface FaucetOptions {
   publicAppId: string;
-  /** The end user as your app knows them; the control API stores only an HMAC of it, the bridge sees only its SHA-256. */
-  user: { id: string };
+  /**
+   * The end user as your app knows them, sent as `external_user_id` when neither `session` nor
+   * `userToken` is given — which `server` and `signed` apps refuse (docs/identity.md).
+   */
+  user?: { id: string };
+  /**
+   * A session from your backend, which called `POST /v1/sessions` with its developer key: return
+   * that answer (or just its `session_token`). Called again when the session expires or is refused.
+   */
+  session?: () => Promise<string | Session>;
+  /** For `signed` apps: a short-lived JWT your backend signed (sub = user, aud = app); called again on expiry. */
+  userToken?: () => Promise<string>;
   /** Control API, e.g. `https://api.example.com` (sessions, wallet, usage). */
   baseUrl: string;
   /** Gateway for chat; defaults to `baseUrl`. */
@@ -85,7 +95,11 @@ function requireText(value: unknown, name: string): string {
 
 export function createFaucet(options: FaucetOptions): FaucetClient {
   const publicAppId = requireText(options.publicAppId, 'publicAppId');
-  const userId = requireText(options.user?.id, 'user.id');
+  const source: SessionSource = options.session
+    ? { kind: 'backend', session: options.session }
+    : options.userToken
+      ? { kind: 'user-token', userToken: options.userToken }
+      : { kind: 'user-id', userId: requireText(options.user?.id, 'user.id (or session, or userToken)') };
   const baseUrl = trimSlash(requireText(options.baseUrl, 'baseUrl'));
   const gatewayBaseUrl = trimSlash(options.gatewayBaseUrl ?? baseUrl);
   const bridgeUrl = trimSlash(options.bridgeUrl ?? defaultBridgeUrl);
@@ -97,10 +111,10 @@ export function createFaucet(options: FaucetOptions): FaucetClient {
     retry: { ...defaultRetryOptions, ...options.retry },
     onRetry: options.onRetry,
   };
-  const sessions = new SessionManager({ transport, baseUrl, publicAppId, userId, now: options.now ?? Date.now });
+  const sessions = new SessionManager({ transport, baseUrl, publicAppId, source, now: options.now ?? Date.now });
   const queue = new UsageQueue();
   const cloud: CloudChatConfig = { transport, gatewayBaseUrl, sessions };
-  const local: LocalChatConfig = { transport, bridgeUrl, sessions, queue, publicAppId, userId };
+  const local: LocalChatConfig = { transport, bridgeUrl, sessions, queue, publicAppId };
   const account: UserAccountConfig = { transport, baseUrl, sessions };
 
   const chat = (chatOptions: ChatOptions) => (chatOptions.routeMode === 'local' ? localChat(local, chatOptions) : cloudChat(cloud, chatOptions));

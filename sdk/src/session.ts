@@ -1,13 +1,25 @@
 import { FaucetError } from './errors.ts';
 import { throwIfAborted } from './http/deadline.ts';
+import { sha256Hex } from './ids.ts';
 import { requestJson, type TransportConfig } from './http/transport.ts';
 import type { Session } from './types.ts';
+
+/**
+ * Where sessions come from (docs/identity.md): the developer's backend (`session`: its
+ * `POST /v1/sessions` answer, or just the token), a user token the developer signed (`userToken`,
+ * exchanged here), or — for apps without either — the user id alone (refused by `server` and
+ * `signed` apps).
+ */
+export type SessionSource =
+  | { kind: 'backend'; session: () => Promise<string | Session> }
+  | { kind: 'user-token'; userToken: () => Promise<string> }
+  | { kind: 'user-id'; userId: string };
 
 export interface SessionConfig {
   transport: TransportConfig;
   baseUrl: string;
   publicAppId: string;
-  userId: string;
+  source: SessionSource;
   now: () => number;
 }
 
@@ -42,6 +54,16 @@ export class SessionManager {
     const cached = this.cached;
     if (cached && this.config.now() < cached.refreshAt) return cached.session.session_token;
     return (await this.start(signal, false)).session.session_token;
+  }
+
+  /**
+   * The end user's opaque reference for local usage reports: the session's `user_ref`; for a bare
+   * token from the backend (no `user_ref` known), a hash of the session token, which names no user.
+   */
+  async userRef(signal?: AbortSignal): Promise<string> {
+    const token = await this.token(signal);
+    const session = this.cached?.session;
+    return session?.user_ref ?? sha256Hex(`session:${token}`);
   }
 
   /** Forgets `token` if it is still the cached one (the server refused it). */
@@ -82,21 +104,35 @@ export class SessionManager {
   }
 
   private async fetchSession(): Promise<CachedSession> {
-    const { transport, baseUrl, publicAppId, userId, now } = this.config;
-    const session = await requestJson<Session>(transport, {
-      method: 'POST',
-      url: `${baseUrl}/v1/sessions`,
-      body: { public_app_id: publicAppId, external_user_id: userId },
-      what: 'Session request',
-    });
+    const { session, expiresAt } = await this.obtainSession();
+    const receivedAt = this.config.now();
+    const margin = Math.min(maxRefreshMarginMs, Math.max(0, expiresAt - receivedAt) / 5);
+    this.cached = { session, expiresAt, refreshAt: expiresAt - margin };
+    return this.cached;
+  }
+
+  private async obtainSession(): Promise<{ session: Session; expiresAt: number }> {
+    const { transport, baseUrl, publicAppId, source } = this.config;
+    let session: Session;
+    if (source.kind === 'backend') {
+      const given = await source.session();
+      // A bare token of unknown lifetime is kept until the server refuses it (401), then obtained again.
+      if (typeof given === 'string' && given !== '') {
+        return { session: { session_token: given, token_type: 'Bearer', expires_at: '' }, expiresAt: Number.POSITIVE_INFINITY };
+      }
+      session = given as Session;
+    } else {
+      const body =
+        source.kind === 'user-token'
+          ? { public_app_id: publicAppId, user_token: await source.userToken() }
+          : { public_app_id: publicAppId, external_user_id: source.userId };
+      session = await requestJson<Session>(transport, { method: 'POST', url: `${baseUrl}/v1/sessions`, body, what: 'Session request' });
+    }
     const expiresAt = Date.parse(session?.expires_at);
     if (typeof session?.session_token !== 'string' || Number.isNaN(expiresAt)) {
       throw new FaucetError('invalid_response', 'Session answer lacks session_token or expires_at');
     }
-    const receivedAt = now();
-    const margin = Math.min(maxRefreshMarginMs, Math.max(0, expiresAt - receivedAt) / 5);
-    this.cached = { session, expiresAt, refreshAt: expiresAt - margin };
-    return this.cached;
+    return { session, expiresAt };
   }
 }
 

@@ -73,6 +73,10 @@ export interface Session {
   session_token: string;
   token_type: 'Bearer';
   expires_at: string;
+  /** Names the session for revocation by the developer; not a credential. */
+  session_id?: string;
+  /** Opaque reference of the end user, sent in local usage reports instead of any hash of the user id. */
+  user_ref?: string;
 }
 
 export interface Wallet {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { sendError, sendJson, startFakeServer, type FakeServer, type RecordedRequest } from './fake-server.ts';
 
@@ -81,7 +82,15 @@ export async function startFakeFaucet(options: { sessionTtlSeconds?: number } = 
       const token = `fvs_fakesession${String(sessions.length + 1).padStart(8, '0')}`;
       sessions.push(token);
       valid.set(token, Date.now() + ttlMs);
-      return sendJson(response, 201, { session_token: token, token_type: 'Bearer', expires_at: new Date(Date.now() + ttlMs).toISOString() });
+      // The real server's user_ref is an HMAC under its secret; any value the client cannot derive will do here.
+      const userRef = createHash('sha256').update(`fake-server-secret:${request.body}`).digest('hex');
+      return sendJson(response, 201, {
+        session_token: token,
+        token_type: 'Bearer',
+        expires_at: new Date(Date.now() + ttlMs).toISOString(),
+        session_id: `00000000-0000-4000-8000-${String(sessions.length).padStart(12, '0')}`,
+        user_ref: userRef,
+      });
     }
     if (!authorized(request)) return sendError(response, 401, 'unauthorized', requestId);
     if (request.method === 'GET' && path === '/v1/user/wallet') {

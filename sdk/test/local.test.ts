@@ -34,7 +34,8 @@ describe('local route', () => {
     expect(JSON.parse(report!.body)).toEqual({
       request_id: answer.faucet.request_id,
       public_app_id: 'app_fake_demo',
-      user_id_hash: createHash('sha256').update('user-42@example.com').digest('hex'),
+      // The server's opaque user_ref from the session answer, never a hash of the raw user id.
+      user_id_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
       feature: 'chat',
       route_mode: 'local',
       provider: 'ollama',
@@ -45,6 +46,10 @@ describe('local route', () => {
       occurred_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     expect(client.local.pendingUsageReports()).toEqual([]);
+    const userIdHash = JSON.parse(report!.body).user_id_hash as string;
+    const sessionRequest = faucet!.requestsTo('/v1/sessions')[0]!.body;
+    expect(userIdHash).toBe(createHash('sha256').update(`fake-server-secret:${sessionRequest}`).digest('hex'));
+    expect(userIdHash).not.toBe(createHash('sha256').update('user-42@example.com').digest('hex'));
   });
 
   it('never sends the raw user ID to the bridge', async () => {

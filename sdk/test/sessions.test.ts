@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { Session } from '../src/types.ts';
 import { clientFor } from './client-for.ts';
 import { startFakeFaucet, type FakeFaucet } from './fake-faucet.ts';
 import { sendError, sendJson, startFakeServer } from './fake-server.ts';
@@ -117,5 +118,62 @@ describe('sessions', () => {
     faucet = await startFakeFaucet();
     const session = await clientFor(faucet.url).createSession();
     expect(session).toMatchObject({ session_token: 'fvs_fakesession00000001', token_type: 'Bearer' });
+  });
+});
+
+describe('sessions from the developer backend or a signed user token', () => {
+  it("asks the app's backend for a session (session()), and again once the server refuses it", async () => {
+    faucet = await startFakeFaucet();
+    const server = faucet;
+    let asked = 0;
+    // The app's backend: it calls POST /v1/sessions with its developer key; here the fake plays both.
+    const session = async () => {
+      asked++;
+      const response = await fetch(`${server.url}/v1/sessions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ public_app_id: server.publicAppId, external_user_id: 'backend-user' }),
+      });
+      return (await response.json()) as Session;
+    };
+    const client = clientFor(server.url, { user: undefined, session });
+    await client.chat({ feature: 'chat', input: 'a' });
+    await client.chat({ feature: 'chat', input: 'b' });
+    expect(asked).toBe(1);
+    server.expireAllSessions();
+    await client.chat({ feature: 'chat', input: 'c' });
+    expect(asked).toBe(2);
+    expect(chatTokens(server)).toEqual(['Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000002']);
+  });
+
+  it('accepts a bare session token from the backend, kept until the server refuses it', async () => {
+    faucet = await startFakeFaucet();
+    const server = faucet;
+    const tokens: string[] = [];
+    const session = async () => {
+      const response = await fetch(`${server.url}/v1/sessions`, { method: 'POST', body: JSON.stringify({ public_app_id: server.publicAppId, external_user_id: 'u' }) });
+      const token = ((await response.json()) as { session_token: string }).session_token;
+      tokens.push(token);
+      return token;
+    };
+    const client = clientFor(server.url, { user: undefined, session });
+    await client.getWallet();
+    server.expireAllSessions();
+    await client.getWallet();
+    expect(tokens).toEqual(['fvs_fakesession00000001', 'fvs_fakesession00000002']);
+  });
+
+  it('exchanges a signed user token (userToken()) for a session, with a fresh token on expiry, and never sends a user id', async () => {
+    faucet = await startFakeFaucet();
+    let minted = 0;
+    const userToken = async () => `header.payload-${++minted}.signature`;
+    const client = clientFor(faucet.url, { user: undefined, userToken });
+    await client.chat({ feature: 'chat', input: 'a' });
+    faucet.expireAllSessions();
+    await client.chat({ feature: 'chat', input: 'b' });
+    expect(faucet.requestsTo('/v1/sessions').map((request) => JSON.parse(request.body))).toEqual([
+      { public_app_id: 'app_fake_demo', user_token: 'header.payload-1.signature' },
+      { public_app_id: 'app_fake_demo', user_token: 'header.payload-2.signature' },
+    ]);
   });
 });

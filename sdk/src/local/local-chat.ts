@@ -12,7 +12,6 @@ import { buildUsageReport } from './usage-report.ts';
 
 export interface LocalChatConfig extends BridgeConfig, ReportDeliveryConfig {
   publicAppId: string;
-  userId: string;
 }
 
 function bridgeBody(messages: ChatMessage[], model: string, options: ChatOptions, stream: boolean): Record<string, unknown> {
@@ -28,7 +27,7 @@ async function finishLocalCall(config: LocalChatConfig, requestId: string, resol
   const report = await buildUsageReport({
     requestId,
     publicAppId: config.publicAppId,
-    userId: config.userId,
+    userRef: await config.sessions.userRef(),
     feature,
     provider: resolved.provider,
     model: resolved.model,
