@@ -23,9 +23,11 @@ const demoPage = await startDemoServer({
   featureKey: stack.featureKey,
 });
 
+// The demo app's session policy is `server` (docs/identity.md): your backend mints sessions with the developer key.
 const curl = [
-  `TOKEN=$(curl -s -X POST ${stack.apiUrl}/v1/sessions -H 'content-type: application/json' \\`,
-  `  -d '{"public_app_id":"${stack.publicAppId}","external_user_id":"${stack.demoExternalUserId}"}' | sed -E 's/.*"session_token":"([^"]+)".*/\\1/')`,
+  `TOKEN=$(curl -s -X POST ${stack.apiUrl}/v1/sessions -H "authorization: Bearer ${stack.developerKey}" \\`,
+  `  -H 'content-type: application/json' -d '{"public_app_id":"${stack.publicAppId}","external_user_id":"${stack.demoExternalUserId}"}' \\`,
+  `  | sed -E 's/.*"session_token":"([^"]+)".*/\\1/')`,
   `curl -s ${stack.gatewayUrl}/v1/chat/completions -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \\`,
   `  -d '{"model":"mock:echo","feature":"${stack.featureKey}","messages":[{"role":"user","content":"Hello Faucet"}]}'`,
 ].join('\n');
