@@ -58,7 +58,7 @@ export function platformCall(inputTokens: number, outputTokens: number): RatedUs
   return rateUsage({ routeMode: 'platform', provider: 'mock', model: 'echo', inputTokens, outputTokens, estimated: false });
 }
 
-/** Ledger invariants in one query: unbalanced transactions, balance mismatches, negative wallets. */
+/** Ledger invariants in one query: unbalanced transactions, balance mismatches, wallets below zero beyond their receivables. */
 export async function ledgerViolations(testEnv: TestEnv): Promise<{ unbalanced: number; mismatched: number; negative: number }> {
   const [row] = await sql<{ unbalanced: number; mismatched: number; negative: number }>(
     testEnv,
@@ -66,7 +66,11 @@ export async function ledgerViolations(testEnv: TestEnv): Promise<{ unbalanced: 
        (select count(*) from (select transaction_id from ledger_entries group by transaction_id having sum(amount) <> 0) t)::int as unbalanced,
        (select count(*) from wallets w
          where faucet_wallet_balance(w.id) <> coalesce((select sum(amount) from ledger_entries e where e.wallet_id = w.id), 0))::int as mismatched,
-       (select count(*) from wallets where not allow_negative and not receivable and (balance < 0 or faucet_wallet_balance(id) < 0))::int as negative`,
+       -- Below zero only by recorded receivables (chargebacks, clawbacks, usage past its hold), as reconciliation checks.
+       (select count(*) from wallets w where not w.allow_negative and (w.balance < 0 or faucet_wallet_balance(w.id) < 0)
+         and -faucet_wallet_balance(w.id) > (select coalesce(sum(r.amount), 0) from receivables r where r.wallet_id = w.id)
+           + (select coalesce(sum(u.receivable_usd), 0) from usage_events u where w.end_user_id is not null and u.end_user_id = w.end_user_id)
+       )::int as negative`,
   );
   return row!;
 }

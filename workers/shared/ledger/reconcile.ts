@@ -81,9 +81,8 @@ export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconci
     db,
     sql`select w.id, w.kind, faucet_wallet_balance(w.id) as balance,
                ((select coalesce(sum(r.amount), 0) from receivables r where r.wallet_id = w.id)
-                -- Usage booked past its hold (0006) records its shortfall on the usage row; read through
-                -- jsonb so that this query does not depend on which migration added the column.
-                + (select coalesce(sum((to_jsonb(u) ->> 'receivable_usd')::numeric), 0) from usage_events u
+                -- Usage booked past its hold (0006) records its shortfall on the usage row.
+                + (select coalesce(sum(u.receivable_usd), 0) from usage_events u
                    where w.end_user_id is not null and u.end_user_id = w.end_user_id))::numeric(20, 8) as recorded
         from wallets w
         where not w.allow_negative and (w.balance < 0 or faucet_wallet_balance(w.id) < 0) order by w.id`,
