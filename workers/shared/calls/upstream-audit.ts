@@ -52,7 +52,7 @@ export async function auditUpstreamCalls(db: LedgerDatabase, reported: ReportedU
       sql`select g.id::text as call_id, count(u.id)::int as bookings,
                  coalesce(sum(u.input_tokens), 0)::int as input_tokens, coalesce(sum(u.output_tokens), 0)::int as output_tokens
             from gateway_calls g left join usage_events u on u.request_id = g.money_key
-           where g.id::text = any (${slice}::text[])
+           where g.id::text in (${sql.join(slice.map((id) => sql`${id}`), sql`, `)})
            group by g.id`,
     );
     for (const row of rows) booked.set(row.call_id, row);

@@ -1,0 +1,256 @@
+/**
+ * What an attacker's script does against a running stack, over real HTTP: get a session for a user
+ * the demo app vouches for (the developer key, as the app's backend would), fund it, make platform
+ * calls it can cut at any point, file local usage reports; and what the books say of each call.
+ */
+import pg from 'pg';
+import { hashExternalUserId } from '../../workers/shared/crypto.ts';
+import { testSecrets } from '../setup/test-secrets.ts';
+
+export interface AttackTarget {
+  apiUrl: string;
+  gatewayUrl: string;
+  publicAppId: string;
+  featureKey: string;
+  adminToken: string;
+  databaseUrl: string;
+}
+
+export interface Attacker {
+  token: string;
+  walletId: string;
+  /** The user reference local usage reports name (user_id_hash). */
+  userRef: string;
+}
+
+const json = (body: unknown) => ({ 'content-type': 'application/json', body: JSON.stringify(body) });
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const { body: text, ...contentType } = json(body);
+  const response = await fetch(url, { method: 'POST', headers: { ...contentType, ...headers }, body: text });
+  return { status: response.status, body: (await response.json().catch(() => ({}))) as Record<string, unknown> };
+}
+
+/** A fresh end user of the demo app, its session minted by the app's backend, with `fundUsd` of test money. */
+export async function newAttacker(target: AttackTarget, name: string, fundUsd: string): Promise<Attacker> {
+  const externalUserId = `attacker-${name}-${crypto.randomUUID()}`;
+  const session = await post(
+    `${target.apiUrl}/v1/sessions`,
+    { public_app_id: target.publicAppId, external_user_id: externalUserId },
+    { authorization: `Bearer ${testSecrets.DEMO_DEVELOPER_KEY}` },
+  );
+  if (session.status !== 201) throw new Error(`session: HTTP ${session.status}`);
+  const token = session.body.session_token as string;
+  const wallet = await fetch(`${target.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${token}` } });
+  const walletId = ((await wallet.json()) as { wallet_id: string }).wallet_id;
+  if (fundUsd !== '0.00000000') {
+    const credit = await post(`${target.apiUrl}/v1/admin/wallets/${walletId}/credit-test-balance`, { amount_usd: fundUsd }, { authorization: `Bearer ${target.adminToken}` });
+    if (credit.status !== 201 && credit.status !== 200) throw new Error(`credit: HTTP ${credit.status}`);
+  }
+  const userRef = (session.body.user_ref as string | undefined) ?? (await hashExternalUserId(testSecrets.SESSION_HASH_SECRET, externalUserId));
+  return { token, walletId, userRef };
+}
+
+export async function walletOf(target: AttackTarget, attacker: Attacker): Promise<{ balance_usd: string; held_usd: string; available_usd: string }> {
+  const response = await fetch(`${target.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${attacker.token}` } });
+  return (await response.json()) as { balance_usd: string; held_usd: string; available_usd: string };
+}
+
+/** Where a streamed call is cut by its client. */
+export type AbortPoint = 'never' | 'before_headers' | 'after_role' | 'mid_content' | 'after_last_content';
+
+export interface CallResult {
+  status: number;
+  code: string | null;
+  callId: string | null;
+  /** Content the attacker received. */
+  content: string;
+  /** The charge the gateway announced (`faucet.charge.amount_usd`), if the attacker saw one. */
+  chargedUsd: string | null;
+  /** What ended the exchange from the attacker's side. */
+  ending: string;
+}
+
+export interface ChatOptions {
+  requestId?: string;
+  stream?: boolean;
+  abortAt?: AbortPoint;
+  /** For `before_headers`: abort after this many ms. */
+  abortAfterMs?: number;
+}
+
+/** One gateway call as an attacker makes it, cut where asked. */
+export async function attackChat(target: AttackTarget, attacker: Attacker, body: Record<string, unknown>, options: ChatOptions = {}): Promise<CallResult> {
+  const abortAt = options.abortAt ?? 'never';
+  const controller = new AbortController();
+  const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${attacker.token}` };
+  if (options.requestId) headers['x-request-id'] = options.requestId;
+  const stream = options.stream ?? false;
+  const timer = abortAt === 'before_headers' ? setTimeout(() => controller.abort(), options.abortAfterMs ?? 300) : undefined;
+  let response: Response;
+  try {
+    response = await fetch(`${target.gatewayUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ feature: target.featureKey, ...body, stream }),
+      signal: controller.signal,
+    });
+  } catch {
+    return { status: 0, code: null, callId: null, content: '', chargedUsd: null, ending: 'aborted before headers' };
+  } finally {
+    clearTimeout(timer);
+  }
+  const callId = response.headers.get('x-faucet-call-id');
+  if (response.status !== 200 || !stream) {
+    const parsed = (await response.json().catch(() => ({}))) as {
+      error?: { code?: string };
+      choices?: Array<{ message?: { content?: string } }>;
+      faucet?: { charge?: { amount_usd?: string } };
+    };
+    return {
+      status: response.status,
+      code: parsed.error?.code ?? null,
+      callId,
+      content: parsed.choices?.map((choice) => choice.message?.content ?? '').join('') ?? '',
+      chargedUsd: parsed.faucet?.charge?.amount_usd ?? null,
+      ending: response.status === 200 ? 'complete' : `error ${parsed.error?.code}`,
+    };
+  }
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let content = '';
+  let chargedUsd: string | null = null;
+  let sawRole = false;
+  let contentChunks = 0;
+  let ending = 'stream ended without [DONE]';
+  const cut = async (why: string) => {
+    ending = why;
+    await reader.cancel().catch(() => undefined);
+    controller.abort();
+  };
+  reading: for (;;) {
+    const step = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+    if (step.done) break;
+    buffer += decoder.decode(step.value, { stream: true });
+    let boundary: number;
+    while ((boundary = buffer.indexOf('\n\n')) >= 0) {
+      const event = buffer.slice(0, boundary).trim();
+      buffer = buffer.slice(boundary + 2);
+      if (!event.startsWith('data: ')) continue;
+      const data = event.slice(6);
+      if (data === '[DONE]') {
+        ending = 'complete';
+        break reading;
+      }
+      const parsed = JSON.parse(data) as {
+        object?: string;
+        error?: { code?: string };
+        choices?: Array<{ delta?: { role?: string; content?: string }; finish_reason?: string | null }>;
+        faucet?: { charge?: { amount_usd?: string } };
+      };
+      if (parsed.error) ending = `error event ${parsed.error.code}`;
+      if (parsed.object === 'faucet.usage') chargedUsd = parsed.faucet?.charge?.amount_usd ?? null;
+      for (const choice of parsed.choices ?? []) {
+        if (choice.delta?.role) sawRole = true;
+        if (choice.delta?.content) {
+          content += choice.delta.content;
+          contentChunks += 1;
+        }
+        if (abortAt === 'after_last_content' && choice.finish_reason) {
+          await cut('aborted after the last content chunk');
+          break reading;
+        }
+      }
+      if (abortAt === 'after_role' && sawRole) {
+        await cut('aborted after the role chunk');
+        break reading;
+      }
+      if (abortAt === 'mid_content' && contentChunks >= 2) {
+        await cut('aborted mid-content');
+        break reading;
+      }
+    }
+  }
+  return { status: 200, code: null, callId, content, chargedUsd, ending };
+}
+
+export interface LocalReportResult {
+  status: number;
+  chargedUsd: string | null;
+}
+
+/** A local usage report (the bridge's path) under a request id the attacker chose. */
+export async function reportLocalUsage(target: AttackTarget, attacker: Attacker, requestId: string, tokens: { input: number; output: number }): Promise<LocalReportResult> {
+  const outcome = await post(
+    `${target.apiUrl}/v1/usage/local`,
+    {
+      request_id: requestId,
+      public_app_id: target.publicAppId,
+      user_id_hash: attacker.userRef,
+      route_mode: 'local',
+      provider: 'ollama',
+      model: 'llama3',
+      input_tokens: tokens.input,
+      output_tokens: tokens.output,
+      estimated: false,
+      occurred_at: new Date().toISOString(),
+    },
+    { authorization: `Bearer ${attacker.token}` },
+  );
+  return { status: outcome.status, chargedUsd: ((outcome.body.charge as { amount_usd?: string } | undefined)?.amount_usd) ?? null };
+}
+
+export interface Booking {
+  inputTokens: number;
+  outputTokens: number;
+  retailUsd: string;
+  estimated: boolean;
+  receivableUsd: string;
+}
+
+/** Direct reads of the books (the attacker cannot do these; the suite checks with them). */
+export class Books {
+  private readonly pool: pg.Pool;
+
+  constructor(databaseUrl: string) {
+    this.pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  }
+
+  async bookingsOf(callId: string | null): Promise<Booking[]> {
+    if (callId === null) return [];
+    const { rows } = await this.pool.query(
+      `select input_tokens, output_tokens, retail_usd::text, estimated, receivable_usd::text from usage_events where call_id = $1`,
+      [callId],
+    );
+    return rows.map((row: Record<string, unknown>) => ({
+      inputTokens: row.input_tokens as number,
+      outputTokens: row.output_tokens as number,
+      retailUsd: row.retail_usd as string,
+      estimated: row.estimated as boolean,
+      receivableUsd: row.receivable_usd as string,
+    }));
+  }
+
+  async callStatus(callId: string | null): Promise<string | null> {
+    if (callId === null) return null;
+    const { rows } = await this.pool.query(`select status from gateway_calls where id = $1`, [callId]);
+    return (rows[0]?.status as string | undefined) ?? null;
+  }
+
+  async inFlightCalls(): Promise<number> {
+    const { rows } = await this.pool.query(`select count(*)::int as n from gateway_calls where status = 'in_flight'`);
+    return rows[0].n as number;
+  }
+
+  close(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+export function describeBooking(bookings: Booking[]): string {
+  if (bookings.length === 0) return 'nothing booked';
+  return bookings
+    .map((booking) => `${booking.inputTokens} in + ${booking.outputTokens} out tokens, ${booking.retailUsd} USD${booking.estimated ? ' (estimated)' : ''}${booking.receivableUsd !== '0.00000000' ? `, receivable ${booking.receivableUsd}` : ''}`)
+    .join('; ');
+}
