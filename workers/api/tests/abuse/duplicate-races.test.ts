@@ -29,7 +29,7 @@ describe('duplicate requests racing each other', () => {
       }),
     );
     expect(statuses(responses)).toEqual([200, ...Array(racers - 1).fill(409)]);
-    const rows = await sql(testEnv, 'select 1 from usage_events where request_id = $1', [requestId]);
+    const rows = await sql(testEnv, 'select 1 from usage_events where client_request_id = $1', [requestId]);
     expect(rows).toHaveLength(1);
   });
 

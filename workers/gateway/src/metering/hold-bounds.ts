@@ -21,15 +21,21 @@ export interface HoldBounds {
   platform: Usd | null;
   developerKeyAtCost: Usd | null;
   worstCaseTokens: number;
+  worstCaseInputTokens: number;
+  worstCaseOutputTokens: number;
 }
 
 export function holdBounds(env: Env, reference: ModelReference, request: ChatRequest): HoldBounds {
   // Only a request whose every field the gateway can bound is held (and then sent); the rest is refused here.
   refuseUnacceptedFields(reference.entry.protocol, reference.provider, request);
+  const input = worstCaseInputTokens(request, reference);
+  const output = worstCaseOutputTokens(request, reference.provider);
   return {
     platform: platformHoldAmount(env, reference, request),
     developerKeyAtCost: worstCaseRetail(env, 'developer_key', reference, request),
-    worstCaseTokens: worstCaseInputTokens(request, reference) + worstCaseOutputTokens(request, reference.provider),
+    worstCaseTokens: input + output,
+    worstCaseInputTokens: input,
+    worstCaseOutputTokens: output,
   };
 }
 

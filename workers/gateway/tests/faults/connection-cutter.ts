@@ -10,7 +10,8 @@ import { neonConfig } from '@neondatabase/serverless';
 export type CutPoint = 'before_statement' | 'after_commit';
 
 export interface ConnectionCutter {
-  arm(marker: string, point: CutPoint): void;
+  /** Cuts the next `times` connections (default 1) that send a statement containing `marker`. */
+  arm(marker: string, point: CutPoint, times?: number): void;
   /** How many connections were cut since installation. */
   readonly cuts: number;
 }
@@ -25,7 +26,7 @@ function textOf(data: unknown): string {
 }
 
 export function installConnectionCutter(): ConnectionCutter {
-  let armed: { marker: string; point: CutPoint } | null = null;
+  let armed: { marker: string; point: CutPoint; times: number } | null = null;
   let cuts = 0;
 
   class CuttableWebSocket extends WebSocket {
@@ -34,7 +35,7 @@ export function installConnectionCutter(): ConnectionCutter {
     override send(data: string | ArrayBufferLike | ArrayBufferView | Blob): void {
       if (armed && textOf(data).includes(armed.marker)) {
         const point = armed.point;
-        armed = null;
+        armed = armed.times > 1 ? { ...armed, times: armed.times - 1 } : null;
         cuts++;
         if (point === 'before_statement') {
           this.close(1011, 'fault injection');
@@ -62,8 +63,8 @@ export function installConnectionCutter(): ConnectionCutter {
 
   neonConfig.webSocketConstructor = CuttableWebSocket as unknown as typeof WebSocket;
   return {
-    arm(marker, point) {
-      armed = { marker, point };
+    arm(marker, point, times = 1) {
+      armed = { marker, point, times };
     },
     get cuts() {
       return cuts;

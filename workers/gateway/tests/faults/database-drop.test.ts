@@ -1,18 +1,21 @@
 /**
- * The database connection dropped in the middle of a booking. Whichever side of the commit the cut
- * falls on, the client gets the error envelope, the call is charged at most once (a retry with the
- * same request id is refused, never charged again), no money is created or lost, and the ledger
- * reconciles.
+ * The database connection dropped in the middle of a booking. The upstream has answered, so the call
+ * must be billed: the gateway retries its booking once (the money key makes a retry after a commit a
+ * duplicate, never a second charge). Whichever side of the commit the cut falls on, the call is
+ * charged exactly once, a retry with the same request id is refused, no money is created or lost,
+ * and the ledger reconciles. When the retry fails too, the client gets the error envelope and the
+ * call stays on record for the sweeper, which books it at its bound.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, api, call, createTestEnv, type TestEnv } from '../../../test/harness.ts';
+import { sweepStaleCalls } from '../../../shared/calls/sweep-stale-calls.ts';
+import { adminToken, api, call, createDatabase, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, sseData, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
 import { installConnectionCutter, type CutPoint } from './connection-cutter.ts';
 
 let testEnv: TestEnv;
 const cutter = installConnectionCutter();
 beforeAll(async () => {
-  testEnv = await createTestEnv();
+  testEnv = await createTestEnv({ CALL_SETTLE_GRACE_SECONDS: '1' });
 });
 
 const hello = { model: 'mock:echo', feature: 'chat', max_tokens: 10, messages: [userMessage('hello there')] };
@@ -33,51 +36,78 @@ describe('database connection dropped mid-booking', () => {
   it.each<[string, CutPoint]>([
     ['before the booking statement reaches the database', 'before_statement'],
     ['after the database committed the booking', 'after_commit'],
-  ])('cut %s: error envelope, charged at most once, retry never charged again, books reconcile', async (_case, point) => {
+  ])('cut %s: the booking is retried, charged exactly once, a replay never charged again, books reconcile', async (_case, point) => {
     const session = await fundedSession(testEnv, '1.00000000');
     const requestId = newRequestId();
     cutter.arm('faucet_book_usage(', point);
     const cutsBefore = cutter.cuts;
     const response = await chat(gatewayWith(), testEnv, session.token, hello, requestId);
     expect(cutter.cuts).toBe(cutsBefore + 1);
-    const error = await errorOf(response);
-    expect(error.request_id).toBe(requestId);
-    expect(error.status).toBeGreaterThanOrEqual(500);
-    expect(error.message).not.toMatch(/terminated|socket|websocket|postgres|faucet_book_usage/i);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { faucet: { charge: { amount_usd: string } } };
 
     const rows = await usageRows(testEnv, requestId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.retail_usd).toBe(body.faucet.charge.amount_usd);
+    expect(await holdStatus(testEnv, requestId)).toBe('settled');
     const after = await wallet(testEnv, session.walletId);
-    if (point === 'after_commit') {
-      expect(rows).toHaveLength(1);
-      expect(await holdStatus(testEnv, requestId)).toBe('settled');
-      expect(after.held).toBe('0.00000000');
-      expect(after.balance).not.toBe('1.00000000');
-    } else {
-      expect(rows).toEqual([]);
-      // Nothing booked: the hold is released at once, not left to block the balance until it expires.
-      expect(await holdStatus(testEnv, requestId)).toBe('released');
-      expect(after).toEqual({ balance: '1.00000000', held: '0.00000000', available: '1.00000000' });
-    }
+    expect(after.held).toBe('0.00000000');
+    expect(after.balance).not.toBe('1.00000000');
 
     const retry = await chat(gatewayWith(), testEnv, session.token, hello, requestId);
     expect(await errorOf(retry)).toMatchObject({ status: 409, code: 'conflict' });
-    expect(await usageRows(testEnv, requestId)).toHaveLength(rows.length);
+    expect(await usageRows(testEnv, requestId)).toHaveLength(1);
     expect((await wallet(testEnv, session.walletId)).balance).toBe(after.balance);
     expect(await reconciliationOk()).toBe(true);
   });
 
-  it('a cut while settling a stream ends the stream with an error event, never a silent [DONE]; the books reconcile', async () => {
+  it('both booking attempts cut: the error envelope, the hold kept, and the sweeper books the call at its bound', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const requestId = newRequestId();
+    cutter.arm('faucet_book_usage(', 'before_statement', 2);
+    const response = await chat(gatewayWith(), testEnv, session.token, hello, requestId);
+    const error = await errorOf(response);
+    expect(error.status).toBeGreaterThanOrEqual(500);
+    expect(error.message).not.toMatch(/terminated|socket|websocket|postgres|faucet_book_usage/i);
+    expect(await usageRows(testEnv, requestId)).toEqual([]);
+    // The upstream answered: its hold must keep covering the call until it is booked.
+    expect(await holdStatus(testEnv, requestId)).toBe('active');
+
+    await sql(testEnv, `update gateway_calls set deadline_at = now() - interval '1 hour' where client_request_id = $1`, [requestId]);
+    const { db, pool } = createDatabase(testEnv);
+    try {
+      expect((await sweepStaleCalls(db, testEnv)).booked).toBe(1);
+    } finally {
+      await pool.end();
+    }
+    expect(await usageRows(testEnv, requestId)).toMatchObject([{ estimated: true, output_tokens: 10 }]);
+    expect(await holdStatus(testEnv, requestId)).toBe('settled');
+    expect(await reconciliationOk()).toBe(true);
+  });
+
+  it('a cut while settling a stream is retried: the stream still ends with its charge and [DONE]; the books reconcile', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const requestId = newRequestId();
     cutter.arm('faucet_book_usage(', 'after_commit');
     const response = await chat(gatewayWith(), testEnv, session.token, { ...hello, stream: true }, requestId);
     expect(response.status).toBe(200);
     const events = sseData(await response.text());
-    expect(events.at(-1)).not.toBe('[DONE]');
-    expect(JSON.parse(events.at(-1)!)).toMatchObject({ error: { request_id: requestId } });
+    expect(events.at(-1)).toBe('[DONE]');
+    expect(JSON.parse(events.at(-2)!)).toMatchObject({ object: 'faucet.usage', faucet: { request_id: requestId } });
     expect(await usageRows(testEnv, requestId)).toHaveLength(1);
     expect(await holdStatus(testEnv, requestId)).toBe('settled');
     expect(await reconciliationOk()).toBe(true);
+  });
+
+  it('a stream whose booking fails twice ends with an error event, never a silent [DONE]', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const requestId = newRequestId();
+    cutter.arm('faucet_book_usage(', 'before_statement', 2);
+    const response = await chat(gatewayWith(), testEnv, session.token, { ...hello, stream: true }, requestId);
+    const events = sseData(await response.text());
+    expect(events.at(-1)).not.toBe('[DONE]');
+    expect(JSON.parse(events.at(-1)!)).toMatchObject({ error: { request_id: requestId } });
+    expect(await holdStatus(testEnv, requestId)).toBe('active');
   });
 
   it('a cut while authorizing (before any upstream call) refuses the call and charges nothing', async () => {

@@ -122,16 +122,16 @@ describe('upstream faults under concurrency', () => {
     expect(seen.filter((call) => call.scenario === 'error_500').map((call) => call.ending)).toEqual(Array(4).fill('envelope:upstream_error'));
 
     const ids = seen.map((call) => call.requestId);
-    const rows = await sql<{ request_id: string; retail_usd: string }>(testEnv, `select request_id, retail_usd::text from usage_events where request_id = any($1)`, [ids]);
+    const rows = await sql<{ request_id: string; retail_usd: string }>(testEnv, `select client_request_id as request_id, retail_usd::text from usage_events where client_request_id = any($1)`, [ids]);
     const booked = new Map(rows.map((row) => [row.request_id, row.retail_usd]));
     expect(rows).toHaveLength(booked.size);
     for (const call of seen) {
       expect(booked.get(call.requestId) ?? null, `${call.scenario} stream=${call.stream} ${call.ending}`).toBe(call.charged);
     }
-    const active = await sql(testEnv, `select 1 from balance_holds where request_id = any($1) and status = 'active'`, [ids]);
+    const active = await sql(testEnv, `select 1 from balance_holds h join gateway_calls g on g.money_key = h.request_id where g.client_request_id = any($1) and h.status = 'active'`, [ids]);
     expect(active).toEqual([]);
 
-    const [sums] = await sql<{ retail: string }>(testEnv, `select coalesce(sum(retail_usd), 0)::numeric(20,8)::text as retail from usage_events where request_id = any($1)`, [ids]);
+    const [sums] = await sql<{ retail: string }>(testEnv, `select coalesce(sum(retail_usd), 0)::numeric(20,8)::text as retail from usage_events where client_request_id = any($1)`, [ids]);
     const [expected] = await sql<{ balance: string }>(testEnv, `select (5.00000000 - $1::numeric)::numeric(20,8)::text as balance`, [sums!.retail]);
     expect((await wallet(testEnv, session.walletId)).balance).toBe(expected!.balance);
 
