@@ -1,5 +1,8 @@
 import { Hono } from 'hono';
-import type { Env } from '../../shared/env.ts';
+import type { AppEnv } from '../../shared/app-env.ts';
+import { FaucetError } from '../../shared/errors.ts';
+import { requestId } from '../../shared/middleware/request-id.ts';
+import { renderError } from '../../shared/render-error.ts';
 
 export { MetricsAggregator } from './metrics-aggregator.ts';
 export { RateLimiter } from './rate-limiter.ts';
@@ -8,7 +11,11 @@ export { RateLimiter } from './rate-limiter.ts';
  * The metrics worker hosts the Durable Objects that the API and the gateway bind to by
  * `script_name`. Its own HTTP face is minimal: liveness and the aggregated exposition of all services.
  */
-const app = new Hono<{ Bindings: Env }>();
+const app = new Hono<AppEnv>();
+
+// Its errors are the DESIGN §4 envelope like every worker's, with the request id of its `x-request-id` header.
+app.use(requestId());
+app.onError((error, c) => renderError(error, c));
 
 app.get('/health', (c) => c.json({ status: 'ok', service: 'metrics' }));
 app.get('/metrics', async (c) => {
@@ -16,6 +23,6 @@ app.get('/metrics', async (c) => {
   const text = await c.env.METRICS.get(c.env.METRICS.idFromName('global')).render();
   return c.body(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
 });
-app.notFound((c) => c.json({ error: { code: 'not_found', message: 'Not found', request_id: crypto.randomUUID() } }, 404));
+app.notFound((c) => renderError(new FaucetError('not_found', 'Not found'), c));
 
 export default app;
