@@ -21,6 +21,8 @@ export interface AdversarialSettings {
   fakeCallsUrl: string;
   /** Every scenario, or only those that fit the short form. */
   full: boolean;
+  /** Longest wait for calls still in flight before the audit (default: deadline + grace + 5 s). */
+  settleWaitMs?: number;
   log(line: string): void;
 }
 
@@ -63,12 +65,12 @@ export async function runAdversarial(target: AttackTarget, settings: Adversarial
 
     // Every call must end before the audit judges it: the gateway settles (or cuts) each by its
     // deadline; what it could not, the API's cron books after the grace (run here in-process).
-    const until = Date.now() + (settings.maxDurationSeconds + settings.settleGraceSeconds + 5) * 1000;
+    const until = Date.now() + (settings.settleWaitMs ?? (settings.maxDurationSeconds + settings.settleGraceSeconds + 5) * 1000);
     while (Date.now() < until && ((await fakeLog(settings.fakeCallsUrl)).in_flight > 0 || (await books.inFlightCalls()) > 0)) {
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
     const stale = await books.inFlightCalls();
-    if (stale > 0) {
+    if (stale > 0 && settings.full) {
       settings.log(`${stale} calls still in flight after their deadline and grace: running the stale-call sweep`);
       const pool = new pg.Pool({ connectionString: target.databaseUrl, max: 1 });
       try {

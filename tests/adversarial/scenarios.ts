@@ -176,7 +176,7 @@ export const scenarios: Scenario[] = [
     name: 'defect 6: chargeback after the credit is spent',
     async run(context, report) {
       const attacker = await newAttacker(context.target, 'd6', '0.00000000');
-      const started = await startCheckout(context.target, attacker.token, '1.00');
+      const started = await startCheckout(context.target, attacker.token, '1.00000000');
       if (started.sessionId === null) {
         report.problems.push(`checkout could not start: HTTP ${started.outcome.status}`);
         return;
