@@ -19,6 +19,7 @@ const demoPage = await startDemoServer({
   apiBaseUrl: stack.apiUrl,
   gatewayBaseUrl: stack.gatewayUrl,
   publicAppId: stack.publicAppId,
+  developerKey: stack.developerKey,
   userId: stack.demoExternalUserId,
   featureKey: stack.featureKey,
 });

@@ -42,7 +42,7 @@ const local = (env: Record<string, string>) =>
 async function pendingCheckout(amountUsd: string) {
   const session = await fetch(`${stack.apiUrl}/v1/sessions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.developerKey}` },
     body: JSON.stringify({ public_app_id: stack.publicAppId, external_user_id: `replay-${crypto.randomUUID()}` }),
   });
   const { session_token: token } = (await session.json()) as { session_token: string };

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it, vi } from 'vitest';
 import type {} from '../../tests/setup/node-stack';
 import { rawRequest } from '../test-support/http-request';
@@ -14,16 +14,16 @@ describe('usage reports reach the ledger of the real control API', () => {
     const externalUserId = `bridge-e2e-${randomUUID()}`;
     const session = await fetch(`${stack.apiUrl}/v1/sessions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.developerKey}` },
       body: JSON.stringify({ public_app_id: stack.publicAppId, external_user_id: externalUserId }),
     });
     expect(session.status).toBe(201);
-    const { session_token: token } = (await session.json()) as { session_token: string };
+    const { session_token: token, user_ref: userRef } = (await session.json()) as { session_token: string; user_ref: string };
     const requestId = `loc_${randomUUID()}`;
     const report = usageReport({
       request_id: requestId,
       public_app_id: stack.publicAppId,
-      user_id_hash: createHash('sha256').update(externalUserId).digest('hex'),
+      user_id_hash: userRef,
       feature: stack.featureKey,
       estimated: true,
       occurred_at: new Date().toISOString(),

@@ -45,7 +45,7 @@ export async function runGatewayStackBench(): Promise<void> {
       const session = (await expectOk(
         await fetch(`${stack.apiUrl}/v1/sessions`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.developerKey}` },
           body: JSON.stringify({ public_app_id: stack.publicAppId, external_user_id: `bench-${index}-${crypto.randomUUID()}` }),
         }),
       )) as { session_token: string };

@@ -7,7 +7,7 @@ const stack = inject('stack');
 it('completes a checkout offline: API → fake Stripe → hosted page "Pay" → signed webhook → wallet credited', async () => {
   const session = await fetch(`${stack.apiUrl}/v1/sessions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.developerKey}` },
     body: JSON.stringify({ public_app_id: stack.publicAppId, external_user_id: `offline-${crypto.randomUUID()}` }),
   });
   const { session_token: token } = (await session.json()) as { session_token: string };

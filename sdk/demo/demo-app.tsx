@@ -1,6 +1,6 @@
 import { StrictMode, useEffect, useId, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import type { BridgeDiagnosis, RouteMode } from '@faucet/sdk';
+import type { BridgeDiagnosis, RouteMode, Session } from '@faucet/sdk';
 import { FaucetChat, FaucetFeatureCommand, FaucetProvider, FaucetUsage, faucetStyles, useFaucet } from '@faucet/sdk/react';
 
 /** Written into the page by the demo server. */
@@ -10,6 +10,13 @@ interface DemoConfig {
   featureKey: string;
   model: string;
   bridgeUrl: string;
+}
+
+/** The page asks its own server, which mints the session with the developer key as an app backend does. */
+async function demoSession(): Promise<Session> {
+  const response = await fetch('/demo-session', { method: 'POST' });
+  if (!response.ok) throw new Error(`The demo server could not mint a session (HTTP ${response.status})`);
+  return (await response.json()) as Session;
 }
 
 const demoStyles = `
@@ -57,7 +64,7 @@ function DemoPage({ config }: { config: DemoConfig }) {
   return (
     <FaucetProvider
       publicAppId={config.publicAppId}
-      userId={config.userId}
+      session={demoSession}
       baseUrl={`${origin}/api`}
       gatewayBaseUrl={`${origin}/gateway`}
       bridgeUrl={config.bridgeUrl}

@@ -1,6 +1,8 @@
 /**
  * The demo page: bundles `demo-app.tsx` with esbuild in memory and serves it on loopback, with
  * `/api/*` and `/gateway/*` proxied to the control API and the gateway so the page needs no CORS.
+ * It also plays the app's backend (docs/identity.md): `POST /demo-session` mints the page's session
+ * with the developer key, which never reaches the browser.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +14,8 @@ export interface DemoServerOptions {
   apiBaseUrl: string;
   gatewayBaseUrl: string;
   publicAppId: string;
+  /** The app developer's `fdk_` key, used only by this server to mint sessions (the demo app's policy is `server`). */
+  developerKey: string;
   host?: string;
   /** The end user the page acts as; the seed gives `demo-user` a 10 USD wallet. */
   userId?: string;
@@ -104,6 +108,20 @@ async function proxy(incoming: IncomingMessage, response: ServerResponse, target
   response.end();
 }
 
+/** What a developer's backend does for its signed-in user: ask Faucet for a session with the developer key. */
+async function mintSession(response: ServerResponse, apiBaseUrl: string, options: DemoServerOptions): Promise<void> {
+  try {
+    const answer = await fetch(`${apiBaseUrl}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${options.developerKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ public_app_id: options.publicAppId, external_user_id: options.userId ?? 'demo-user' }),
+    });
+    response.writeHead(answer.status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(await answer.text());
+  } catch {
+    response.writeHead(502, { 'content-type': 'application/json' }).end('{"error":{"code":"upstream_error","message":"The control API could not be reached","request_id":""}}');
+  }
+}
+
 export async function startDemoServer(options: DemoServerOptions): Promise<DemoServer> {
   const bundle = await buildDemoBundle();
   const html = demoHtml({
@@ -120,6 +138,7 @@ export async function startDemoServer(options: DemoServerOptions): Promise<DemoS
     const path = incoming.url ?? '/';
     if (path.startsWith('/api/')) return void proxy(incoming, response, apiBaseUrl + path.slice(4));
     if (path.startsWith('/gateway/')) return void proxy(incoming, response, gatewayBaseUrl + path.slice(8));
+    if (path === '/demo-session' && incoming.method === 'POST') return void mintSession(response, apiBaseUrl, options);
     if (incoming.method !== 'GET') return void response.writeHead(405).end();
     if (path === '/' || path === '/index.html') {
       return void response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(html);

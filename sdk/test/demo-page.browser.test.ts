@@ -43,6 +43,7 @@ beforeAll(async () => {
     apiBaseUrl: stack.apiUrl,
     gatewayBaseUrl: stack.gatewayUrl,
     publicAppId: stack.publicAppId,
+    developerKey: stack.developerKey,
     userId: stack.demoExternalUserId,
     featureKey: stack.featureKey,
   });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateSecrets } from '../../scripts/lib/dev-vars.ts';
 import { startStack, type Stack } from '../../scripts/lib/stack.ts';
+import type { Session } from '../src/types.ts';
 
 /** The real local stack (PostgreSQL + the three workers) in a throwaway folder, for SDK tests. */
 export async function startRealStack(options: { sessionTtlSeconds?: number; workerVars?: Record<string, string> } = {}, attempts = 3): Promise<Stack> {
@@ -24,5 +25,25 @@ export async function startRealStack(options: { sessionTtlSeconds?: number; work
       await stack.stop();
       rmSync(stateDir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * What an app's backend does for its signed-in user (docs/identity.md): mint a session with the
+ * developer key. The demo app's policy is `server`, so the SDK gets sessions this way.
+ */
+export function backendSession(
+  target: { apiUrl: string; publicAppId: string; developerKey: string },
+  externalUserId: string,
+  fetchImpl: typeof fetch = fetch,
+): () => Promise<Session> {
+  return async () => {
+    const response = await fetchImpl(`${target.apiUrl}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${target.developerKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ public_app_id: target.publicAppId, external_user_id: externalUserId }),
+    });
+    if (response.status !== 201) throw new Error(`backend session: HTTP ${response.status}`);
+    return (await response.json()) as Session;
   };
 }

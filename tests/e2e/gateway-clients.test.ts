@@ -22,7 +22,7 @@ beforeAll(async () => {
   const session = await json<{ session_token: string }>(
     await fetch(`${stack.apiUrl}/v1/sessions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.developerKey}` },
       body: JSON.stringify({ public_app_id: stack.publicAppId, external_user_id: `e2e-${crypto.randomUUID()}` }),
     }),
   );

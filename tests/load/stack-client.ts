@@ -11,6 +11,8 @@ export interface StackTarget {
   publicAppId: string;
   featureKey: string;
   adminToken: string;
+  /** The demo developer's key: sessions are minted as the app's backend mints them (the demo app's policy is `server`). */
+  developerKey?: string;
 }
 
 /** What one HTTP call came to: status, error code (when an error), and the body when JSON. */
@@ -51,6 +53,7 @@ export async function request(
 export async function createSession(target: StackTarget, externalUserId: string): Promise<string> {
   const outcome = await request(`${target.apiUrl}/v1/sessions`, {
     json: { public_app_id: target.publicAppId, external_user_id: externalUserId },
+    token: target.developerKey,
   });
   if (outcome.status !== 201) throw new Error(`session: ${outcome.status} ${outcome.code}`);
   return (outcome.body as { session_token: string }).session_token;

@@ -2,12 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import type {} from '../../../tests/setup/node-stack.ts';
 import { createFaucet, FaucetError, type ChatStreamPart } from '../../src/index.ts';
+import { backendSession } from '../real-stack.ts';
 
 /** Against the real local stack started by the node project's global setup. */
 const stack = inject('stack');
 
 function client(userId = stack.demoExternalUserId, publicAppId = stack.publicAppId) {
-  return createFaucet({ publicAppId, user: { id: userId }, baseUrl: stack.apiUrl, gatewayBaseUrl: stack.gatewayUrl });
+  // The demo app's sessions come from its backend; an unknown app is asked directly (and answers 404).
+  const session = publicAppId === stack.publicAppId ? backendSession(stack, userId) : undefined;
+  return createFaucet({ publicAppId, user: { id: userId }, session, baseUrl: stack.apiUrl, gatewayBaseUrl: stack.gatewayUrl });
 }
 
 async function failure(promise: Promise<unknown>): Promise<FaucetError> {

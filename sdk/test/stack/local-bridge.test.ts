@@ -6,6 +6,7 @@ import type {} from '../../../tests/setup/node-stack.ts';
 import { startFakeUpstream, type FakeUpstream } from '../../../bridge/test-support/fake-upstream.ts';
 import { startTestBridge, type TestBridge } from '../../../bridge/test-support/start-test-bridge.ts';
 import { createFaucet, type ChatStreamPart, type FaucetOptions } from '../../src/index.ts';
+import { backendSession } from '../real-stack.ts';
 
 /** SDK → the real bridge (in process, a fake Ollama behind it) → the real control API of the global stack. */
 const stack = inject('stack');
@@ -29,7 +30,7 @@ afterAll(async () => {
 function client(options: Partial<FaucetOptions> = {}) {
   return createFaucet({
     publicAppId: stack.publicAppId,
-    user: { id: `sdk-local-${randomUUID()}` },
+    session: backendSession(stack, `sdk-local-${randomUUID()}`),
     baseUrl: stack.apiUrl,
     gatewayBaseUrl: stack.gatewayUrl,
     bridgeUrl: bridge!.url,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../../scripts/lib/stack.ts';
 import { createFaucet, FaucetError, type FaucetOptions, type RetryEvent } from '../../src/index.ts';
-import { startRealStack } from '../real-stack.ts';
+import { backendSession, startRealStack } from '../real-stack.ts';
 import { recordingFetch } from './recording-fetch.ts';
 
 /**
@@ -24,7 +24,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 function client(options: Partial<FaucetOptions> = {}) {
   return createFaucet({
     publicAppId: stack.publicAppId,
-    user: { id: stack.demoExternalUserId },
+    // The backend mints through the same (recording) fetch, so the tests see its session requests too.
+    session: backendSession(stack, stack.demoExternalUserId, options.fetch),
     baseUrl: stack.apiUrl,
     gatewayBaseUrl: stack.gatewayUrl,
     retry: { maxRetries: 6 },
