@@ -1,6 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '../../../shared/app.ts';
 import { requireAdmin } from '../../../shared/auth/require-admin.ts';
+import { callLimits } from '../../../shared/calls/call-limits.ts';
+import { auditGatewayCalls } from '../../../shared/calls/upstream-audit.ts';
 import { reconcileLedger } from '../../../shared/ledger/index.ts';
 import { usdStringSchema } from '../../../shared/money/index.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
@@ -39,6 +41,45 @@ const route = createRoute({
   },
 });
 
+const UpstreamAudit = z
+  .object({
+    ok: z.boolean(),
+    paid_calls: z.number().int().describe('Calls on a paid route (platform, developer_key) settled, or past their deadline and settle grace'),
+    unbilled_calls: z.number().int().describe('Of those, calls with no booking: upstream work the platform paid for and never billed'),
+    in_flight: z.number().int().describe('Paid calls still within their deadline and grace (not judged yet)'),
+    receivable_bookings: z.number().int().describe('Bookings written above what the wallet covered (a receivable)'),
+  })
+  .openapi('UpstreamAudit');
+
+const upstreamRoute = createRoute({
+  method: 'get',
+  path: '/v1/admin/reconciliation/upstream',
+  summary: 'The upstream audit from Faucet’s own call records: every paid gateway call that has ended has its booking',
+  description:
+    'Reconciliation proves the ledger agrees with itself; this proves it agrees with the calls the gateway made upstream. ' +
+    'It sees every call the gateway authorized; comparing with provider-reported usage (per-request rows matched by the ' +
+    '`x-client-request-id` the gateway sends) is a separate check (docs/reliability.md).',
+  middleware: [requireAdmin()] as const,
+  responses: {
+    200: { description: 'Upstream audit', content: { 'application/json': { schema: UpstreamAudit } } },
+    ...errorResponses(401, 429),
+  },
+});
+
 export function registerAdminReconciliationRoutes(app: ServiceApp): void {
   app.openapi(route, async (c) => c.json(await reconcileLedger(c.var.database().db), 200));
+
+  app.openapi(upstreamRoute, async (c) => {
+    const audit = await auditGatewayCalls(c.var.database().db, callLimits(c.env).settleGraceSeconds);
+    return c.json(
+      {
+        ok: audit.ok,
+        paid_calls: audit.paidCalls,
+        unbilled_calls: audit.unbilledCalls,
+        in_flight: audit.inFlight,
+        receivable_bookings: audit.receivableBookings,
+      },
+      200,
+    );
+  });
 }
