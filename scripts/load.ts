@@ -11,6 +11,7 @@ import { formatSummary, summarize } from '../tests/load/load-report.ts';
 import { runLoad } from '../tests/load/load-run.ts';
 import { findLeaks, needlesOf, scanDatabase } from '../tests/load/scan-secrets.ts';
 import { startReliabilityStack } from '../tests/load/reliability-stack.ts';
+import { formatUpstreamAudit, runUpstreamAudit } from '../tests/load/upstream-audit-report.ts';
 import { verifyBooks } from '../tests/load/verify-books.ts';
 
 const { values } = parseArgs({
@@ -62,6 +63,11 @@ try {
   const result = await runLoad(target, { ...plan, ...(drops > 0 ? { faults: { count: drops, inject: () => stack.proxy.dropConnections() } } : {}) });
   const books = await verifyBooks(target, stack.databaseUrl, result);
   console.log(formatSummary(result, summarize(result), books));
+  // The ledger agrees with what was paid upstream: every paid call the gateway made has its booking
+  // (mock:echo has no provider log, so the gateway's own call records are the source).
+  const upstreamAudit = await runUpstreamAudit(stack.databaseUrl, { settleGraceSeconds: 600 });
+  console.log(formatUpstreamAudit(upstreamAudit));
+  console.log(`reconciliation: ${books.reconciliationOk ? 'ok' : 'FAILED'}`);
   const needles = needlesOf(result, stack.adminToken, stack.webhookSecret);
   const leaks = [...findLeaks('worker log', workerLogs, needles), ...(await scanDatabase(stack.databaseUrl, needles))];
   const requestLines = workerLogs.filter((line) => line.includes('[wrangler:info]')).length;
@@ -70,7 +76,7 @@ try {
   // Without injected faults nothing may fail server-side: a 5xx, a bare error or a dropped connection fails the run.
   const serverFailures = result.operations.filter((operation) => operation.status >= 500 || operation.code === 'no_envelope' || operation.code === 'stream_incomplete').length;
   if (drops === 0 && serverFailures > 0) console.log(`faucet load: ${serverFailures} server-side failures without any injected fault`);
-  failed = leaks.length > 0 || requestLines === 0 || !books.reconciliationOk || books.problems.length > 0 || result.problems.length > 0 || (drops === 0 && serverFailures > 0);
+  failed = leaks.length > 0 || requestLines === 0 || !books.reconciliationOk || !upstreamAudit.ok || books.problems.length > 0 || result.problems.length > 0 || (drops === 0 && serverFailures > 0);
   console.log(failed ? 'faucet load: FAILED' : 'faucet load: ok');
 } finally {
   await stack.stop();

@@ -9,6 +9,7 @@ import { testSecrets } from '../setup/test-secrets.ts';
 import { formatSummary, summarize } from './load-report.ts';
 import { runLoad } from './load-run.ts';
 import { needlesOf, scanDatabase } from './scan-secrets.ts';
+import { formatUpstreamAudit, runUpstreamAudit } from './upstream-audit-report.ts';
 import { verifyBooks } from './verify-books.ts';
 
 const stack = inject('stack');
@@ -25,6 +26,10 @@ describe('load (short bounded run)', () => {
     expect(result.problems).toEqual([]);
     expect(books.problems).toEqual([]);
     expect(books.reconciliationOk).toBe(true);
+    // The upstream audit from the gateway's call records: every ended paid call has its booking.
+    const audit = await runUpstreamAudit(stack.databaseUrl, { settleGraceSeconds: 600 });
+    console.log(formatUpstreamAudit(audit));
+    expect({ calls: audit.unbilledCalls, tokens: audit.unbilledTokens }).toEqual({ calls: 0, tokens: 0 });
     expect(books.usageRows).toBe(result.calls.length);
     expect(books.userUsageDebitsUsd).toBe(books.ratedRetailUsd);
     expect(books.topUpsCredited).toBe(result.paidCheckouts.length);

@@ -28,7 +28,8 @@ export async function verifyBooks(target: StackTarget, databaseUrl: string, resu
   try {
     const prefix = `${result.runId}-c`;
     const usage = await client.query<{ request_id: string; retail_usd: string; ledger_transaction_id: string | null }>(
-      `select request_id, retail_usd::text, ledger_transaction_id from usage_events where starts_with(request_id, $1)`,
+      // Gateway calls are booked under the server's key (call:<uuid>); the client's id is kept beside it.
+      `select client_request_id as request_id, retail_usd::text, ledger_transaction_id from usage_events where starts_with(client_request_id, $1)`,
       [prefix],
     );
     const usageTransactions = await client.query<{ request_id: string; transactions: number }>(
@@ -42,7 +43,7 @@ export async function verifyBooks(target: StackTarget, databaseUrl: string, resu
            (select coalesce(-sum(e.amount), 0)::numeric(20,8)::text
               from ledger_entries e join ledger_transactions t on t.id = e.transaction_id join wallets w on w.id = e.wallet_id
              where t.kind = 'usage' and w.kind = 'user' and starts_with(t.request_id, $1)) as debits,
-           (select coalesce(sum(retail_usd), 0)::numeric(20,8)::text from usage_events where starts_with(request_id, $1)) as retail`,
+           (select coalesce(sum(retail_usd), 0)::numeric(20,8)::text from usage_events where starts_with(client_request_id, $1)) as retail`,
         [prefix],
       )
     ).rows;
@@ -50,15 +51,16 @@ export async function verifyBooks(target: StackTarget, databaseUrl: string, resu
     const ambiguous = result.calls.filter((call) => call.status >= 500 || call.code === 'stream_incomplete' || call.code === 'network');
     // Per call, not only in sum: the user's debit in the call's transaction equals its rated retail.
     const mismatched = await client.query<{ request_id: string }>(
-      `select u.request_id from usage_events u
+      `select u.client_request_id as request_id from usage_events u
          join ledger_entries e on e.transaction_id = u.ledger_transaction_id
          join wallets w on w.id = e.wallet_id and w.kind = 'user'
-        where starts_with(u.request_id, $1) and -e.amount <> u.retail_usd`,
+        where starts_with(u.client_request_id, $1) and -e.amount <> u.retail_usd`,
       [prefix],
     );
     for (const row of mismatched.rows) problems.push(`${row.request_id}: user debit differs from its rated retail`);
     const activeHolds = await client.query<{ count: number }>(
-      `select count(*)::int as count from balance_holds where starts_with(request_id, $1) and status = 'active' and request_id <> all($2::text[])`,
+      `select count(*)::int as count from balance_holds h join gateway_calls g on g.money_key = h.request_id
+        where starts_with(g.client_request_id, $1) and h.status = 'active' and g.client_request_id <> all($2::text[])`,
       [prefix, ambiguous.map((call) => call.requestId)],
     );
     const topUps = await client.query<{ idempotency_key: string; transactions: number }>(
