@@ -1,13 +1,11 @@
 /**
  * What the gateway reaches outside itself, injectable so tests and the benchmark can intercept
- * upstreams, plug in stored provider keys or count database round trips.
+ * upstreams or count database round trips.
  */
 import type { SQL } from 'drizzle-orm';
 import { createDatabase } from '../../shared/db.ts';
 import type { Env } from '../../shared/env.ts';
 import type { LedgerDatabase } from '../../shared/ledger/database.ts';
-import { storedKeyLookup } from '../../shared/provider-keys/stored-key-lookup.ts';
-import type { CredentialLookup } from './routing/credential-lookup.ts';
 import type { FetchFunction } from './upstream/outbound-fetch.ts';
 
 /** The request's own database handle; streams keep it past the handler's return, so it is closed explicitly. */
@@ -17,7 +15,6 @@ export interface GatewayDatabase extends LedgerDatabase {
 
 export interface GatewayDependencies {
   upstreamFetch: FetchFunction;
-  credentialLookup: CredentialLookup;
   openDatabase(env: Env): GatewayDatabase;
 }
 
@@ -31,6 +28,5 @@ export function openGatewayDatabase(env: Env): GatewayDatabase {
 
 export const defaultGatewayDependencies: GatewayDependencies = {
   upstreamFetch: (request) => fetch(request),
-  credentialLookup: storedKeyLookup,
   openDatabase: openGatewayDatabase,
 };

@@ -1,9 +1,7 @@
-import { sql as drizzleSql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
-import type { CredentialLookup } from '../routing/credential-lookup.ts';
 import type { FetchFunction } from '../upstream/outbound-fetch.ts';
 
 let testEnv: TestEnv;
@@ -189,43 +187,5 @@ describe('request ids', () => {
     expect(await wallet(testEnv, first.walletId)).toEqual(firstAfter);
     expect((await wallet(testEnv, second.walletId)).balance).not.toBe(secondBefore.balance);
     expect(await usageRows(testEnv, requestId)).toHaveLength(2);
-  });
-});
-
-describe('credential lookup seam', () => {
-  /** Stands in for the provider-keys module: every user has a BYOK key for openai. */
-  const everyoneHasByok: CredentialLookup = {
-    candidatesSql: (provider) =>
-      provider === 'openai'
-        ? drizzleSql`select 'byok'::text as kind, '00000000-0000-4000-8000-000000000001'::uuid as credential_id,
-                       jsonb_build_object('end_user_id', session.end_user_id) as sealed from session`
-        : null,
-    open: async (candidate) => {
-      expect(candidate.sealed.end_user_id).toMatch(/^[0-9a-f-]{36}$/);
-      return { apiKey: 'sk-users-own-key', baseUrl: 'https://api.openai.com/v1' };
-    },
-  };
-
-  it('routes byok through a plugged-in lookup: the user key goes upstream, no hold, no balance needed', async () => {
-    const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('mine')));
-    const session = await createSession(testEnv);
-    const requestId = newRequestId();
-    const app = gatewayWith({ upstreamFetch: upstream.fetch, credentialLookup: everyoneHasByok });
-    // provider_credential_id references a real row; the seam test stores one so the booking can point at it.
-    await sql(
-      testEnv,
-      `insert into provider_credentials (id, owner_type, end_user_id, provider, ciphertext, iv, key_version, masked_key)
-       values ('00000000-0000-4000-8000-000000000001', 'end_user', $1, 'openai', 'x', 'x', 1, 'sk-…0000')
-       on conflict (id) do nothing`,
-      [session.endUserId],
-    );
-    const response = await chat(app, testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini', route_mode: 'byok' }, requestId);
-    expect(response.status).toBe(200);
-    const body = (await response.json()) as { faucet: { route_mode: string; charge: { amount_usd: string; upstream_cost_usd: string } } };
-    expect(body.faucet.route_mode).toBe('byok');
-    expect(body.faucet.charge).toEqual({ currency: 'USD', amount_usd: '0.00000000', upstream_cost_usd: '0.00000000' });
-    expect(upstream.requests[0]?.headers.authorization).toBe('Bearer sk-users-own-key');
-    expect(await holdStatus(testEnv, requestId)).toBeUndefined();
-    expect((await usageRows(testEnv, requestId))[0]?.route_mode).toBe('byok');
   });
 });

@@ -22,7 +22,7 @@ import { abandonCall, settleCall } from '../metering/settle-call.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { createAdapter } from '../providers/create-adapter.ts';
 import type { ProviderAdapter } from '../providers/provider.ts';
-import { authorizeCall, authorizeHoldInput, type CallKeys, type CallPlan } from '../routing/authorize-call.ts';
+import { authorizeCall, type CallKeys, type CallPlan } from '../routing/authorize-call.ts';
 import { parseModel, type ModelReference } from '../routing/parse-model.ts';
 import { sseHeaders } from '../sse/format-sse.ts';
 import { meteredStream } from '../streaming/metered-stream.ts';
@@ -75,16 +75,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     const authorizeStarted = performance.now();
     let plan: CallPlan;
     try {
-      plan = await authorizeCall(database, c.env, dependencies.credentialLookup, {
-        tokenHash,
-        featureKey: feature,
-        call: keys,
-        requestedRoute,
-        reference,
-        provider: reference.provider,
-        model: reference.model,
-        ...authorizeHoldInput(bounds),
-      });
+      plan = await authorizeCall(database, c.env, { tokenHash, featureKey: feature, call: keys, requestedRoute, reference, bounds });
     } catch (error) {
       defer(database.close());
       throw error;

@@ -62,7 +62,7 @@ describe('a call whose isolate ended before its booking', () => {
 
     // The upstream answers after all: the gateway's own booking is the same money key, so no second charge.
     answer(jsonResponse(openAiCompletion('late')));
-    await pending.catch(() => undefined);
+    await Promise.resolve(pending).catch(() => undefined);
     expect(await usageRows(testEnv, requestId)).toHaveLength(1);
     expect(await wallet(testEnv, session.walletId)).toEqual(afterSweep);
     expect(await sweep()).toEqual({ booked: 0, abandoned: 0 });

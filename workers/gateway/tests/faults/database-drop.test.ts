@@ -113,7 +113,7 @@ describe('database connection dropped mid-booking', () => {
   it('a cut while authorizing (before any upstream call) refuses the call and charges nothing', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const requestId = newRequestId();
-    cutter.arm('faucet_reserve_hold(', 'before_statement');
+    cutter.arm('faucet_authorize_call(', 'before_statement');
     const response = await chat(gatewayWith(), testEnv, session.token, hello, requestId);
     expect((await errorOf(response)).status).toBeGreaterThanOrEqual(500);
     expect(await usageRows(testEnv, requestId)).toEqual([]);
