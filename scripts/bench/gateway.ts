@@ -14,7 +14,7 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { createGatewayApp } from '../../workers/gateway/src/app.ts';
 import type { GatewayDatabase } from '../../workers/gateway/src/gateway-dependencies.ts';
 import { createMockAdapter } from '../../workers/gateway/src/providers/mock/mock-adapter.ts';
-import type { FetchFunction } from '../../workers/gateway/src/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '../../workers/shared/upstream/outbound-fetch.ts';
 import { randomToken, sha256Hex } from '../../workers/shared/crypto.ts';
 import { createDatabase } from '../../workers/shared/db.ts';
 import type { Env } from '../../workers/shared/env.ts';

@@ -23,7 +23,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { imageTokenBound } from '../../workers/gateway/src/providers/provider-catalog.ts';
+import { imageTokenBound } from '../../workers/shared/providers/provider-catalog.ts';
 
 export interface AnsweredCall {
   /** The `x-client-request-id` the gateway sent (its call id); null when it sent none. */

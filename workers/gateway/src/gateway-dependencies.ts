@@ -6,7 +6,7 @@ import type { SQL } from 'drizzle-orm';
 import { createDatabase } from '../../shared/db.ts';
 import type { Env } from '../../shared/env.ts';
 import type { LedgerDatabase } from '../../shared/ledger/database.ts';
-import type { FetchFunction } from './upstream/outbound-fetch.ts';
+import type { FetchFunction } from '../../shared/upstream/outbound-fetch.ts';
 
 /** The request's own database handle; streams keep it past the handler's return, so it is closed explicitly. */
 export interface GatewayDatabase extends LedgerDatabase {

@@ -14,7 +14,7 @@ import {
   openLedgerDatabase,
   platformCall,
   type LedgerTestDatabase,
-} from './ledger-test-kit.ts';
+} from '../../test/ledger-kit.ts';
 import { parseWireAmount } from '../money/index.ts';
 
 let testEnv: TestEnv;

@@ -3,7 +3,7 @@ import { createTestEnv, sql, type TestEnv } from '../../test/harness.ts';
 import { formatUsd, parseWireAmount } from '../money/index.ts';
 import { bookUsage } from './book-usage.ts';
 import { expireHolds, releaseHold, reserveHold } from './holds.ts';
-import { balanceOf, chargeOf, createTestUser, fund, ledgerViolations, openLedgerDatabase, type LedgerTestDatabase } from './ledger-test-kit.ts';
+import { balanceOf, chargeOf, createTestUser, fund, ledgerViolations, openLedgerDatabase, type LedgerTestDatabase } from '../../test/ledger-kit.ts';
 import { getWalletBalance } from './wallet-balance.ts';
 
 let testEnv: TestEnv;

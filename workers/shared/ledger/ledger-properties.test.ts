@@ -7,7 +7,7 @@ import { adjustWallet } from './adjust-wallet.ts';
 import { bookUsage } from './book-usage.ts';
 import { releaseHold, reserveHold } from './holds.ts';
 import { rollUpBalances } from './roll-up.ts';
-import { chargeOf, createTestUser, ledgerViolations, openLedgerDatabase, type LedgerTestDatabase, type TestUser } from './ledger-test-kit.ts';
+import { chargeOf, createTestUser, ledgerViolations, openLedgerDatabase, type LedgerTestDatabase, type TestUser } from '../../test/ledger-kit.ts';
 import { getWalletBalance } from './wallet-balance.ts';
 
 let testEnv: TestEnv;

@@ -4,7 +4,7 @@ import { FaucetError } from '../errors.ts';
 import { parseWireAmount, usdFromUnits } from '../money/index.ts';
 import { adjustWallet } from './adjust-wallet.ts';
 import { bookUsage } from './book-usage.ts';
-import { balanceOf, createTestUser, fund, ledgerViolations, openLedgerDatabase, platformCall, type LedgerTestDatabase } from './ledger-test-kit.ts';
+import { balanceOf, createTestUser, fund, ledgerViolations, openLedgerDatabase, platformCall, type LedgerTestDatabase } from '../../test/ledger-kit.ts';
 import { postTransaction } from './post-transaction.ts';
 import { rollUpBalances } from './roll-up.ts';
 

@@ -3,7 +3,7 @@ import { createTestEnv, demoFixture, sql, type TestEnv } from '../../test/harnes
 import { addUsd, formatUsd, parseDatabaseAmount, parseWireAmount } from '../money/index.ts';
 import { adjustWallet } from './adjust-wallet.ts';
 import { bookUsage } from './book-usage.ts';
-import { balanceOf, createTestUser, fund, ledgerViolations, openLedgerDatabase, platformCall, type LedgerTestDatabase } from './ledger-test-kit.ts';
+import { balanceOf, createTestUser, fund, ledgerViolations, openLedgerDatabase, platformCall, type LedgerTestDatabase } from '../../test/ledger-kit.ts';
 import { rollUpBalances } from './roll-up.ts';
 
 let testEnv: TestEnv;

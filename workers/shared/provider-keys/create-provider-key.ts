@@ -8,7 +8,7 @@ import type { Env } from '../env.ts';
 import { FaucetError } from '../errors.ts';
 import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
 import { formatUsd, type Usd } from '../money/index.ts';
-import type { FetchFunction } from '../../gateway/src/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '../upstream/outbound-fetch.ts';
 import { auditInsertSql } from './audit.ts';
 import { keyringFrom } from './keyring.ts';
 import { checkKeyLive, liveCheckEnabled } from './live-check.ts';

@@ -3,8 +3,8 @@
  * tests): one authenticated `GET <api root>/models` to the provider. It goes through the gateway's
  * outbound fetch, so a private, loopback or link-local destination is refused before any request.
  */
-import { providerCatalog } from '../../gateway/src/providers/provider-catalog.ts';
-import { outboundFetch, type FetchFunction } from '../../gateway/src/upstream/outbound-fetch.ts';
+import { providerCatalog } from '../providers/provider-catalog.ts';
+import { outboundFetch, type FetchFunction } from '../upstream/outbound-fetch.ts';
 import type { Env } from '../env.ts';
 import { FaucetError } from '../errors.ts';
 import type { KeyProvider } from './provider-formats.ts';

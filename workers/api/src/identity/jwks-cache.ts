@@ -6,8 +6,8 @@
  */
 import type { JSONWebKeySet } from 'jose';
 import { FaucetError } from '../../../shared/errors.ts';
-import { outboundFetch, type FetchFunction } from '../../../gateway/src/upstream/outbound-fetch.ts';
-import { readBodyText } from '../../../gateway/src/upstream/read-body.ts';
+import { outboundFetch, type FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
+import { readBodyText } from '../../../shared/upstream/read-body.ts';
 
 const cacheTtlMs = 10 * 60_000;
 const refetchCooldownMs = 30_000;

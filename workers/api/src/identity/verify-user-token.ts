@@ -7,7 +7,7 @@
  */
 import { createLocalJWKSet, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
 import { FaucetError } from '../../../shared/errors.ts';
-import type { FetchFunction } from '../../../gateway/src/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
 import { jwksFor } from './jwks-cache.ts';
 import type { AppIdentity } from './session-policy.ts';
 

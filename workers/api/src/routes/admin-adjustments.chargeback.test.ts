@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bookUsage } from '../../../shared/ledger/book-usage.ts';
-import { balanceOf, chargeOf, createTestUser, fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../shared/ledger/ledger-test-kit.ts';
+import { balanceOf, chargeOf, createTestUser, fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
 import { reconcileLedger } from '../../../shared/ledger/reconcile.ts';
 import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 

@@ -2,10 +2,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { chargeRefundedEvent } from '../../../../scripts/lib/stripe-events.ts';
 import { bookUsage } from '../../../shared/ledger/book-usage.ts';
 import { clawbackAmount } from '../../../shared/ledger/claw-back-revenue.ts';
-import { balanceOf, chargeOf, openLedgerDatabase, platformCall, type LedgerTestDatabase } from '../../../shared/ledger/ledger-test-kit.ts';
+import { balanceOf, chargeOf, openLedgerDatabase, platformCall, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
 import { reconcileLedger } from '../../../shared/ledger/reconcile.ts';
 import { formatUsd, parseDatabaseAmount } from '../../../shared/money/index.ts';
-import { deliver, paidCheckout } from '../../../shared/payments/payments-test-kit.ts';
+import { deliver, paidCheckout } from '../../../test/payments-kit.ts';
 import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;

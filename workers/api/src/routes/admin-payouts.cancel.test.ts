@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { getWalletBalance } from '../../../shared/ledger/wallet-balance.ts';
-import { fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../shared/ledger/ledger-test-kit.ts';
+import { fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
 import { formatUsd } from '../../../shared/money/index.ts';
 import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 

@@ -10,7 +10,7 @@ import {
   openLedgerDatabase,
   platformCall,
   type LedgerTestDatabase,
-} from '../../../shared/ledger/ledger-test-kit.ts';
+} from '../../../test/ledger-kit.ts';
 import { formatUsd, negateUsd, parseWireAmount } from '../../../shared/money/index.ts';
 import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 

@@ -7,10 +7,10 @@ import { bookPayout } from '../../../shared/ledger/book-payout.ts';
 import { reservePayouts } from '../../../shared/ledger/reserve-payouts.ts';
 import { parseWireAmount, wireAmountSchema } from '../../../shared/money/index.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
-import { approvePayout } from '../../../shared/payments/approve-payout.ts';
-import { closePayout, type PayoutClosing } from '../../../shared/payments/close-payout.ts';
-import { findPayout, listPayouts } from '../../../shared/payments/find-payouts.ts';
-import { payoutStatuses, payoutView, PayoutSchema } from '../../../shared/payments/payout-view.ts';
+import { approvePayout } from '../payments/approve-payout.ts';
+import { closePayout, type PayoutClosing } from '../payments/close-payout.ts';
+import { findPayout, listPayouts } from '../payments/find-payouts.ts';
+import { payoutStatuses, payoutView, PayoutSchema } from '../payments/payout-view.ts';
 
 const PayoutList = z.object({ data: z.array(PayoutSchema) }).openapi('PayoutList');
 const IdParam = z.object({ id: z.string() });

@@ -1,9 +1,9 @@
 import { parse } from 'csv-parse/sync';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fund, openLedgerDatabase } from '../../../shared/ledger/ledger-test-kit.ts';
-import { streamReport } from '../../../shared/reports/csv-stream.ts';
-import { parseReportRange } from '../../../shared/reports/report-range.ts';
-import { revenueReport } from '../../../shared/reports/revenue-report.ts';
+import { fund, openLedgerDatabase } from '../../../test/ledger-kit.ts';
+import { streamReport } from '../reports/csv-stream.ts';
+import { parseReportRange } from '../reports/report-range.ts';
+import { revenueReport } from '../reports/revenue-report.ts';
 import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;

@@ -2,11 +2,11 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '../../../shared/app.ts';
 import { requireAdmin } from '../../../shared/auth/require-admin.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
-import { streamReport, type PagedReport } from '../../../shared/reports/csv-stream.ts';
-import { payoutsReport } from '../../../shared/reports/payouts-report.ts';
-import { parseReportRange, ReportRangeQuery } from '../../../shared/reports/report-range.ts';
-import { revenueReport } from '../../../shared/reports/revenue-report.ts';
-import { usageReport } from '../../../shared/reports/usage-report.ts';
+import { streamReport, type PagedReport } from '../reports/csv-stream.ts';
+import { payoutsReport } from '../reports/payouts-report.ts';
+import { parseReportRange, ReportRangeQuery } from '../reports/report-range.ts';
+import { revenueReport } from '../reports/revenue-report.ts';
+import { usageReport } from '../reports/usage-report.ts';
 
 function registerReport<Row>(app: ServiceApp, name: string, report: PagedReport<Row>, summary: string): void {
   const route = createRoute({

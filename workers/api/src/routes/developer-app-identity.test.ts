@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { api, call, createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
-import { createDeveloperApp } from '../identity/identity-test-kit.ts';
+import { createDeveloperApp } from '../../../test/identity-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {

@@ -9,7 +9,7 @@ import type { ServiceApp } from '../../../shared/app.ts';
 import { requireDeveloper } from '../../../shared/auth/require-developer.ts';
 import { FaucetError } from '../../../shared/errors.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
-import { checkUpstreamUrl } from '../../../gateway/src/upstream/address-guard.ts';
+import { checkUpstreamUrl } from '../../../shared/upstream/address-guard.ts';
 import { appIdentityView, AppIdentitySchema, ownedApp, PublicAppIdParam } from '../identity/app-identity-view.ts';
 import { SessionPolicySchema } from '../identity/session-policy.ts';
 import { createSigningSecret } from '../identity/signing-secrets.ts';

@@ -18,7 +18,7 @@ import {
   DeveloperProviderKeySchema,
   ProviderKeyIdParam,
 } from '../../../shared/provider-keys/wire-schemas.ts';
-import type { FetchFunction } from '../../../gateway/src/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 

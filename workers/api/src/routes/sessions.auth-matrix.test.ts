@@ -5,7 +5,7 @@
  * writes no session, end user or wallet; the ways the developer chose work.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { FetchFunction } from '../../../gateway/src/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
 import { api, call, createTestEnv, demoPublicAppId, developerKey as demoDeveloperKey, sql, type TestEnv } from '../../../test/harness.ts';
 import {
   askForSession,
@@ -17,7 +17,7 @@ import {
   signWith,
   userTokenClaims,
   type TestApp,
-} from '../identity/identity-test-kit.ts';
+} from '../../../test/identity-kit.ts';
 
 let testEnv: TestEnv;
 let otherDeveloper: TestApp;

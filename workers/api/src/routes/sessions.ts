@@ -12,7 +12,7 @@ import { randomToken, sha256Hex } from '../../../shared/crypto.ts';
 import { intSetting } from '../../../shared/env.ts';
 import { FaucetError } from '../../../shared/errors.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
-import type { FetchFunction } from '../../../gateway/src/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
 import { provenUserHash } from '../identity/session-proof.ts';
 import { findAppIdentity } from '../identity/session-policy.ts';
 import { verifyingSigningSecrets } from '../identity/signing-secrets.ts';

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chargeRefundedEvent, disputeEvent, randomStripeId } from '../../../../scripts/lib/stripe-events.ts';
 import { bookUsage } from '../../../shared/ledger/book-usage.ts';
-import { chargeOf, openLedgerDatabase, type LedgerTestDatabase } from '../../../shared/ledger/ledger-test-kit.ts';
+import { chargeOf, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
 import { reconcileLedger } from '../../../shared/ledger/reconcile.ts';
-import { deliver, paidCheckout, reversalState } from '../../../shared/payments/payments-test-kit.ts';
+import { deliver, paidCheckout, reversalState } from '../../../test/payments-kit.ts';
 import { createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signStripePayload } from '../../../../scripts/lib/stripe-events.ts';
 import { reconcileLedger } from '../../../shared/ledger/reconcile.ts';
-import { openLedgerDatabase } from '../../../shared/ledger/ledger-test-kit.ts';
-import { completedEvent, createPendingCheckout, deliver, paymentState } from '../../../shared/payments/payments-test-kit.ts';
+import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
+import { completedEvent, createPendingCheckout, deliver, paymentState } from '../../../test/payments-kit.ts';
 import { createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;

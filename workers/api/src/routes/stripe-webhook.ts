@@ -1,8 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '../../../shared/app.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
-import { handleStripeEvent } from '../../../shared/payments/handle-stripe-event.ts';
-import { liveModeAllowed, verifyStripeEvent } from '../../../shared/payments/stripe-client.ts';
+import { handleStripeEvent } from '../payments/handle-stripe-event.ts';
+import { liveModeAllowed, verifyStripeEvent } from '../payments/stripe-client.ts';
 
 const Response = z
   .object({

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createSession, createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
-import { auditRows, fakeAnthropicKey, fakeOpenAiKey, send } from '../../../shared/provider-keys/tests/provider-keys-test-kit.ts';
+import { auditRows, fakeAnthropicKey, fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {

@@ -12,7 +12,7 @@ import { listProviderKeys } from '../../../shared/provider-keys/list-provider-ke
 import type { KeyOwner } from '../../../shared/provider-keys/owner.ts';
 import { toView } from '../../../shared/provider-keys/provider-key-view.ts';
 import { CreateUserProviderKeyBody, ProviderKeyIdParam, ProviderKeySchema } from '../../../shared/provider-keys/wire-schemas.ts';
-import type { FetchFunction } from '../../../gateway/src/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 

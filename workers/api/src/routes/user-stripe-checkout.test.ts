@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createPendingCheckout } from '../../../shared/payments/payments-test-kit.ts';
+import { createPendingCheckout } from '../../../test/payments-kit.ts';
 import { api, call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;

@@ -4,8 +4,8 @@ import { requireSession } from '../../../shared/auth/require-session.ts';
 import { FaucetError } from '../../../shared/errors.ts';
 import { formatUsd, usdStringSchema, wireAmountSchema } from '../../../shared/money/index.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
-import { MAX_TOP_UP_USD, MIN_TOP_UP_USD, parseTopUpAmount } from '../../../shared/payments/checkout-amount.ts';
-import { createCheckoutSession } from '../../../shared/payments/create-checkout-session.ts';
+import { MAX_TOP_UP_USD, MIN_TOP_UP_USD, parseTopUpAmount } from '../payments/checkout-amount.ts';
+import { createCheckoutSession } from '../payments/create-checkout-session.ts';
 
 const Body = z
   .strictObject({

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { api, call, createTestEnv, demoFixture, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
-import { createDeveloperApp, sessionRowCounts, signHs256, userTokenClaims } from '../../src/identity/identity-test-kit.ts';
+import { createDeveloperApp, sessionRowCounts, signHs256, userTokenClaims } from '../../../test/identity-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {

@@ -7,7 +7,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { env as cloudflareEnv } from 'cloudflare:test';
 import type { Env } from '../../../shared/env.ts';
 import { adminToken, api, call, createSession, createTestEnv, gateway, type TestEnv } from '../../../test/harness.ts';
-import { fund } from '../../../gateway/test/gateway-test-kit.ts';
+import { fund } from '../../../test/gateway-kit.ts';
 
 /** A Durable Object namespace whose objects cannot be reached. */
 function unreachableNamespace(where: 'get' | 'call') {

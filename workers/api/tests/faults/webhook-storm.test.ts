@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { randomStripeId, signStripePayload } from '../../../../scripts/lib/stripe-events.ts';
-import { completedEvent, createPendingCheckout, deliver } from '../../../shared/payments/payments-test-kit.ts';
+import { completedEvent, createPendingCheckout, deliver } from '../../../test/payments-kit.ts';
 import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;

@@ -8,7 +8,7 @@
  */
 import { FaucetError } from '../../../shared/errors.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
-import { imageTokenBound, outputTokenCap } from '../providers/provider-catalog.ts';
+import { imageTokenBound, outputTokenCap } from '../../../shared/providers/provider-catalog.ts';
 import { messageText } from '../tokens/count-prompt-tokens.ts';
 
 const framingTokensPerMessage = 4;

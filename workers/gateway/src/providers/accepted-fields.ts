@@ -7,7 +7,7 @@
  */
 import { FaucetError } from '../../../shared/errors.ts';
 import type { ChatMessage, ChatRequest } from '../openai/chat-schemas.ts';
-import type { ProviderProtocol } from './provider-catalog.ts';
+import type { ProviderProtocol } from '../../../shared/providers/provider-catalog.ts';
 
 interface AcceptedFields {
   request: ReadonlyArray<keyof ChatRequest>;

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiCompletion } from '../../test/fake-upstream.ts';
-import { fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage } from '../../test/gateway-test-kit.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
+import { fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage } from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {

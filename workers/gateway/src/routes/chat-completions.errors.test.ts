@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiCompletion } from '../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
-import type { FetchFunction } from '../upstream/outbound-fetch.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
+import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -136,7 +136,6 @@ describe('upstream failures', () => {
     ['answers 500', fakeUpstream(() => jsonResponse({ error: { message: 'internal' } }, 500)).fetch, 502, 'upstream_error'],
     ['is unreachable', () => Promise.reject(new TypeError('network down')), 502, 'upstream_error'],
     ['answers garbage', fakeUpstream(() => new Response('<html>oops</html>', { status: 200 })).fetch, 502, 'upstream_error'],
-    ['never answers', (request) => new Promise((_resolve, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason))), 504, 'upstream_timeout'],
   ];
 
   it.each(failures)('when the upstream %s: the envelope, the hold released, nothing charged', async (_case, fetch, status, code) => {
@@ -147,6 +146,19 @@ describe('upstream failures', () => {
     expect(await holdStatus(testEnv, requestId)).toBe('released');
     expect(await usageRows(testEnv, requestId)).toEqual([]);
     expect(await wallet(testEnv, session.walletId)).toEqual({ balance: '1.00000000', held: '0.00000000', available: '1.00000000' });
+  });
+
+  it('when the upstream never answers: the 504 envelope, and the call billed at its bound (the provider had the request and may be generating)', async () => {
+    const hang: FetchFunction = (request) => new Promise((_resolve, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason)));
+    const session = await fundedSession(testEnv, '1.00000000');
+    const requestId = newRequestId();
+    const response = await chat(gatewayWith({ upstreamFetch: hang }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini', max_tokens: 40 }, requestId);
+    expect(await errorOf(response)).toMatchObject({ status: 504, code: 'upstream_timeout', request_id: requestId });
+    expect(await holdStatus(testEnv, requestId)).toBe('settled');
+    const [row] = await usageRows(testEnv, requestId);
+    expect(row).toMatchObject({ estimated: true, output_tokens: 40 });
+    // A retry is refused: the timed-out call was billed, and retrying it must not be billed again.
+    expect((await chat(gatewayWith({ upstreamFetch: hang }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini' }, requestId)).status).toBe(409);
   });
 
   it('passes an upstream rate limit on as 429 with its retry-after', async () => {

@@ -7,8 +7,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { compareUsd, formatUsd, parseWireAmount } from '../../../shared/money/index.ts';
 import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiCompletion } from '../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
+import { chat, fundedSession, gatewayWith, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {

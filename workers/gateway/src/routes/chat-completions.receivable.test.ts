@@ -3,8 +3,8 @@ import { adjustWallet } from '../../../shared/ledger/adjust-wallet.ts';
 import { createDatabase } from '../../../shared/db.ts';
 import { parseWireAmount } from '../../../shared/money/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream } from '../../test/fake-upstream.ts';
-import { chat, fund, fundedSession, gatewayWith, holdStatus, newRequestId, userMessage, wallet } from '../../test/gateway-test-kit.ts';
+import { fakeUpstream } from '../../../test/fake-upstream.ts';
+import { chat, fund, fundedSession, gatewayWith, holdStatus, newRequestId, userMessage, wallet } from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {

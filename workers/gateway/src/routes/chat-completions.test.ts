@@ -3,8 +3,8 @@ import type { FaucetObject } from '../metering/faucet-object.ts';
 import { formatUsd, parseWireAmount, subtractUsd } from '../../../shared/money/index.ts';
 import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiCompletion } from '../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
+import { chat, fundedSession, gatewayWith, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
 import { countPromptTokens } from '../tokens/count-prompt-tokens.ts';
 import { countTokens } from '../tokens/tokenize.ts';
 

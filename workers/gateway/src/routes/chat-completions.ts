@@ -26,7 +26,7 @@ import { authorizeCall, type CallKeys, type CallPlan } from '../routing/authoriz
 import { parseModel, type ModelReference } from '../routing/parse-model.ts';
 import { sseHeaders } from '../sse/format-sse.ts';
 import { meteredStream } from '../streaming/metered-stream.ts';
-import { defaultUpstreamTimeoutMs } from '../upstream/outbound-fetch.ts';
+import { defaultUpstreamTimeoutMs } from '../../../shared/upstream/outbound-fetch.ts';
 import { chatCompletionsBodySchema, type ChatCompletionsBody } from './chat-completions-body.ts';
 
 interface Call {
@@ -129,12 +129,12 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
   try {
     let completion;
     const upstreamStarted = performance.now();
+    // The gateway ends the call at its deadline, so its hold (which outlives the deadline) is never gone before it is booked.
+    const signal = AbortSignal.timeout(call.limits.maxDurationSeconds * 1000);
     try {
-      // The gateway ends the call at its deadline, so its hold (which outlives the deadline) is never gone before it is booked.
-      const signal = AbortSignal.timeout(call.limits.maxDurationSeconds * 1000);
       completion = await call.adapter.complete({ request, credential: plan.credential, callId: plan.keys.callId, signal });
     } catch (error) {
-      await abandonCall(database, plan);
+      await endUnanswered(call, error, signal);
       throw error;
     }
     // Without the provider's count: upper bounds (the hold's input bound; the answer's UTF-8 bytes).
@@ -163,7 +163,7 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
   try {
     chunks = await call.adapter.stream({ request, credential: plan.credential, callId: plan.keys.callId, signal: upstream.signal });
   } catch (error) {
-    await abandonCall(database, plan).finally(() => call.defer(database.close()));
+    await endUnanswered(call, error, upstream.signal).finally(() => call.defer(database.close()));
     throw error;
   }
   const stream = meteredStream({
@@ -181,6 +181,30 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
       c.var.logger?.error('stream settlement failed', { request_id: requestId, code: FaucetError.isInstance(error) ? error.code : 'internal_error' }),
   });
   return new Response(stream, { status: 200, headers: { ...sseHeaders, 'x-request-id': requestId, 'x-faucet-call-id': plan.keys.callId } });
+}
+
+/**
+ * The upstream gave no answer the gateway could use. A refusal (an HTTP error status) or a
+ * connection that never opened means the provider bills nothing: the call is abandoned and its
+ * request id freed. A timeout (or the call's deadline) means the provider had the request and may
+ * be generating: the call is booked at its bound, marked estimated, so the platform never pays for
+ * an unbilled call (docs/money.md, "The guarantee").
+ */
+async function endUnanswered(call: Call, error: unknown, signal: AbortSignal): Promise<void> {
+  const timedOut = (FaucetError.isInstance(error) && error.code === 'upstream_timeout') || signal.aborted;
+  if (!timedOut) {
+    await abandonCall(call.database, call.plan);
+    return;
+  }
+  await settleCall(call.database, call.c.env, call.plan, call.reference, {
+    inputTokens: call.bounds.inputTokens,
+    outputTokens: call.bounds.outputTokens,
+    cachedInputTokens: 0,
+    estimated: true,
+  }).catch((settleError: unknown) => {
+    // Left in flight: the sweeper books it at the same bound after its deadline.
+    call.c.var.logger?.error('booking an unanswered call failed', { code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error' });
+  });
 }
 
 const encoder = new TextEncoder();

@@ -8,8 +8,8 @@ import { createExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sweepStaleCalls } from '../../../shared/calls/sweep-stale-calls.ts';
 import { createDatabase, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiCompletion } from '../../test/fake-upstream.ts';
-import { fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
+import { fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { call, createTestEnv } from '../../../test/harness.ts';
-import { gatewayWith } from '../../test/gateway-test-kit.ts';
+import { gatewayWith } from '../../../test/gateway-kit.ts';
 
 describe('GET /v1/models', () => {
   it('lists the priced provider:model names in OpenAI list shape, mock:echo included', async () => {

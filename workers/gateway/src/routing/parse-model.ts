@@ -1,5 +1,5 @@
 import { FaucetError } from '../../../shared/errors.ts';
-import { isProviderName, providerCatalog, type ProviderEntry, type ProviderName } from '../providers/provider-catalog.ts';
+import { isProviderName, providerCatalog, type ProviderEntry, type ProviderName } from '../../../shared/providers/provider-catalog.ts';
 
 export interface ModelReference {
   provider: ProviderName;

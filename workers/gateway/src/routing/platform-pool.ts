@@ -4,7 +4,7 @@
  */
 import type { Env } from '../../../shared/env.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
-import { loopbackAllowance, platformBaseUrl } from '../upstream/loopback-allowance.ts';
+import { loopbackAllowance, platformBaseUrl } from '../../../shared/upstream/loopback-allowance.ts';
 import type { ModelReference } from './parse-model.ts';
 
 /**

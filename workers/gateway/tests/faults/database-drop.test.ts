@@ -9,7 +9,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sweepStaleCalls } from '../../../shared/calls/sweep-stale-calls.ts';
 import { adminToken, api, call, createDatabase, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
-import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, sseData, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
+import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, sseData, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
 import { installConnectionCutter, type CutPoint } from './connection-cutter.ts';
 
 let testEnv: TestEnv;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { fakeUpstream, jsonResponse, sseResponse } from '../../../test/fake-upstream.ts';
+import { fakeUpstream, jsonResponse, sseResponse } from '../../../../test/fake-upstream.ts';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
 import { formatSseEvent } from '../../sse/format-sse.ts';
-import type { FetchFunction } from '../../upstream/outbound-fetch.ts';
+import type { FetchFunction } from '../../../../shared/upstream/outbound-fetch.ts';
 import { anthropicVersion, createAnthropicAdapter } from './anthropic-adapter.ts';
 
 const credential = { apiKey: 'sk-ant-test', baseUrl: 'https://api.anthropic.com/v1' };

@@ -8,7 +8,7 @@ import { FaucetError } from '../../../../shared/errors.ts';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, ChatUsage } from '../../openai/chat-schemas.ts';
 import { countPromptTokens, messageText } from '../../tokens/count-prompt-tokens.ts';
 import { tokenize } from '../../tokens/tokenize.ts';
-import { outputTokenCap } from '../provider-catalog.ts';
+import { outputTokenCap } from '../../../../shared/providers/provider-catalog.ts';
 import type { ProviderAdapter, ProviderContext } from '../provider.ts';
 
 export const mockModels = ['echo'] as const;

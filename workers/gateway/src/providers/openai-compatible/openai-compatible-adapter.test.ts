@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { FaucetError } from '../../../../shared/errors.ts';
-import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../test/fake-upstream.ts';
+import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../../test/fake-upstream.ts';
 import type { ChatCompletionChunk, ChatRequest } from '../../openai/chat-schemas.ts';
-import type { FetchFunction } from '../../upstream/outbound-fetch.ts';
+import type { FetchFunction } from '../../../../shared/upstream/outbound-fetch.ts';
 import { createOpenAiCompatibleAdapter } from './openai-compatible-adapter.ts';
 
 const credential = { apiKey: 'sk-test-platform', baseUrl: 'https://api.openai.com/v1' };

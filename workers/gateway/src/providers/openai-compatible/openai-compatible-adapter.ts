@@ -5,9 +5,9 @@
  */
 import { FaucetError } from '../../../../shared/errors.ts';
 import { chatCompletionSchema, type ChatRequest } from '../../openai/chat-schemas.ts';
-import { outboundFetch } from '../../upstream/outbound-fetch.ts';
-import { readBodyJson } from '../../upstream/read-body.ts';
-import { failureFromResponse } from '../../upstream/upstream-failure.ts';
+import { outboundFetch } from '../../../../shared/upstream/outbound-fetch.ts';
+import { readBodyJson } from '../../../../shared/upstream/read-body.ts';
+import { failureFromResponse } from '../../../../shared/upstream/upstream-failure.ts';
 import { pickAcceptedFields } from '../accepted-fields.ts';
 import type { ProviderAdapter, ProviderCall, ProviderContext } from '../provider.ts';
 import { chunksFromOpenAiSse } from './chunks-from-openai-sse.ts';

@@ -1,0 +1,61 @@
+/**
+ * A CSV report streamed from the database page by page (keyset pagination), so a large export never
+ * sits in memory. The stream owns its own database handle: the request's handle closes when the
+ * handler returns, before the body has been read.
+ */
+import { createDatabase } from '../../../shared/db.ts';
+import type { Env } from '../../../shared/env.ts';
+import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
+import { csvHeader, csvLine, type CsvColumn } from './csv.ts';
+import type { ReportRange } from './report-range.ts';
+
+export const REPORT_PAGE_SIZE = 500;
+
+export interface PagedReport<Row> {
+  columns: CsvColumn<Row>[];
+  /** Rows after `after` (null: from the start) in a stable order, at most `limit`. */
+  page(db: LedgerDatabase, range: ReportRange, after: Row | null, limit: number): Promise<Row[]>;
+}
+
+/** Reads the first page before answering (so a failure is still an error response), then streams. */
+export async function streamReport<Row>(
+  env: Env,
+  report: PagedReport<Row>,
+  range: ReportRange,
+  pageSize = REPORT_PAGE_SIZE,
+): Promise<ReadableStream<Uint8Array>> {
+  const database = createDatabase(env);
+  const close = () => database.pool.end().catch(() => {});
+  let rows: Row[];
+  try {
+    rows = await report.page(database.db, range, null, pageSize);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const encoder = new TextEncoder();
+  let headerSent = false;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        if (!headerSent) {
+          headerSent = true;
+          controller.enqueue(encoder.encode(csvHeader(report.columns)));
+        }
+        if (rows.length > 0) controller.enqueue(encoder.encode(rows.map((row) => csvLine(report.columns, row)).join('')));
+        if (rows.length < pageSize) {
+          await close();
+          controller.close();
+          return;
+        }
+        rows = await report.page(database.db, range, rows[rows.length - 1]!, pageSize);
+      } catch (error) {
+        await close();
+        controller.error(error);
+      }
+    },
+    async cancel() {
+      await close();
+    },
+  });
+}

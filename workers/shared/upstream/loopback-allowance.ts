@@ -1,0 +1,27 @@
+/**
+ * Local stacks and tests only: the one loopback `host:port` the gateway may call, where a fake
+ * upstream listens (`UPSTREAM_ALLOW_LOOPBACK=127.0.0.1:PORT`). Never in production, whatever the
+ * setting says, and never a range: exactly one literal loopback address and port, so every other
+ * local service stays out of reach (DESIGN §6).
+ */
+import { isProduction, type Env } from '../env.ts';
+
+const loopbackHostPort = /^(127\.0\.0\.1|\[::1\]):([1-9][0-9]{0,4})$/;
+
+export function loopbackAllowance(env: Env): string | null {
+  if (isProduction(env)) return null;
+  const value = env.UPSTREAM_ALLOW_LOOPBACK;
+  if (typeof value !== 'string') return null;
+  const match = loopbackHostPort.exec(value);
+  return match !== null && Number(match[2]) <= 65_535 ? value : null;
+}
+
+/**
+ * The platform pool's API root for a provider: the catalog's, or for `openai` the operator's
+ * `OPENAI_BASE_URL` (an OpenAI-compatible endpoint; still address-checked, so in production it must
+ * be public).
+ */
+export function platformBaseUrl(env: Env, provider: string, catalogBaseUrl: string): string {
+  const override = provider === 'openai' ? env.OPENAI_BASE_URL : undefined;
+  return typeof override === 'string' && override !== '' ? override : catalogBaseUrl;
+}

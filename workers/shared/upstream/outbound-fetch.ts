@@ -1,0 +1,156 @@
+import { FaucetError } from '../errors.ts';
+import { checkUpstreamUrl } from './address-guard.ts';
+
+/** The fetch the gateway uses for upstreams; tests pass their own to intercept without network. */
+export type FetchFunction = (input: Request) => Promise<Response>;
+
+export interface OutboundOptions {
+  fetch: FetchFunction;
+  /** Longest wait for the response headers, and then for each next piece of the body. */
+  timeoutMs: number;
+  /** Aborted when the caller no longer wants the answer (client went away). */
+  signal?: AbortSignal;
+  /** The one loopback `host:port` a local stack may call (loopback-allowance.ts). */
+  allowLoopback?: string | null;
+}
+
+export const defaultUpstreamTimeoutMs = 120_000;
+
+/**
+ * The only way the gateway talks to a provider. Refuses non-public destinations, never follows a
+ * redirect (each hop would need its own check), and turns every transport failure into a
+ * FaucetError: `upstream_timeout` (504) when the upstream stalls, `upstream_error` (502) otherwise.
+ * The returned body is wrapped so that stalls and failures while reading it map the same way.
+ */
+export async function outboundFetch(
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string },
+  options: OutboundOptions,
+): Promise<Response> {
+  const verdict = checkUpstreamUrl(url, { allowLoopback: options.allowLoopback ?? null });
+  if (!verdict.allowed) {
+    throw new FaucetError('upstream_error', `Refusing to call the upstream: ${verdict.reason}.`);
+  }
+  const watchdog = new Watchdog(options.timeoutMs, options.signal);
+  const request = new Request(verdict.url.toString(), {
+    method: init.method,
+    headers: init.headers,
+    body: init.body ?? null,
+    redirect: 'manual',
+    signal: watchdog.signal,
+  });
+
+  let response: Response;
+  try {
+    response = await options.fetch(request);
+  } catch (error) {
+    watchdog.stop();
+    throw watchdog.explain(error);
+  }
+  if (response.status >= 300 && response.status < 400) {
+    watchdog.stop();
+    await response.body?.cancel().catch(() => undefined);
+    throw new FaucetError('upstream_error', `The upstream answered with a redirect (HTTP ${response.status}), which is not followed.`);
+  }
+  if (response.body === null) {
+    watchdog.stop();
+    return response;
+  }
+  return new Response(guardBody(response.body, watchdog), {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+}
+
+function guardBody(body: ReadableStream<Uint8Array>, watchdog: Watchdog): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  watchdog.restart();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await watchdog.race(reader.read());
+        if (done) {
+          watchdog.stop();
+          controller.close();
+          return;
+        }
+        watchdog.restart();
+        controller.enqueue(value);
+      } catch (error) {
+        watchdog.stop();
+        reader.cancel().catch(() => undefined);
+        controller.error(watchdog.explain(error));
+      }
+    },
+    cancel(reason) {
+      watchdog.stop();
+      return reader.cancel(reason);
+    },
+  });
+}
+
+/** One abort signal for the upstream exchange, fired by a restartable inactivity timer or by the caller. */
+class Watchdog {
+  private readonly controller = new AbortController();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timedOut = false;
+  private readonly timeoutMs: number;
+  private readonly callerSignal: AbortSignal | undefined;
+
+  constructor(timeoutMs: number, callerSignal: AbortSignal | undefined) {
+    this.timeoutMs = timeoutMs;
+    this.callerSignal = callerSignal;
+    if (callerSignal?.aborted) this.controller.abort(callerSignal.reason);
+    callerSignal?.addEventListener('abort', () => this.controller.abort(callerSignal.reason), { once: true });
+    this.restart();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  restart(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.controller.abort(new Error('upstream timeout'));
+    }, this.timeoutMs);
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Settles with the read, or rejects as soon as the exchange is aborted (some runtimes keep a read pending). */
+  race<T>(operation: Promise<T>): Promise<T> {
+    const signal = this.controller.signal;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      operation.then(
+        (value) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(value);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  explain(error: unknown): FaucetError {
+    if (FaucetError.isInstance(error)) return error;
+    if (this.timedOut) {
+      return new FaucetError('upstream_timeout', `The upstream did not answer within ${this.timeoutMs} ms.`, { cause: error });
+    }
+    if (this.callerSignal?.aborted) {
+      return new FaucetError('upstream_error', 'The call was cancelled before the upstream finished.', { cause: error });
+    }
+    return new FaucetError('upstream_error', 'The upstream could not be reached.', { cause: error });
+  }
+}
