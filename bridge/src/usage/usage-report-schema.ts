@@ -13,7 +13,7 @@ const maxTokens = 2_147_483_647;
 export const usageReportSchema = z.strictObject({
   request_id: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/),
   public_app_id: z.string().min(1).max(128),
-  user_id_hash: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters (SHA-256)'),
+  user_id_hash: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (the session's user_ref)"),
   feature: z.string().min(1).max(128).regex(safeKey).optional(),
   route_mode: z.literal('local'),
   provider: z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/),

@@ -6,10 +6,11 @@ beforeAll(async () => {
   testEnv = await createTestEnv();
 });
 
-const report = (overrides: Record<string, unknown> = {}) => ({
+/** A report of `session`'s user: `user_id_hash` is the `user_ref` its session answer carried. */
+const report = (session: { userRef: string }, overrides: Record<string, unknown> = {}) => ({
   request_id: `local-${crypto.randomUUID()}`,
   public_app_id: demoPublicAppId,
-  user_id_hash: 'a'.repeat(64),
+  user_id_hash: session.userRef,
   feature: 'chat',
   route_mode: 'local',
   provider: 'ollama',
@@ -26,7 +27,7 @@ const send = (token: string, json: unknown) => call(api(), testEnv, '/v1/usage/l
 describe('POST /v1/usage/local', () => {
   it('records a local call at zero upstream cost', async () => {
     const session = await createSession(testEnv);
-    const body = report();
+    const body = report(session);
     const response = await send(session.token, body);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({
@@ -55,7 +56,7 @@ describe('POST /v1/usage/local', () => {
 
   it('records a request id once: the replay answers recorded false', async () => {
     const session = await createSession(testEnv);
-    const body = report();
+    const body = report(session);
     await send(session.token, body);
     const replay = await send(session.token, body);
     expect(replay.status).toBe(200);
@@ -77,23 +78,23 @@ describe('POST /v1/usage/local', () => {
       json: { amount_usd: '0.00150000' },
       token: adminToken,
     });
-    const first = await send(session.token, report({ feature: 'summarize' }));
+    const first = await send(session.token, report(session, { feature: 'summarize' }));
     expect(((await first.json()) as { charge: { amount_usd: string } }).charge.amount_usd).toBe('0.00100000');
     const [wallet] = await sql<{ balance: string }>(testEnv, 'select balance::text from wallets where id = $1', [session.walletId]);
     expect(wallet!.balance).toBe('0.00050000');
-    const second = await send(session.token, report({ feature: 'summarize' }));
+    const second = await send(session.token, report(session, { feature: 'summarize' }));
     expect(second.status).toBe(402);
   });
 
   it('refuses a report from another app than the session', async () => {
     const session = await createSession(testEnv);
-    const response = await send(session.token, report({ public_app_id: 'app_someone_else' }));
+    const response = await send(session.token, report(session, { public_app_id: 'app_someone_else' }));
     expect(response.status).toBe(403);
   });
 
   it('answers 404 for a feature the app does not have', async () => {
     const session = await createSession(testEnv);
-    expect((await send(session.token, report({ feature: 'no-such-feature' }))).status).toBe(404);
+    expect((await send(session.token, report(session, { feature: 'no-such-feature' }))).status).toBe(404);
   });
 
   it.each([
@@ -109,7 +110,7 @@ describe('POST /v1/usage/local', () => {
     ['a date that is not ISO-8601', { occurred_at: 'yesterday' }],
   ])('refuses a report with %s with 400', async (_label, change) => {
     const session = await createSession(testEnv);
-    const body = report(change);
+    const body = report(session, change);
     const response = await send(session.token, body);
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
@@ -117,8 +118,37 @@ describe('POST /v1/usage/local', () => {
     expect(row!.events).toBe(0);
   });
 
+  it.each([
+    ["another user's user_ref", async () => (await createSession(testEnv)).userRef],
+    ["a SHA-256 of the user's raw id (the old, guessable derivation)", async (externalUserId: string) => sha256Hex(externalUserId)],
+    ['any well-formed value', async () => 'a'.repeat(64)],
+  ])('refuses a report naming %s with 403, writing nothing', async (_label, forge) => {
+    const externalUserId = `victim-${crypto.randomUUID()}@example.test`;
+    const session = await createSession(testEnv, externalUserId);
+    const body = report(session, { user_id_hash: await forge(externalUserId) });
+    const response = await send(session.token, body);
+    expect(response.status).toBe(403);
+    const envelope = (await response.json()) as { error: { code: string; message: string; request_id: string } };
+    expect(envelope.error).toMatchObject({ code: 'forbidden', request_id: response.headers.get('x-request-id') });
+    expect(envelope.error.message).not.toContain(session.userRef);
+    const [row] = await sql<{ events: number }>(
+      testEnv,
+      'select count(*)::int as events from usage_events where end_user_id = $1 or client_request_id = $2',
+      [session.endUserId, body.request_id],
+    );
+    expect(row!.events).toBe(0);
+  });
+
+  it("accepts a user's ref from any of their sessions, and only theirs", async () => {
+    const externalUserId = `user-${crypto.randomUUID()}`;
+    const first = await createSession(testEnv, externalUserId);
+    const second = await createSession(testEnv, externalUserId);
+    expect(second.userRef).toBe(first.userRef);
+    expect((await send(second.token, report(first))).status).toBe(200);
+  });
+
   it('refuses a report without a session with 401', async () => {
-    const response = await call(api(), testEnv, '/v1/usage/local', { json: report() });
+    const response = await call(api(), testEnv, '/v1/usage/local', { json: report({ userRef: 'a'.repeat(64) }) });
     expect(response.status).toBe(401);
   });
 });

@@ -18,7 +18,10 @@ const UsageReport = z
   .strictObject({
     request_id: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/, 'must be 1–128 of A-Z a-z 0-9 . _ : -'),
     public_app_id: z.string().min(1).max(128),
-    user_id_hash: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters'),
+    user_id_hash: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters')
+      .openapi({ description: "The session's `user_ref` (from `POST /v1/sessions`); any other value is refused with 403" }),
     feature: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/).optional(),
     route_mode: z.literal('local'),
     provider: z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/),
@@ -72,6 +75,10 @@ export function registerUsageLocalRoutes(app: ServiceApp): void {
     const session = c.var.session;
     if (report.public_app_id !== session.publicAppId) {
       throw new FaucetError('forbidden', 'public_app_id does not match the session');
+    }
+    // Only the server can compute a user's ref, so a report cannot name (or guess) anyone but the session's user.
+    if (!timingSafeEqual(report.user_id_hash, await userRef(c.env.SESSION_HASH_SECRET, session.endUserId))) {
+      throw new FaucetError('forbidden', "user_id_hash is not the session's user_ref");
     }
     const { db } = c.var.database();
     const featureKey = report.feature ?? UNSPECIFIED_FEATURE;

@@ -10,13 +10,13 @@ interface UsageList {
   data: { request_id: string; route_mode: string; charged_usd: string; input_tokens: number; estimated: boolean; created_at: string }[];
 }
 
-async function reportLocal(token: string, requestId: string, inputTokens: number) {
+async function reportLocal(session: { token: string; userRef: string }, requestId: string, inputTokens: number) {
   const response = await call(api(), testEnv, '/v1/usage/local', {
-    token,
+    token: session.token,
     json: {
       request_id: requestId,
       public_app_id: demoPublicAppId,
-      user_id_hash: 'b'.repeat(64),
+      user_id_hash: session.userRef,
       feature: 'chat',
       route_mode: 'local',
       provider: 'lmstudio',
@@ -34,8 +34,8 @@ describe('GET /v1/user/usage', () => {
   it("lists the session user's calls newest first, and only theirs", async () => {
     const alice = await createSession(testEnv);
     const bob = await createSession(testEnv);
-    for (const [index, id] of ['u-1', 'u-2', 'u-3'].entries()) await reportLocal(alice.token, `${alice.endUserId}-${id}`, index + 1);
-    await reportLocal(bob.token, `${bob.endUserId}-u-1`, 99);
+    for (const [index, id] of ['u-1', 'u-2', 'u-3'].entries()) await reportLocal(alice, `${alice.endUserId}-${id}`, index + 1);
+    await reportLocal(bob, `${bob.endUserId}-u-1`, 99);
 
     const response = await call(api(), testEnv, '/v1/user/usage', { token: alice.token });
     expect(response.status).toBe(200);
@@ -46,7 +46,7 @@ describe('GET /v1/user/usage', () => {
 
   it('honours limit', async () => {
     const session = await createSession(testEnv);
-    for (const id of ['l-1', 'l-2']) await reportLocal(session.token, `${session.endUserId}-${id}`, 1);
+    for (const id of ['l-1', 'l-2']) await reportLocal(session, `${session.endUserId}-${id}`, 1);
     const response = await call(api(), testEnv, '/v1/user/usage?limit=1', { token: session.token });
     const { data } = (await response.json()) as UsageList;
     expect(data.map((record) => record.request_id)).toEqual([`${session.endUserId}-l-2`]);

@@ -51,14 +51,15 @@ export function fillPath(path: string, value: (name: string) => string): string 
   return path.replace(/:([A-Za-z_]+)(\{[^}]*\})?/g, (_match, name: string) => value(name));
 }
 
-export function validBody(endpoint: Endpoint): unknown {
+/** `userRef`: the `user_ref` of the session the body is sent with (local usage reports must name it). */
+export function validBody(endpoint: Endpoint, userRef = '0'.repeat(64)): unknown {
   const key = `${endpoint.method} ${endpoint.path}`;
   const bodies: Record<string, unknown> = {
     'POST /v1/sessions': { public_app_id: 'app_demo_local', external_user_id: 'fuzz-user' },
     'POST /v1/user/provider-keys': { provider: 'openai', api_key: `sk-proj-${'F'.repeat(40)}`, label: 'fuzz' },
     'POST /v1/developer/provider-keys': { provider: 'openai', api_key: `sk-proj-${'G'.repeat(40)}`, monthly_budget_usd: '5.00000000' },
     'POST /v1/user/stripe/checkout-sessions': { amount_usd: '10.00000000' },
-    'POST /v1/usage/local': localUsageReport('fuzz-local-1'),
+    'POST /v1/usage/local': localUsageReport('fuzz-local-1', userRef),
     'POST /v1/admin/wallets/:wallet_id/adjustments': { kind: 'adjustment', direction: 'credit', amount_usd: '1.00000000', reason: 'fuzz' },
     'POST /v1/admin/wallets/:id/credit-test-balance': { amount_usd: '1.00000000' },
     'POST /v1/admin/payouts/run-mock': { threshold_usd: '1.00000000' },
@@ -73,6 +74,8 @@ export interface Tenant {
   sessionToken: string;
   walletId: string;
   endUserId: string;
+  /** The session's `user_ref`, which local usage reports name. */
+  userRef: string;
   userKeyId: string;
 }
 
@@ -94,7 +97,7 @@ async function tenant(testEnv: TestEnv): Promise<Tenant> {
   });
   if (response.status !== 201) throw new Error(`user key: ${response.status} ${await response.text()}`);
   const key = (await response.json()) as { id: string };
-  return { sessionToken: session.token, walletId: session.walletId, endUserId: session.endUserId, userKeyId: key.id };
+  return { sessionToken: session.token, walletId: session.walletId, endUserId: session.endUserId, userRef: session.userRef, userKeyId: key.id };
 }
 
 /** Two end users with a key each, an expired session, two developers (B is a second tenant) with a key of A. */
@@ -145,12 +148,12 @@ export async function databaseFingerprint(testEnv: TestEnv): Promise<Record<stri
   return Object.fromEntries(rows.map((row) => [row.name, row.digest]));
 }
 
-/** A well-formed local usage report of the demo app (the contract's fields, no prompt content). */
-export function localUsageReport(requestId: string) {
+/** A well-formed local usage report of the demo app's user whose session answered `userRef` (the contract's fields, no prompt content). */
+export function localUsageReport(requestId: string, userRef: string) {
   return {
     request_id: requestId,
     public_app_id: 'app_demo_local',
-    user_id_hash: 'a'.repeat(64),
+    user_id_hash: userRef,
     route_mode: 'local',
     provider: 'ollama',
     model: 'llama3.2',

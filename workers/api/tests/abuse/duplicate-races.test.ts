@@ -51,7 +51,7 @@ describe('duplicate requests racing each other', () => {
 
   it('one local usage report sent at once: recorded once, every racer answered 200', async () => {
     const session = await createSession(testEnv);
-    const report = localUsageReport(`race-${crypto.randomUUID()}`);
+    const report = localUsageReport(`race-${crypto.randomUUID()}`, session.userRef);
     const responses = await race(() => call(api(), testEnv, '/v1/usage/local', { token: session.token, json: report }));
     expect(statuses(responses)).toEqual(Array(racers).fill(200));
     const recorded = await Promise.all(responses.map(async (response) => ((await response.json()) as { recorded: boolean }).recorded));

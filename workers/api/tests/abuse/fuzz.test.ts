@@ -107,15 +107,15 @@ function bodyOf(plan: BodyPlan, endpoint: Endpoint): BodyInit | undefined {
     case 'none':
       return undefined;
     case 'valid':
-      return JSON.stringify(validBody(endpoint));
+      return JSON.stringify(validBody(endpoint, world.a.userRef));
     case 'mutated':
-      return JSON.stringify(mutate(validBody(endpoint), plan.edits));
+      return JSON.stringify(mutate(validBody(endpoint, world.a.userRef), plan.edits));
     case 'json':
       return JSON.stringify(plan.value);
     case 'text':
       return plan.text;
     case 'oversized':
-      return JSON.stringify({ ...(validBody(endpoint) as object), padding: 'x'.repeat(plan.bytes) });
+      return JSON.stringify({ ...(validBody(endpoint, world.a.userRef) as object), padding: 'x'.repeat(plan.bytes) });
     case 'deep':
       return '['.repeat(plan.depth) + ']'.repeat(plan.depth);
     case 'binary':

@@ -50,7 +50,8 @@ afterAll(() => vi.restoreAllMocks());
 describe('secret scan', () => {
   it('leaves no secret, token, raw user id or prompt text in logs, responses, CSVs or database columns', async () => {
     const session = await send('session', api(), '/v1/sessions', { json: { public_app_id: 'app_demo_local', external_user_id: canary.externalUserId }, token: developerKey }, 'session_token');
-    sessionToken = (JSON.parse(session.text) as { session_token: string }).session_token;
+    const { session_token: issued, user_ref: userRef } = JSON.parse(session.text) as { session_token: string; user_ref: string };
+    sessionToken = issued;
     const bearer = { token: sessionToken };
 
     await send('user key', api(), '/v1/user/provider-keys', { ...bearer, json: { provider: 'openai', api_key: userProviderKey, label: 'mine' } });
@@ -90,7 +91,7 @@ describe('secret scan', () => {
     await chat('invalid body with the prompt', { model: 'mock:echo', max_tokens: 'many' });
     await send('chat with a bad token', gateway, '/v1/chat/completions', { token: adminToken, json: { model: 'mock:echo', feature: 'chat', messages } });
 
-    const report = localUsageReport(`local-${random()}`);
+    const report = localUsageReport(`local-${random()}`, userRef);
     await send('local usage with a prompt field', api(), '/v1/usage/local', { ...bearer, json: { ...report, prompt: canary.prompt } });
     await send('local usage', api(), '/v1/usage/local', { ...bearer, json: report });
     await send('usage', api(), '/v1/user/usage', bearer);

@@ -20,11 +20,12 @@ beforeAll(async () => {
 const usage = { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 };
 const platformBody = { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('Tell me something')], max_tokens: 50 };
 
-function localReport(requestId: string) {
+/** A local usage report of the user whose session answered `userRef`. */
+function localReport(requestId: string, userRef: string) {
   return {
     request_id: requestId,
     public_app_id: demoPublicAppId,
-    user_id_hash: 'b'.repeat(64),
+    user_id_hash: userRef,
     feature: 'chat',
     route_mode: 'local',
     provider: 'ollama',
@@ -53,7 +54,7 @@ describe('defect 1: the money key is the server’s, not the client’s x-reques
     const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('paid answer', usage)));
     const session = await fundedSession(testEnv);
     const requestId = newRequestId();
-    const filed = await call(api(), testEnv, '/v1/usage/local', { json: localReport(requestId), token: session.token });
+    const filed = await call(api(), testEnv, '/v1/usage/local', { json: localReport(requestId, session.userRef), token: session.token });
     expect(filed.status).toBe(200);
 
     const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, platformBody, requestId);
@@ -71,7 +72,7 @@ describe('defect 1: the money key is the server’s, not the client’s x-reques
     const upstream = fakeUpstream(() => sseResponse(openAiSse([openAiChunk({ role: 'assistant', content: 'Hi' }), openAiChunk({}, 'stop'), openAiChunk({}, null, usage)])));
     const session = await fundedSession(testEnv);
     const requestId = newRequestId();
-    expect((await call(api(), testEnv, '/v1/usage/local', { json: localReport(requestId), token: session.token })).status).toBe(200);
+    expect((await call(api(), testEnv, '/v1/usage/local', { json: localReport(requestId, session.userRef), token: session.token })).status).toBe(200);
     const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { ...platformBody, stream: true }, requestId);
     const events = sseData(await response.text());
     expect(events.at(-1)).toBe('[DONE]');
@@ -89,7 +90,7 @@ describe('defect 1: the money key is the server’s, not the client’s x-reques
     expect(callId).toMatch(/^[0-9a-f-]{36}$/);
     // Bob files reports under Alice's correlation id and under her call's money key.
     for (const id of [requestId, `call:${callId}`]) {
-      expect((await call(api(), testEnv, '/v1/usage/local', { json: localReport(id), token: bob.token })).status).toBe(200);
+      expect((await call(api(), testEnv, '/v1/usage/local', { json: localReport(id, bob.userRef), token: bob.token })).status).toBe(200);
     }
     const [booking] = await sql<{ route_mode: string; end_user_id: string }>(testEnv, 'select route_mode, end_user_id::text from usage_events where request_id = $1', [`call:${callId}`]);
     expect(booking).toMatchObject({ route_mode: 'platform', end_user_id: alice.endUserId });
