@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../../shared/crypto.ts';
 import { api, adminToken, call, createSession, createTestEnv, demoFixture, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;

@@ -2,6 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { sql } from 'drizzle-orm';
 import type { ServiceApp } from '../../../shared/app.ts';
 import { requireSession } from '../../../shared/auth/require-session.ts';
+import { userRef } from '../../../shared/auth/user-ref.ts';
+import { timingSafeEqual } from '../../../shared/crypto.ts';
 import { FaucetError } from '../../../shared/errors.ts';
 import { bookUsage, queryRows } from '../../../shared/ledger/index.ts';
 import { formatUsd, usdStringSchema } from '../../../shared/money/index.ts';
