@@ -27,34 +27,36 @@ const FaucetContext = createContext<FaucetContextValue | null>(null);
 
 export interface FaucetProviderProps {
   publicAppId: string;
-  /** The end user's id; not needed when `session` or `userToken` is given. */
+  /** The end user's id; not needed when `session`, `userToken` or `anonymous` is given. */
   userId?: string;
   /** A session from your backend (docs/identity.md); called again on expiry. */
   session?: FaucetOptions['session'];
   /** A user token your backend signed, for `signed` apps; called again on expiry. */
   userToken?: FaucetOptions['userToken'];
+  /** For `anonymous` apps: a random device id kept on this device names the user. */
+  anonymous?: FaucetOptions['anonymous'];
   /** Control API base URL. */
   baseUrl: string;
   /** Gateway base URL; defaults to `baseUrl`. */
   gatewayBaseUrl?: string;
   bridgeUrl?: string;
   /** Further client options (timeouts, retries); read when the client is created. */
-  options?: Omit<FaucetOptions, 'publicAppId' | 'user' | 'session' | 'userToken' | 'baseUrl' | 'gatewayBaseUrl' | 'bridgeUrl'>;
+  options?: Omit<FaucetOptions, 'publicAppId' | 'user' | 'session' | 'userToken' | 'anonymous' | 'baseUrl' | 'gatewayBaseUrl' | 'bridgeUrl'>;
   /** Use this client instead of creating one (tests, or sharing a client outside React). */
   client?: FaucetClient;
   children?: ReactNode;
 }
 
 /** Creates the Faucet client for the components below it; a new one only when an ID or URL changes. */
-export function FaucetProvider({ publicAppId, userId, session, userToken, baseUrl, gatewayBaseUrl, bridgeUrl, options, client, children }: FaucetProviderProps) {
+export function FaucetProvider({ publicAppId, userId, session, userToken, anonymous, baseUrl, gatewayBaseUrl, bridgeUrl, options, client, children }: FaucetProviderProps) {
   const value = useMemo<FaucetContextValue>(
     () => ({
       client:
         client ??
-        createFaucet({ ...options, publicAppId, user: userId === undefined ? undefined : { id: userId }, session, userToken, baseUrl, gatewayBaseUrl, bridgeUrl }),
+        createFaucet({ ...options, publicAppId, user: userId === undefined ? undefined : { id: userId }, session, userToken, anonymous, baseUrl, gatewayBaseUrl, bridgeUrl }),
       usageEvents: createUsageEvents(),
     }),
-    // `options`, `session` and `userToken` are read once per client on purpose: inline values would otherwise recreate it on every render.
+    // `options`, `session`, `userToken` and `anonymous` are read once per client on purpose: inline values would otherwise recreate it on every render.
     [client, publicAppId, userId, baseUrl, gatewayBaseUrl, bridgeUrl],
   );
   return <FaucetContext.Provider value={value}>{children}</FaucetContext.Provider>;

@@ -1,4 +1,5 @@
 import { cloudChat, cloudChatStream, type CloudChatConfig } from './cloud-chat.ts';
+import { deviceIdFor, type DeviceIdStorage } from './device-id.ts';
 import { FaucetError } from './errors.ts';
 import { defaultRetryOptions, type RetryOptions } from './http/retry-policy.ts';
 import type { RetryEvent, TransportConfig } from './http/transport.ts';
@@ -28,8 +29,8 @@ import { getWallet, listUsage, type UserAccountConfig } from './user-account.ts'
 export interface FaucetOptions {
   publicAppId: string;
   /**
-   * The end user as your app knows them, sent as `external_user_id` when neither `session` nor
-   * `userToken` is given — which `server` and `signed` apps refuse (docs/identity.md).
+   * The end user as your app knows them, sent as `external_user_id` when none of `session`,
+   * `userToken` and `anonymous` is given — which `server` and `signed` apps refuse (docs/identity.md).
    */
   user?: { id: string };
   /**
@@ -39,6 +40,12 @@ export interface FaucetOptions {
   session?: () => Promise<string | Session>;
   /** For `signed` apps: a short-lived JWT your backend signed (sub = user, aud = app); called again on expiry. */
   userToken?: () => Promise<string>;
+  /**
+   * For `anonymous` apps (no accounts): the session binds to a random device id (192 bits) made on
+   * first use and kept in `localStorage` (else in memory), sent as `device_id`. Pass `{ storage }`
+   * to keep it elsewhere (`storage: null`: memory only). Ignored when `session` or `userToken` is given.
+   */
+  anonymous?: boolean | { storage?: DeviceIdStorage | null };
   /** Control API, e.g. `https://api.example.com` (sessions, wallet, usage). */
   baseUrl: string;
   /** Gateway for chat; defaults to `baseUrl`. */
@@ -93,13 +100,21 @@ function requireText(value: unknown, name: string): string {
   return value;
 }
 
+/** The first of `session`, `userToken`, `anonymous` and `user` the options give. */
+function sessionSource(options: FaucetOptions, publicAppId: string): SessionSource {
+  if (options.session) return { kind: 'backend', session: options.session };
+  if (options.userToken) return { kind: 'user-token', userToken: options.userToken };
+  if (options.anonymous) {
+    // An absent storage means the page's localStorage; an explicit null, memory only.
+    const storage = typeof options.anonymous === 'object' ? options.anonymous.storage : undefined;
+    return { kind: 'device', deviceId: deviceIdFor(publicAppId, storage) };
+  }
+  return { kind: 'user-id', userId: requireText(options.user?.id, 'user.id (or session, userToken or anonymous)') };
+}
+
 export function createFaucet(options: FaucetOptions): FaucetClient {
   const publicAppId = requireText(options.publicAppId, 'publicAppId');
-  const source: SessionSource = options.session
-    ? { kind: 'backend', session: options.session }
-    : options.userToken
-      ? { kind: 'user-token', userToken: options.userToken }
-      : { kind: 'user-id', userId: requireText(options.user?.id, 'user.id (or session, or userToken)') };
+  const source = sessionSource(options, publicAppId);
   const baseUrl = trimSlash(requireText(options.baseUrl, 'baseUrl'));
   const gatewayBaseUrl = trimSlash(options.gatewayBaseUrl ?? baseUrl);
   const bridgeUrl = trimSlash(options.bridgeUrl ?? defaultBridgeUrl);

@@ -5,10 +5,3 @@ export function newRequestId(prefix: string): string {
   return prefix + Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
 }
 
-/** Lowercase hex SHA-256 of `text` (WebCrypto: browsers and Node alike). */
-export async function sha256Hex(text: string): Promise<string> {
-  const subtle = globalThis.crypto?.subtle;
-  if (!subtle) throw new Error('WebCrypto is unavailable (a page served over plain http from a non-local host?)');
-  const digest = await subtle.digest('SHA-256', new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, '0')).join('');
-}

@@ -1,18 +1,18 @@
 import { FaucetError } from './errors.ts';
 import { throwIfAborted } from './http/deadline.ts';
-import { sha256Hex } from './ids.ts';
 import { requestJson, type TransportConfig } from './http/transport.ts';
 import type { Session } from './types.ts';
 
 /**
  * Where sessions come from (docs/identity.md): the developer's backend (`session`: its
  * `POST /v1/sessions` answer, or just the token), a user token the developer signed (`userToken`,
- * exchanged here), or — for apps without either — the user id alone (refused by `server` and
- * `signed` apps).
+ * exchanged here), a random device id kept on the device (`anonymous` apps), or the user id alone
+ * (refused by `server` and `signed` apps).
  */
 export type SessionSource =
   | { kind: 'backend'; session: () => Promise<string | Session> }
   | { kind: 'user-token'; userToken: () => Promise<string> }
+  | { kind: 'device'; deviceId: () => string }
   | { kind: 'user-id'; userId: string };
 
 export interface SessionConfig {
@@ -57,13 +57,12 @@ export class SessionManager {
   }
 
   /**
-   * The end user's opaque reference for local usage reports: the session's `user_ref`; for a bare
-   * token from the backend (no `user_ref` known), a hash of the session token, which names no user.
+   * The end user's opaque reference for local usage reports: the session's `user_ref`, which the
+   * server checks. Undefined for a bare token from the backend: only the answer carries it.
    */
-  async userRef(signal?: AbortSignal): Promise<string> {
-    const token = await this.token(signal);
-    const session = this.cached?.session;
-    return session?.user_ref ?? sha256Hex(`session:${token}`);
+  async userRef(signal?: AbortSignal): Promise<string | undefined> {
+    await this.token(signal);
+    return this.cached?.session.user_ref;
   }
 
   /** Forgets `token` if it is still the cached one (the server refused it). */
@@ -125,7 +124,9 @@ export class SessionManager {
       const body =
         source.kind === 'user-token'
           ? { public_app_id: publicAppId, user_token: await source.userToken() }
-          : { public_app_id: publicAppId, external_user_id: source.userId };
+          : source.kind === 'device'
+            ? { public_app_id: publicAppId, device_id: source.deviceId() }
+            : { public_app_id: publicAppId, external_user_id: source.userId };
       session = await requestJson<Session>(transport, { method: 'POST', url: `${baseUrl}/v1/sessions`, body, what: 'Session request' });
     }
     const expiresAt = Date.parse(session?.expires_at);

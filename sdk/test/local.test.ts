@@ -52,6 +52,21 @@ describe('local route', () => {
     expect(userIdHash).not.toBe(createHash('sha256').update('user-42@example.com').digest('hex'));
   });
 
+  it("sends no report when the backend gave a bare session token (no user_ref to name the user): status 'rejected'", async () => {
+    faucet = await startFakeFaucet();
+    bridge = await startFakeBridge();
+    const server = faucet;
+    const session = async () => {
+      const response = await fetch(`${server.url}/v1/sessions`, { method: 'POST', body: JSON.stringify({ public_app_id: server.publicAppId, external_user_id: 'u' }) });
+      return ((await response.json()) as { session_token: string }).session_token;
+    };
+    const client = clientFor(faucet.url, { user: undefined, session, bridgeUrl: bridge.url });
+    const answer = await client.chat({ feature: 'chat', routeMode: 'local', input: 'hi' });
+    expect(answer.faucet.usage_report_status).toBe('rejected');
+    expect(reportsReceived(bridge)).toEqual([]);
+    expect(client.local.pendingUsageReports()).toEqual([]);
+  });
+
   it('never sends the raw user ID to the bridge', async () => {
     const client = await setUp();
     await client.chat({ feature: 'chat', routeMode: 'local', input: 'x' });

@@ -177,3 +177,72 @@ describe('sessions from the developer backend or a signed user token', () => {
     ]);
   });
 });
+
+describe('sessions of anonymous apps (a device id kept on the device)', () => {
+  /** A localStorage stand-in: the SDK reads and writes it like a page's. */
+  const memoryStorage = () => {
+    const items = new Map<string, string>();
+    return { items, getItem: (key: string) => items.get(key) ?? null, setItem: (key: string, value: string) => void items.set(key, value) };
+  };
+  const deviceIds = (server: FakeFaucet) => server.requestsTo('/v1/sessions').map((request) => JSON.parse(request.body) as Record<string, unknown>);
+
+  it('send a random device id of at least 128 bits, never a user id, and the same one when the session is renewed', async () => {
+    faucet = await startFakeFaucet();
+    const client = clientFor(faucet.url, { user: undefined, anonymous: { storage: null } });
+    await client.chat({ feature: 'chat', input: 'a' });
+    faucet.expireAllSessions();
+    await client.chat({ feature: 'chat', input: 'b' });
+    const [first, second] = deviceIds(faucet);
+    expect(Object.keys(first!).sort()).toEqual(['device_id', 'public_app_id']);
+    expect(first!.device_id).toMatch(/^[A-Za-z0-9_-]{32}$/); // 24 random bytes, base64url
+    expect(second).toEqual(first);
+  });
+
+  it("keep the device id in the page's localStorage, so the next page load is the same device", async () => {
+    faucet = await startFakeFaucet();
+    const storage = memoryStorage();
+    const original = Object.getOwnPropertyDescriptor(globalThis, 'localStorage');
+    Object.defineProperty(globalThis, 'localStorage', { value: storage, configurable: true });
+    try {
+      await clientFor(faucet.url, { user: undefined, anonymous: true }).getWallet();
+      await clientFor(faucet.url, { user: undefined, anonymous: true }).getWallet();
+    } finally {
+      if (original) Object.defineProperty(globalThis, 'localStorage', original);
+      else delete (globalThis as { localStorage?: unknown }).localStorage;
+    }
+    const [first, second] = deviceIds(faucet);
+    expect(storage.items.get('faucet:device-id:app_fake_demo')).toBe(first!.device_id);
+    expect(second!.device_id).toBe(first!.device_id);
+  });
+
+  it('make a new device id for each client without storage, and replace a stored value the server would refuse', async () => {
+    faucet = await startFakeFaucet();
+    await clientFor(faucet.url, { user: undefined, anonymous: { storage: null } }).getWallet();
+    await clientFor(faucet.url, { user: undefined, anonymous: { storage: null } }).getWallet();
+    const storage = memoryStorage();
+    storage.items.set('faucet:device-id:app_fake_demo', 'short');
+    await clientFor(faucet.url, { user: undefined, anonymous: { storage } }).getWallet();
+    const [first, second, third] = deviceIds(faucet);
+    expect(second!.device_id).not.toBe(first!.device_id);
+    expect(third!.device_id).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(storage.items.get('faucet:device-id:app_fake_demo')).toBe(third!.device_id);
+  });
+
+  it('still work when the storage throws (private mode): the id lives in memory', async () => {
+    faucet = await startFakeFaucet();
+    const throwing = {
+      getItem: () => {
+        throw new Error('SecurityError');
+      },
+      setItem: () => {
+        throw new Error('QuotaExceededError');
+      },
+    };
+    const client = clientFor(faucet.url, { user: undefined, anonymous: { storage: throwing } });
+    await client.getWallet();
+    faucet.expireAllSessions();
+    await client.getWallet();
+    const [first, second] = deviceIds(faucet);
+    expect(second!.device_id).toBe(first!.device_id);
+  });
+});

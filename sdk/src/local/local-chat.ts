@@ -24,10 +24,14 @@ function bridgeBody(messages: ChatMessage[], model: string, options: ChatOptions
 
 /** Reports the call (counts only) and returns its metadata with the report's fate. */
 async function finishLocalCall(config: LocalChatConfig, requestId: string, resolved: ResolvedModel, counts: Counts, feature: string): Promise<FaucetMetadata> {
+  const metadata = { request_id: requestId, route_mode: 'local' as const, provider: resolved.provider, model: resolved.model, ...counts };
+  const userRef = await config.sessions.userRef();
+  // A bare session token names no user_ref, and the server refuses a report without it: not sent.
+  if (userRef === undefined) return { ...metadata, usage_report_status: 'rejected' };
   const report = await buildUsageReport({
     requestId,
     publicAppId: config.publicAppId,
-    userRef: await config.sessions.userRef(),
+    userRef,
     feature,
     provider: resolved.provider,
     model: resolved.model,
@@ -36,8 +40,7 @@ async function finishLocalCall(config: LocalChatConfig, requestId: string, resol
     estimated: counts.estimated,
     occurredAt: new Date(),
   });
-  const status = await reportUsage(config, report);
-  return { request_id: requestId, route_mode: 'local', provider: resolved.provider, model: resolved.model, ...counts, usage_report_status: status };
+  return { ...metadata, usage_report_status: await reportUsage(config, report) };
 }
 
 /** A chat answered by the local model server through the bridge; the cloud only ever sees the usage report. */
