@@ -1,9 +1,10 @@
 // The SDK ships without the workers' code, so it repeats their wire contract; these checks pin the copies.
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import type { FaucetObject } from '../../workers/gateway/src/metering/faucet-object.ts';
+import type { FaucetObject } from '../../workers/shared/wire/faucet-object.ts';
+import type { RouteMode as WireRouteMode } from '../../workers/shared/wire/route-modes.ts';
 import { errorStatus } from '../../workers/shared/errors.ts';
 import { serverErrorStatus } from '../src/errors.ts';
-import type { FaucetMetadata } from '../src/types.ts';
+import type { FaucetMetadata, RouteMode } from '../src/types.ts';
 
 describe('SDK error codes', () => {
   it('repeat exactly the codes and statuses the workers answer with (DESIGN §4)', () => {
@@ -17,5 +18,9 @@ describe('SDK call metadata', () => {
     const accepted: FaucetMetadata = fromGateway;
     expectTypeOf(accepted.charge).toEqualTypeOf<FaucetMetadata['charge']>();
     expectTypeOf<FaucetObject['route_mode']>().toExtend<FaucetMetadata['route_mode']>();
+  });
+
+  it('names exactly the route modes of the wire contract', () => {
+    expectTypeOf<RouteMode>().toEqualTypeOf<WireRouteMode>();
   });
 });

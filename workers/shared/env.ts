@@ -1,4 +1,6 @@
 /** Bindings every Faucet worker may receive (wrangler.toml vars, Worker secrets, Durable Objects). */
+import type { MetricsObject, RateLimiterObject } from './durable-objects.ts';
+
 export interface Env {
   ENVIRONMENT?: string; // 'development' | 'test' | 'production'
   DATABASE_URL?: string;
@@ -28,8 +30,8 @@ export interface Env {
   CALL_SETTLE_GRACE_SECONDS?: string;
   UPSTREAM_DRAIN_MS?: string;
 
-  RATE_LIMITER?: DurableObjectNamespace<import('../metrics/src/rate-limiter.ts').RateLimiter>;
-  METRICS?: DurableObjectNamespace<import('../metrics/src/metrics-aggregator.ts').MetricsAggregator>;
+  RATE_LIMITER?: DurableObjectNamespace<RateLimiterObject>;
+  METRICS?: DurableObjectNamespace<MetricsObject>;
 
   [key: string]: unknown;
 }

@@ -1,10 +1,7 @@
 /** Fixed-window request counting: the pure core of the rate limiter, clock passed in. */
-export interface WindowDecision {
-  allowed: boolean;
-  remaining: number;
-  /** Epoch milliseconds at which the current window ends. */
-  resetAtMs: number;
-}
+import type { WindowDecision } from '../../shared/durable-objects.ts';
+
+export type { WindowDecision };
 
 export class FixedWindowCounter {
   private windowStart = 0;

@@ -1,6 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../../shared/env.ts';
 import { renderPrometheus, type RequestSample } from './prometheus.ts';
+import type { MetricsObject } from '../../shared/durable-objects.ts';
 
 interface SeriesState {
   service: string;
@@ -17,7 +18,7 @@ interface SeriesState {
  * in the object's storage, so they survive eviction; workers send samples with `waitUntil`, off the
  * request's critical path.
  */
-export class MetricsAggregator extends DurableObject<Env> {
+export class MetricsAggregator extends DurableObject<Env> implements MetricsObject {
   private readonly series = new Map<string, SeriesState>();
 
   constructor(ctx: DurableObjectState, env: Env) {

@@ -1,12 +1,7 @@
 /** Prometheus text exposition (version 0.0.4) of Faucet's HTTP counters. */
-export interface RequestSample {
-  service: string;
-  method: string;
-  route: string;
-  status: number;
-  durationMs: number;
-  rateLimited: boolean;
-}
+import type { RequestSample } from '../../shared/durable-objects.ts';
+
+export type { RequestSample };
 
 export interface CounterSeries {
   labels: Record<string, string>;

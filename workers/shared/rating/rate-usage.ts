@@ -20,14 +20,10 @@ import {
   type Usd,
 } from '../money/index.ts';
 import { currentPriceCatalog, findModelPrice, type ModelPrice, type PriceCatalog } from './catalog.ts';
+import { isRouteMode, type RouteMode } from '../wire/route-modes.ts';
 import { RatingError } from './rating-error.ts';
 
-export const routeModes = ['platform', 'developer_key', 'byok', 'local'] as const;
-export type RouteMode = (typeof routeModes)[number];
-
-export function isRouteMode(value: unknown): value is RouteMode {
-  return typeof value === 'string' && (routeModes as readonly string[]).includes(value);
-}
+export { routeModes, type RouteMode } from '../wire/route-modes.ts';
 
 export interface RatingSettings {
   /** platform route: retail = upstream × (1 + markup). */

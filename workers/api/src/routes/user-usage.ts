@@ -4,6 +4,7 @@ import type { ServiceApp } from '../../../shared/app.ts';
 import { requireSession } from '../../../shared/auth/require-session.ts';
 import { queryRows } from '../../../shared/ledger/index.ts';
 import { formatUsd, parseDatabaseAmount, usdStringSchema } from '../../../shared/money/index.ts';
+import { routeModeSchema } from '../../../shared/wire/route-modes.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
 
 const UsageQuery = z.object({
@@ -19,7 +20,7 @@ const UsageRecord = z
   .object({
     request_id: z.string(),
     feature_key: z.string(),
-    route_mode: z.enum(['platform', 'developer_key', 'byok', 'local']),
+    route_mode: routeModeSchema,
     provider: z.string(),
     model: z.string(),
     input_tokens: z.number().int(),

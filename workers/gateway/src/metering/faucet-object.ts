@@ -1,17 +1,9 @@
-/** The `faucet` object every completion (and the stream's last event) carries: what was routed and charged. */
+/** Builds the `faucet` object (its schema: workers/shared/wire/faucet-object.ts). */
 import { formatUsd, type Usd } from '../../../shared/money/index.ts';
-import type { RouteMode } from '../../../shared/rating/index.ts';
+import type { FaucetObject } from '../../../shared/wire/faucet-object.ts';
+import type { RouteMode } from '../../../shared/wire/route-modes.ts';
 
-export interface FaucetObject {
-  request_id: string;
-  route_mode: RouteMode;
-  provider: string;
-  model: string;
-  input_tokens: number;
-  output_tokens: number;
-  estimated: boolean;
-  charge: { currency: 'USD'; amount_usd: string; upstream_cost_usd: string };
-}
+export type { FaucetObject };
 
 export function faucetObject(fields: {
   requestId: string;

@@ -1,9 +1,9 @@
 /** The gateway's request body: an OpenAI chat request plus Faucet's `feature` and `route_mode`. */
 import { z } from 'zod';
+import { routeModeSchema } from '../../../shared/wire/route-modes.ts';
 import { chatRequestSchema } from '../openai/chat-schemas.ts';
 
-export const requestedRouteModes = ['platform', 'developer_key', 'byok', 'local'] as const;
-export type RequestedRouteMode = (typeof requestedRouteModes)[number];
+export type { RouteMode as RequestedRouteMode } from '../../../shared/wire/route-modes.ts';
 
 export const chatCompletionsBodySchema = chatRequestSchema.extend({
   model: z
@@ -11,7 +11,7 @@ export const chatCompletionsBodySchema = chatRequestSchema.extend({
     .max(256)
     .regex(/^[a-z0-9][a-z0-9_-]*:[^\s]+$/, 'must be "provider:model", e.g. "mock:echo" or "openai:gpt-4o-mini"'),
   feature: z.string().min(1).max(128),
-  route_mode: z.enum(requestedRouteModes).optional(),
+  route_mode: routeModeSchema.optional(),
 });
 
 export type ChatCompletionsBody = z.infer<typeof chatCompletionsBodySchema>;

@@ -6,21 +6,10 @@
 import { z } from '@hono/zod-openapi';
 import type { ServiceApp } from '../../../shared/app.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
+import { faucetObjectSchema } from '../../../shared/wire/faucet-object.ts';
 import { chatCompletionSchema } from '../openai/chat-schemas.ts';
 import { chatCompletionsBodySchema } from './chat-completions-body.ts';
 
-const faucetObjectSchema = z
-  .object({
-    request_id: z.string(),
-    route_mode: z.enum(['platform', 'developer_key', 'byok', 'local']),
-    provider: z.string(),
-    model: z.string(),
-    input_tokens: z.number().int(),
-    output_tokens: z.number().int(),
-    estimated: z.boolean(),
-    charge: z.object({ currency: z.literal('USD'), amount_usd: z.string(), upstream_cost_usd: z.string() }),
-  })
-  .openapi('FaucetCallMetadata');
 
 export function registerGatewayOpenApi(app: ServiceApp): void {
   app.openAPIRegistry.registerPath({

@@ -14,19 +14,19 @@ import { queryOne, type LedgerDatabase } from '../../../shared/ledger/database.t
 import { formatUsd, type Usd } from '../../../shared/money/index.ts';
 import { openStoredKey } from '../../../shared/provider-keys/open-stored-key.ts';
 import { featurePricingFromRow, type FeaturePricing } from '../../../shared/rating/index.ts';
+import type { CloudRouteMode } from '../../../shared/wire/route-modes.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
-import type { RequestedRouteMode } from '../routes/chat-completions-body.ts';
 import type { ModelReference } from './parse-model.ts';
 import { platformPoolCredential } from './platform-pool.ts';
 
-export type CallRoute = 'platform' | 'developer_key' | 'byok';
+export type CallRoute = CloudRouteMode;
 
 export interface AuthorizeInput {
   tokenHash: string;
   featureKey: string;
   call: CallKeys;
-  requestedRoute: Exclude<RequestedRouteMode, 'local'> | undefined;
+  requestedRoute: CloudRouteMode | undefined;
   reference: ModelReference;
   bounds: HoldBounds;
 }
