@@ -10,6 +10,8 @@ interface DemoConfig {
   featureKey: string;
   model: string;
   bridgeUrl: string;
+  /** `server`: the demo server mints sessions with the developer key; `signed`: it signs user tokens the page exchanges. */
+  identity: 'server' | 'signed';
 }
 
 /** The page asks its own server, which mints the session with the developer key as an app backend does. */
@@ -17,6 +19,13 @@ async function demoSession(): Promise<Session> {
   const response = await fetch('/demo-session', { method: 'POST' });
   if (!response.ok) throw new Error(`The demo server could not mint a session (HTTP ${response.status})`);
   return (await response.json()) as Session;
+}
+
+/** For a `signed` app: the page's server signs a short user token, which the SDK exchanges for a session. */
+async function demoUserToken(): Promise<string> {
+  const response = await fetch('/demo-user-token', { method: 'POST' });
+  if (!response.ok) throw new Error(`The demo server could not sign a user token (HTTP ${response.status})`);
+  return ((await response.json()) as { token: string }).token;
 }
 
 const demoStyles = `
@@ -64,7 +73,7 @@ function DemoPage({ config }: { config: DemoConfig }) {
   return (
     <FaucetProvider
       publicAppId={config.publicAppId}
-      session={demoSession}
+      {...(config.identity === 'signed' ? { userToken: demoUserToken } : { session: demoSession })}
       baseUrl={`${origin}/api`}
       gatewayBaseUrl={`${origin}/gateway`}
       bridgeUrl={config.bridgeUrl}

@@ -2,12 +2,14 @@
  * The demo page: bundles `demo-app.tsx` with esbuild in memory and serves it on loopback, with
  * `/api/*` and `/gateway/*` proxied to the control API and the gateway so the page needs no CORS.
  * It also plays the app's backend (docs/identity.md): `POST /demo-session` mints the page's session
- * with the developer key, which never reaches the browser.
+ * with the developer key, which never reaches the browser; for a `signed` app, `POST /demo-user-token`
+ * signs the page a short-lived user token with the app's signing secret instead.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import { SignJWT } from 'jose';
 
 export interface DemoServerOptions {
   port: number;
@@ -15,7 +17,12 @@ export interface DemoServerOptions {
   gatewayBaseUrl: string;
   publicAppId: string;
   /** The app developer's `fdk_` key, used only by this server to mint sessions (the demo app's policy is `server`). */
-  developerKey: string;
+  developerKey?: string;
+  /**
+   * For an app whose policy is `signed`: its `fss_…` signing secret. The page then asks this server
+   * for a user token (HS256, 5 minutes) and exchanges it itself, instead of getting a minted session.
+   */
+  signingSecret?: string;
   host?: string;
   /** The end user the page acts as; the seed gives `demo-user` a 10 USD wallet. */
   userId?: string;
@@ -109,11 +116,11 @@ async function proxy(incoming: IncomingMessage, response: ServerResponse, target
 }
 
 /** What a developer's backend does for its signed-in user: ask Faucet for a session with the developer key. */
-async function mintSession(response: ServerResponse, apiBaseUrl: string, options: DemoServerOptions): Promise<void> {
+async function mintSession(response: ServerResponse, apiBaseUrl: string, developerKey: string, options: DemoServerOptions): Promise<void> {
   try {
     const answer = await fetch(`${apiBaseUrl}/v1/sessions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${options.developerKey}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${developerKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ public_app_id: options.publicAppId, external_user_id: options.userId ?? 'demo-user' }),
     });
     response.writeHead(answer.status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(await answer.text());
@@ -122,7 +129,22 @@ async function mintSession(response: ServerResponse, apiBaseUrl: string, options
   }
 }
 
+/** What the backend of a `signed` app does instead: sign its user a short token (docs/identity.md). */
+async function signUserToken(response: ServerResponse, signingSecret: string, options: DemoServerOptions): Promise<void> {
+  const token = await new SignJWT({})
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(options.userId ?? 'demo-user')
+    .setAudience(options.publicAppId)
+    .setIssuedAt()
+    .setNotBefore('0s')
+    .setExpirationTime('5m')
+    .sign(new TextEncoder().encode(signingSecret));
+  response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify({ token }));
+}
+
 export async function startDemoServer(options: DemoServerOptions): Promise<DemoServer> {
+  const { developerKey, signingSecret } = options;
+  if (!developerKey && !signingSecret) throw new Error('The demo server needs the developer key or, for a signed app, its signing secret');
   const bundle = await buildDemoBundle();
   const html = demoHtml({
     publicAppId: options.publicAppId,
@@ -130,6 +152,7 @@ export async function startDemoServer(options: DemoServerOptions): Promise<DemoS
     featureKey: options.featureKey ?? 'chat',
     model: options.model ?? 'mock:echo',
     bridgeUrl: options.bridgeUrl ?? 'http://127.0.0.1:17480',
+    identity: signingSecret ? 'signed' : 'server',
   });
   const apiBaseUrl = options.apiBaseUrl.replace(/\/+$/, '');
   const gatewayBaseUrl = options.gatewayBaseUrl.replace(/\/+$/, '');
@@ -138,7 +161,8 @@ export async function startDemoServer(options: DemoServerOptions): Promise<DemoS
     const path = incoming.url ?? '/';
     if (path.startsWith('/api/')) return void proxy(incoming, response, apiBaseUrl + path.slice(4));
     if (path.startsWith('/gateway/')) return void proxy(incoming, response, gatewayBaseUrl + path.slice(8));
-    if (path === '/demo-session' && incoming.method === 'POST') return void mintSession(response, apiBaseUrl, options);
+    if (path === '/demo-session' && incoming.method === 'POST' && developerKey) return void mintSession(response, apiBaseUrl, developerKey, options);
+    if (path === '/demo-user-token' && incoming.method === 'POST' && signingSecret) return void signUserToken(response, signingSecret, options);
     if (incoming.method !== 'GET') return void response.writeHead(405).end();
     if (path === '/' || path === '/index.html') {
       return void response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(html);

@@ -1,5 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { SignJWT } from 'jose';
+import pg from 'pg';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type {} from '../../tests/setup/node-stack.ts';
@@ -18,6 +20,53 @@ let upstream: FakeUpstream;
 let bridge: TestBridge;
 let browser: Browser;
 let page: Page;
+let traffic: Traffic;
+
+/** What a page asked of its own server and, through it, of the stack. */
+interface Traffic {
+  requests: Array<{ path: string; body: string; headers: string }>;
+  /** The `session_id`s the demo server's `POST /demo-session` answered. */
+  mintedSessionIds: string[];
+  /** Answers of the stack that refused a session (401). */
+  refused: string[];
+}
+
+function watch(target: Page): Traffic {
+  const traffic: Traffic = { requests: [], mintedSessionIds: [], refused: [] };
+  target.on('request', (request) => {
+    traffic.requests.push({ path: new URL(request.url()).pathname, body: request.postData() ?? '', headers: JSON.stringify(request.headers()) });
+  });
+  target.on('response', async (response) => {
+    const path = new URL(response.url()).pathname;
+    if (response.status() === 401) traffic.refused.push(path);
+    if (path === '/demo-session' && response.ok()) traffic.mintedSessionIds.push(((await response.json()) as { session_id: string }).session_id);
+  });
+  return traffic;
+}
+
+const requestsTo = (traffic: Traffic, path: string) => traffic.requests.filter((request) => request.path === path);
+
+/** Sends a chat message on `target` and waits for the model's (echoed) answer. */
+async function say(target: Page, text: string): Promise<void> {
+  const chat = target.getByRole('region', { name: 'Chat' });
+  await chat.getByLabel('Message', { exact: true }).fill(text);
+  await chat.getByLabel('Message', { exact: true }).press('Enter');
+  await chat.locator('.faucet-chat__message--assistant[data-status="done"]', { hasText: `Echo: ${text}` }).waitFor();
+}
+
+/** Runs SQL on the stack's database: the test's way to let sessions expire without waiting for their TTL. */
+async function onDatabase<T extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<T[]> {
+  const client = new pg.Client({ connectionString: stack.databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+const expireSessions = (where: string, values: unknown[]) =>
+  onDatabase(`update virtual_sessions set expires_at = now() - interval '1 second' where ${where}`, values);
 
 /** USD decimal string to integer units of 1e-8, to compare balances without floats. */
 const units = (usd: string) => BigInt(usd.replace(/ USD$/, '').replace('.', ''));
@@ -51,6 +100,7 @@ beforeAll(async () => {
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   // The stack shares two cores with everything else under test; give slow answers room.
   page.setDefaultTimeout(90_000);
+  traffic = watch(page);
   await page.goto(demo.url);
 }, 60_000);
 
@@ -129,5 +179,134 @@ describe('demo page in Chromium', { timeout: 180_000 }, () => {
     expect(await command.getByRole('button', { name: 'Run' }).isDisabled()).toBe(true);
     mkdirSync(join(repoRoot, 'test-results'), { recursive: true });
     await page.screenshot({ path: join(repoRoot, 'test-results', 'sdk-demo-page.png'), fullPage: true });
+  });
+});
+
+describe('demo page with a session minted by the app backend (policy server)', { timeout: 60_000 }, () => {
+  it("gets its session from its own server, which holds the developer key; the key never reaches the browser", async () => {
+    await say(page, 'Minted by the backend');
+    expect(traffic.mintedSessionIds.length).toBeGreaterThanOrEqual(1);
+    expect(requestsTo(traffic, '/api/v1/sessions')).toEqual([]);
+    for (const request of traffic.requests) expect(request.headers + request.body).not.toContain(stack.developerKey);
+    expect(await page.content()).not.toContain(stack.developerKey);
+  });
+
+  it('when the session expires, the next call is refused once, gets a new session from the backend and succeeds', async () => {
+    const minted = traffic.mintedSessionIds.length;
+    const refused = traffic.refused.length;
+    await expireSessions('id = any($1::uuid[])', [traffic.mintedSessionIds]);
+    await say(page, 'After my session expired');
+    expect(traffic.refused.length).toBeGreaterThan(refused);
+    expect(traffic.mintedSessionIds.length).toBeGreaterThan(minted);
+  });
+});
+
+describe('demo page of a signed app (a user token its server signs)', { timeout: 60_000 }, () => {
+  const userId = `signed-user-${crypto.randomUUID()}`;
+  let signedDemo: DemoServer;
+  let signedPage: Page;
+  let signedTraffic: Traffic;
+  let publicAppId: string;
+
+  /** The developer's API, with the demo developer's key (it owns the new app too). */
+  async function developerCall(method: string, path: string, body: unknown) {
+    const response = await fetch(`${stack.apiUrl}/v1/developer/apps/${publicAppId}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${stack.developerKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) throw new Error(`${method} ${path}: HTTP ${response.status}`);
+    return (await response.json()) as Record<string, unknown>;
+  }
+
+  beforeAll(async () => {
+    // A second app of the demo developer, so the demo app itself stays `server` for the other tests.
+    publicAppId = `app_signed_${crypto.randomUUID().slice(0, 8)}`;
+    await onDatabase(
+      `with app as (
+         insert into apps (developer_id, public_app_id, name) select developer_id, $2, 'Signed demo' from apps where public_app_id = $1 returning id)
+       insert into app_features (app_id, feature_key, name, default_model) select id, $3, 'Chat', 'mock:echo' from app`,
+      [stack.publicAppId, publicAppId, stack.featureKey],
+    );
+    const signingSecret = (await developerCall('POST', '/signing-secrets', {})).signing_secret as string;
+    await developerCall('PATCH', '/session-policy', { session_policy: 'signed' });
+
+    // Fund the user as a test would: a session of its own from a token signed the same way, then test money.
+    const userToken = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(userId)
+      .setAudience(publicAppId)
+      .setIssuedAt()
+      .setNotBefore('0s')
+      .setExpirationTime('2m')
+      .sign(new TextEncoder().encode(signingSecret));
+    const session = await fetch(`${stack.apiUrl}/v1/sessions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ public_app_id: publicAppId, user_token: userToken }),
+    });
+    const token = ((await session.json()) as { session_token: string }).session_token;
+    const wallet = (await (await fetch(`${stack.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${token}` } })).json()) as { wallet_id: string };
+    const credit = await fetch(`${stack.apiUrl}/v1/admin/wallets/${wallet.wallet_id}/credit-test-balance`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ amount_usd: '1.00000000' }),
+    });
+    if (!credit.ok) throw new Error(`credit: HTTP ${credit.status}`);
+
+    signedDemo = await startDemoServer({
+      port: await freePort(),
+      apiBaseUrl: stack.apiUrl,
+      gatewayBaseUrl: stack.gatewayUrl,
+      publicAppId,
+      signingSecret,
+      userId,
+      featureKey: stack.featureKey,
+      bridgeUrl: bridge.url,
+    });
+    signedPage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    signedPage.setDefaultTimeout(45_000);
+    signedTraffic = watch(signedPage);
+    await signedPage.goto(signedDemo.url);
+  }, 60_000);
+
+  afterAll(async () => {
+    await signedPage?.close();
+    await signedDemo?.close();
+  });
+
+  it('the app takes no session for a bare user id (its policy is signed)', async () => {
+    const response = await fetch(`${stack.apiUrl}/v1/sessions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ public_app_id: publicAppId, external_user_id: userId }),
+    });
+    expect(response.status).toBe(401);
+  });
+
+  it('exchanges the user token its server signed for a session, and a call works', async () => {
+    await say(signedPage, 'Hello with a signed token');
+    expect(requestsTo(signedTraffic, '/demo-user-token')).toHaveLength(1);
+    const exchanges = requestsTo(signedTraffic, '/api/v1/sessions');
+    expect(exchanges).toHaveLength(1);
+    expect(Object.keys(JSON.parse(exchanges[0]!.body) as object).sort()).toEqual(['public_app_id', 'user_token']);
+    expect(requestsTo(signedTraffic, '/demo-session')).toEqual([]);
+  });
+
+  it('when the session expires, the next call signs a new user token, exchanges it and succeeds', async () => {
+    const refused = signedTraffic.refused.length;
+    await expireSessions('end_user_id in (select s.end_user_id from virtual_sessions s join apps a on a.id = s.app_id where a.public_app_id = $1)', [publicAppId]);
+    await say(signedPage, 'After the signed session expired');
+    expect(signedTraffic.refused.length).toBeGreaterThan(refused);
+    expect(requestsTo(signedTraffic, '/demo-user-token')).toHaveLength(2);
+    expect(requestsTo(signedTraffic, '/api/v1/sessions')).toHaveLength(2);
+  });
+
+  it("when the developer revokes the user's sessions, the next call does the same", async () => {
+    const revoked = await developerCall('POST', '/users/revoke-sessions', { external_user_id: userId });
+    expect(revoked.revoked_sessions).toBeGreaterThanOrEqual(1);
+    await say(signedPage, 'After the developer revoked my session');
+    expect(requestsTo(signedTraffic, '/demo-user-token')).toHaveLength(3);
+    expect(requestsTo(signedTraffic, '/api/v1/sessions')).toHaveLength(3);
   });
 });

@@ -4,7 +4,6 @@
  * calls it can cut at any point, file local usage reports; and what the books say of each call.
  */
 import pg from 'pg';
-import { hashExternalUserId } from '../../workers/shared/crypto.ts';
 import { testSecrets } from '../setup/test-secrets.ts';
 
 export interface AttackTarget {
@@ -19,8 +18,10 @@ export interface AttackTarget {
 export interface Attacker {
   token: string;
   walletId: string;
-  /** The user reference local usage reports name (user_id_hash). */
+  /** The user reference local usage reports name (user_id_hash): the session answer's user_ref. */
   userRef: string;
+  /** The id the app knows the user by (what a guessable hash would be computed from). */
+  externalUserId: string;
 }
 
 const json = (body: unknown) => ({ 'content-type': 'application/json', body: JSON.stringify(body) });
@@ -47,8 +48,7 @@ export async function newAttacker(target: AttackTarget, name: string, fundUsd: s
     const credit = await post(`${target.apiUrl}/v1/admin/wallets/${walletId}/credit-test-balance`, { amount_usd: fundUsd }, { authorization: `Bearer ${target.adminToken}` });
     if (credit.status !== 201 && credit.status !== 200) throw new Error(`credit: HTTP ${credit.status}`);
   }
-  const userRef = (session.body.user_ref as string | undefined) ?? (await hashExternalUserId(testSecrets.SESSION_HASH_SECRET, externalUserId));
-  return { token, walletId, userRef };
+  return { token, walletId, userRef: session.body.user_ref as string, externalUserId };
 }
 
 export async function walletOf(target: AttackTarget, attacker: Attacker): Promise<{ balance_usd: string; held_usd: string; available_usd: string }> {
@@ -177,17 +177,24 @@ export async function attackChat(target: AttackTarget, attacker: Attacker, body:
 
 export interface LocalReportResult {
   status: number;
+  code: string | null;
   chargedUsd: string | null;
 }
 
-/** A local usage report (the bridge's path) under a request id the attacker chose. */
-export async function reportLocalUsage(target: AttackTarget, attacker: Attacker, requestId: string, tokens: { input: number; output: number }): Promise<LocalReportResult> {
+/** A local usage report (the bridge's path) under a request id the attacker chose, naming `userRef` (by default their own). */
+export async function reportLocalUsage(
+  target: AttackTarget,
+  attacker: Attacker,
+  requestId: string,
+  tokens: { input: number; output: number },
+  userRef = attacker.userRef,
+): Promise<LocalReportResult> {
   const outcome = await post(
     `${target.apiUrl}/v1/usage/local`,
     {
       request_id: requestId,
       public_app_id: target.publicAppId,
-      user_id_hash: attacker.userRef,
+      user_id_hash: userRef,
       route_mode: 'local',
       provider: 'ollama',
       model: 'llama3',
@@ -198,7 +205,11 @@ export async function reportLocalUsage(target: AttackTarget, attacker: Attacker,
     },
     { authorization: `Bearer ${attacker.token}` },
   );
-  return { status: outcome.status, chargedUsd: ((outcome.body.charge as { amount_usd?: string } | undefined)?.amount_usd) ?? null };
+  return {
+    status: outcome.status,
+    code: ((outcome.body.error as { code?: string } | undefined)?.code) ?? null,
+    chargedUsd: ((outcome.body.charge as { amount_usd?: string } | undefined)?.amount_usd) ?? null,
+  };
 }
 
 export interface Booking {
@@ -230,6 +241,12 @@ export class Books {
       estimated: row.estimated as boolean,
       receivableUsd: row.receivable_usd as string,
     }));
+  }
+
+  /** How many usage events a local report under `requestId` (the client's id) wrote, for any user. */
+  async localReportsUnder(requestId: string): Promise<number> {
+    const { rows } = await this.pool.query(`select count(*)::int as n from usage_events where client_request_id = $1`, [requestId]);
+    return rows[0].n as number;
   }
 
   async callStatus(callId: string | null): Promise<string | null> {

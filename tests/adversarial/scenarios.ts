@@ -3,6 +3,7 @@
  * `openai` is the fake upstream. Each prints what the attacker got and what was billed, and lists
  * what did not hold; the upstream audit after all of them checks every answered upstream call.
  */
+import { createHash } from 'node:crypto';
 import { checkoutSessionEvent, chargeRefundedEvent, randomStripeId } from '../../scripts/lib/stripe-events.ts';
 import { deliverWebhook, startCheckout } from '../load/stack-client.ts';
 import { testSecrets } from '../setup/test-secrets.ts';
@@ -240,6 +241,29 @@ export const scenarios: Scenario[] = [
       const bookings = await context.books.bookingsOf(result.callId);
       report.billed.push(`${describeBooking(bookings)}; call ${await context.books.callStatus(result.callId)}`);
       check(report, bookings.length === 1, 'the provider accepted the call (and bills its input) but nothing was booked');
+    },
+  },
+  {
+    name: "identity: a local usage report naming another user's ref, or a guessed SHA-256 of the user's raw id",
+    async run(context, report) {
+      const attacker = await newAttacker(context.target, 'ref', '0.00000000');
+      const victim = await newAttacker(context.target, 'victim', '0.00000000');
+      const forgeries = [
+        ["the victim's user_ref", victim.userRef],
+        ["a SHA-256 of the attacker's own raw id", createHash('sha256').update(attacker.externalUserId).digest('hex')],
+      ] as const;
+      for (const [label, userRef] of forgeries) {
+        const requestId = newId('ref');
+        const result = await reportLocalUsage(context.target, attacker, requestId, { input: 10, output: 10 }, userRef);
+        const written = await context.books.localReportsUnder(requestId);
+        report.attackerGot.push(`${label}: HTTP ${result.status}${result.code ? ` ${result.code}` : ''}`);
+        report.billed.push(`${label}: ${written} usage events`);
+        check(report, result.status === 403 && result.code === 'forbidden', `${label}: answered ${result.status}, expected 403 forbidden`);
+        check(report, written === 0, `${label}: the refused report wrote ${written} usage events`);
+      }
+      const own = await reportLocalUsage(context.target, attacker, newId('ref'), { input: 10, output: 10 });
+      report.attackerGot.push(`own user_ref: HTTP ${own.status}`);
+      check(report, own.status === 200, `a report naming the session's own user_ref answered ${own.status}`);
     },
   },
   {
