@@ -3,7 +3,7 @@
  * attacker racing the server produces. Each must take effect once, and no racer may see a 500.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fund } from '../../../gateway/test/gateway-test-kit.ts';
+import { fund } from '../../../test/gateway-kit.ts';
 import { adminToken, api, call, createSession, createTestEnv, developerKey, gateway, sql, type TestEnv } from '../../../test/harness.ts';
 import { localUsageReport } from './abuse-kit.ts';
 

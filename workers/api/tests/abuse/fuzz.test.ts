@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fund } from '../../../gateway/test/gateway-test-kit.ts';
+import { fund } from '../../../test/gateway-kit.ts';
 import { call, createTestEnv, type TestEnv } from '../../../test/harness.ts';
 import { allEndpoints, appOf, buildWorld, databaseFingerprint, fillPath, validBody, type Endpoint, type World } from './abuse-kit.ts';
 

@@ -9,10 +9,10 @@
  * the prompt, as a model may).
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { completedEvent, deliver } from '../../../shared/payments/payments-test-kit.ts';
+import { completedEvent, deliver } from '../../../test/payments-kit.ts';
 import { adminToken, api, call, createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion } from '../../../gateway/test/fake-upstream.ts';
-import { gatewayWith } from '../../../gateway/test/gateway-test-kit.ts';
+import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion } from '../../../test/fake-upstream.ts';
+import { gatewayWith } from '../../../test/gateway-kit.ts';
 import { localUsageReport } from './abuse-kit.ts';
 
 const random = () => crypto.randomUUID().replace(/-/g, '');

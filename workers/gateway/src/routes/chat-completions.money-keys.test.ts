@@ -6,8 +6,8 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { api, call, createTestEnv, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, openSseResponse, sseResponse } from '../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, openStream, sseData, usageRows, userMessage, wallet } from '../../test/gateway-test-kit.ts';
+import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, openSseResponse, sseResponse } from '../../../test/fake-upstream.ts';
+import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, openStream, sseData, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 let shortCalls: TestEnv;
