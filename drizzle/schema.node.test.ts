@@ -1,6 +1,6 @@
 import { getTableConfig, type PgTable } from 'drizzle-orm/pg-core';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { migrate, readMigrations } from '../scripts/lib/migrate.ts';
+import { migrate, readFunctionFiles, readMigrations } from '../scripts/lib/migrate.ts';
 import { ensureDatabase, withClient } from '../scripts/lib/postgres.ts';
 import * as schema from './schema.ts';
 
@@ -75,8 +75,22 @@ describe('migrations', () => {
       const { rows } = await client.query<{ name: string }>('select name from schema_migrations order by name');
       return rows.map((row) => row.name);
     });
-    expect(applied).toEqual(readMigrations().map((migration) => migration.name));
+    expect(applied).toEqual([...readMigrations(), ...readFunctionFiles()].map((migration) => migration.name).sort());
     expect(await withClient(databaseUrl, (client) => migrate(client))).toEqual([]);
+  });
+
+  it('re-apply a function file whose text changed, and only that one', async () => {
+    const files = readFunctionFiles();
+    const target = files.find((file) => file.name === 'functions/faucet_developer_price.sql')!;
+    const changed = { ...target, sql: `${target.sql}\ncomment on function faucet_developer_price(numeric, bigint) is 'changed';\n`, checksum: 'changed' };
+    const ran = await withClient(databaseUrl, (client) => migrate(client, readMigrations(), files.map((file) => (file === target ? changed : file))));
+    expect(ran).toEqual(['functions/faucet_developer_price.sql']);
+    const comment = await withClient(databaseUrl, async (client) => {
+      const { rows } = await client.query<{ comment: string }>(`select obj_description('faucet_developer_price(numeric, bigint)'::regprocedure) as comment`);
+      return rows[0]?.comment;
+    });
+    expect(comment).toBe('changed');
+    expect(await withClient(databaseUrl, (client) => migrate(client))).toEqual(['functions/faucet_developer_price.sql']);
   });
 
   it('are idempotent: executing every file again changes nothing', async () => {
