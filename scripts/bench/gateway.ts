@@ -9,14 +9,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SQL } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { createGatewayApp } from '../../workers/gateway/src/app.ts';
-import type { GatewayDatabase } from '../../workers/gateway/src/gateway-dependencies.ts';
 import { createMockAdapter } from '../../workers/gateway/src/providers/mock/mock-adapter.ts';
 import type { FetchFunction } from '../../workers/shared/upstream/outbound-fetch.ts';
 import { randomToken, sha256Hex } from '../../workers/shared/crypto.ts';
-import { createDatabase } from '../../workers/shared/db.ts';
+import { createDatabase, observeStatements, type Database } from '../../workers/shared/db.ts';
 import type { Env } from '../../workers/shared/env.ts';
 import { creditTestBalance } from '../../workers/shared/ledger/index.ts';
 import { parseWireAmount } from '../../workers/shared/money/index.ts';
@@ -39,25 +37,22 @@ type Event = 'statement' | 'connection' | 'upstream';
 /** Milliseconds spent opening connections and running statements in the current measurement. */
 const timings = { connect: [] as number[], firstStatement: [] as number[], laterStatement: [] as number[] };
 
-function countingDatabase(env: Env, events: Event[]): GatewayDatabase {
-  const { db, pool } = createDatabase(env);
+function countingDatabase(env: Env, events: Event[]): Database {
+  const database = createDatabase(env);
   let firstUse: number | undefined;
-  pool.on('connect', () => {
+  database.pool.on('connect', () => {
     events.push('connection');
     if (firstUse !== undefined) timings.connect.push(performance.now() - firstUse);
   });
-  return {
-    async execute(query: SQL) {
-      events.push('statement');
-      const first = firstUse === undefined;
-      firstUse ??= performance.now();
-      const started = performance.now();
-      const result = await db.execute(query);
-      (first ? timings.firstStatement : timings.laterStatement).push(performance.now() - started);
-      return result;
-    },
-    close: () => pool.end().catch(() => undefined),
-  };
+  return observeStatements(database, async (run) => {
+    events.push('statement');
+    const first = firstUse === undefined;
+    firstUse ??= performance.now();
+    const started = performance.now();
+    const result = await run();
+    (first ? timings.firstStatement : timings.laterStatement).push(performance.now() - started);
+    return result;
+  });
 }
 
 /** An OpenAI-compatible upstream in this process that answers like the mock, marking when it is reached. */

@@ -1,4 +1,4 @@
-import type { Database } from './db.ts';
+import type { RequestDatabase } from './db.ts';
 import type { Env, ServiceName } from './env.ts';
 import type { Logger } from './logger.ts';
 
@@ -25,8 +25,8 @@ export interface AppEnv {
     service: ServiceName;
     requestId: string;
     logger: Logger;
-    /** Opens the request's database handle on first use; closed after the response. */
-    database: () => Database;
+    /** Opens the request's database handle on first use; ended after the response and every `retain()`. */
+    database: () => RequestDatabase;
     session: SessionPrincipal;
     developer: DeveloperPrincipal;
     /** The web origins of the app a request turned out to concern, for the CORS answer (middleware/app-cors.ts). */

@@ -6,6 +6,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import type { AppEnv } from './app-env.ts';
 import { intSetting, type ServiceName } from './env.ts';
+import type { OpenDatabase } from './db.ts';
 import { FaucetError } from './errors.ts';
 import { appCors } from './middleware/app-cors.ts';
 import { database } from './middleware/database.ts';
@@ -20,6 +21,8 @@ export interface ServiceAppOptions {
   version: string;
   rateLimit: Omit<RateLimitOptions, 'exempt'>;
   defaultMaxBodyBytes: number;
+  /** Opens the database (default: Neon's Pool over `DATABASE_URL`). */
+  openDatabase?: OpenDatabase;
 }
 
 export type ServiceApp = OpenAPIHono<AppEnv>;
@@ -49,7 +52,7 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
       },
     })(c, next),
   );
-  app.use('*', database());
+  app.use('*', database(options.openDatabase));
 
   app.onError(renderError);
   app.notFound((c) => renderError(new FaucetError('not_found', `No route for ${c.req.method} ${c.req.path}`), c));

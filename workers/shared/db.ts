@@ -15,6 +15,18 @@ export interface Database {
   db: Db;
 }
 
+/** How a worker opens its database (injectable: tests and the benchmark count statements). */
+export type OpenDatabase = (env: Env) => Database;
+
+/** The request's handle (`c.var.database()`, middleware/database.ts). */
+export interface RequestDatabase extends Database {
+  /**
+   * For work that outlives the response (a stream, a settlement under `waitUntil`): the pool stays
+   * open until every retain is released, then ends. Release is idempotent.
+   */
+  retain(): () => void;
+}
+
 /**
  * Points the Neon driver at a local WebSocket proxy (`host:port`). Production leaves it unset and the
  * driver talks to Neon directly. Module-level state of the driver, so every caller sets the same.
@@ -37,3 +49,17 @@ export function createDatabase(env: Env): Database {
 }
 
 export { schema };
+
+/**
+ * The same handle with every `db.execute` passed through `observe` (the benchmark and the
+ * round-trip tests count and time statements with it).
+ */
+export function observeStatements(database: Database, observe: <T>(run: () => Promise<T>) => Promise<T>): Database {
+  const db = new Proxy(database.db, {
+    get(target, key, receiver) {
+      if (key !== 'execute') return Reflect.get(target, key, receiver);
+      return (...args: Parameters<Db['execute']>) => observe(() => target.execute(...args));
+    },
+  });
+  return { pool: database.pool, db };
+}

@@ -5,7 +5,8 @@ import { registerGatewayOpenApi } from './routes/gateway-openapi.ts';
 import { registerModels } from './routes/models.ts';
 
 /** The OpenAI-compatible gateway: routing, metering, rating and booking of model calls. */
-export function createGatewayApp(dependencies: Partial<GatewayDependencies> = {}): ServiceApp {
+export function createGatewayApp(overrides: Partial<GatewayDependencies> = {}): ServiceApp {
+  const dependencies = { ...defaultGatewayDependencies, ...overrides };
   const app = createServiceApp({
     service: 'gateway',
     title: 'Faucet gateway',
@@ -17,8 +18,9 @@ export function createGatewayApp(dependencies: Partial<GatewayDependencies> = {}
       defaultWindowMs: 60_000,
     },
     defaultMaxBodyBytes: 2 * 1024 * 1024,
+    openDatabase: dependencies.openDatabase,
   });
-  registerChatCompletions(app, { ...defaultGatewayDependencies, ...dependencies });
+  registerChatCompletions(app, dependencies);
   registerModels(app);
   registerGatewayOpenApi(app);
   return app;

@@ -1,21 +1,49 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import { createDatabase, type Database } from '../db.ts';
+import { createDatabase, type OpenDatabase, type RequestDatabase } from '../db.ts';
 import { waitUntil } from '../wait-until.ts';
 
 /**
- * Gives handlers `c.var.database()`, which opens the request's pool on first use. The pool is ended
- * after the response with `waitUntil`. A streaming handler that still needs the database once its
- * response has been returned must open its own handle with `createDatabase` and end it itself.
+ * The one lifecycle of a database handle: `c.var.database()` opens the request's pool on first use;
+ * it is ended after the response (with `waitUntil`) once every `retain()` has been released.
  */
-export function database(): MiddlewareHandler<AppEnv> {
+export function database(open: OpenDatabase = createDatabase): MiddlewareHandler<AppEnv> {
   return async function databaseMiddleware(c, next) {
-    let handle: Database | undefined;
-    c.set('database', () => (handle ??= createDatabase(c.env)));
+    let handle: RequestDatabase | undefined;
+    let retained = 0;
+    let responded = false;
+    let markIdle: () => void = () => undefined;
+    const idle = new Promise<void>((resolve) => (markIdle = resolve));
+    const settle = () => {
+      if (responded && retained === 0) markIdle();
+    };
+    c.set('database', () => {
+      if (handle) return handle;
+      const opened = open(c.env);
+      handle = {
+        ...opened,
+        retain() {
+          retained += 1;
+          let released = false;
+          return () => {
+            if (released) return;
+            released = true;
+            retained -= 1;
+            settle();
+          };
+        },
+      };
+      return handle;
+    });
     try {
       await next();
     } finally {
-      if (handle) waitUntil(c, handle.pool.end().catch(() => {}));
+      responded = true;
+      if (handle) {
+        const { pool } = handle;
+        waitUntil(c, idle.then(() => pool.end()).catch(() => {}));
+        settle();
+      }
     }
   };
 }

@@ -1,10 +1,9 @@
 /**
  * A CSV report streamed from the database page by page (keyset pagination), so a large export never
- * sits in memory. The stream owns its own database handle: the request's handle closes when the
- * handler returns, before the body has been read.
+ * sits in memory. The stream retains the request's database handle until it has been read
+ * (or cancelled), so the pool outlives the handler's return.
  */
-import { createDatabase } from '../../../shared/db.ts';
-import type { Env } from '../../../shared/env.ts';
+import type { RequestDatabase } from '../../../shared/db.ts';
 import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
 import { csvHeader, csvLine, type CsvColumn } from './csv.ts';
 import type { ReportRange } from './report-range.ts';
@@ -19,13 +18,13 @@ export interface PagedReport<Row> {
 
 /** Reads the first page before answering (so a failure is still an error response), then streams. */
 export async function streamReport<Row>(
-  env: Env,
+  database: RequestDatabase,
   report: PagedReport<Row>,
   range: ReportRange,
   pageSize = REPORT_PAGE_SIZE,
 ): Promise<ReadableStream<Uint8Array>> {
-  const database = createDatabase(env);
-  const close = () => database.pool.end().catch(() => {});
+  const release = database.retain();
+  const close = async () => release();
   let rows: Row[];
   try {
     rows = await report.page(database.db, range, null, pageSize);

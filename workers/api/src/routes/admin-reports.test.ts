@@ -4,7 +4,7 @@ import { fund, openLedgerDatabase } from '../../../test/ledger-kit.ts';
 import { streamReport } from '../reports/csv-stream.ts';
 import { parseReportRange } from '../reports/report-range.ts';
 import { revenueReport } from '../reports/revenue-report.ts';
-import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
+import { adminToken, api, call, createDatabase, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 let evilAppId: string;
@@ -127,7 +127,11 @@ describe('GET /v1/admin/reports/revenue.csv', () => {
 
   it('gives the same rows when read in pages of two', async () => {
     const range = parseReportRange({ from: '2025-03-01', to: '2025-03-04' });
-    const paged = await new Response(await streamReport(testEnv, revenueReport, range, 2)).text();
+    const database = createDatabase(testEnv);
+    let released = false;
+    const handle = { ...database, retain: () => () => void (released = true) };
+    const paged = await new Response(await streamReport(handle, revenueReport, range, 2)).text().finally(() => database.pool.end());
+    expect(released).toBe(true);
     const whole = await csv('/v1/admin/reports/revenue.csv?from=2025-03-01&to=2025-03-04');
     expect(paged).toBe(whole.text);
     expect(whole.rows).toHaveLength(1 + 5);

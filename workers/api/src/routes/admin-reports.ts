@@ -22,7 +22,7 @@ function registerReport<Row>(app: ServiceApp, name: string, report: PagedReport<
   });
   app.openapi(route, async (c) => {
     const range = parseReportRange(c.req.valid('query'));
-    const body = await streamReport(c.env, report, range);
+    const body = await streamReport(c.var.database(), report, range);
     return c.body(body, 200, {
       'content-type': 'text/csv; charset=utf-8',
       'content-disposition': `attachment; filename="${name}.csv"`,

@@ -15,7 +15,8 @@ import { intSetting } from '../../../shared/env.ts';
 import { FaucetError } from '../../../shared/errors.ts';
 import { waitUntil } from '../../../shared/wait-until.ts';
 import { describeZodError } from '../../../shared/render-error.ts';
-import type { GatewayDatabase, GatewayDependencies } from '../gateway-dependencies.ts';
+import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
+import type { GatewayDependencies } from '../gateway-dependencies.ts';
 import { meteredUsage } from '../metering/metered-usage.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
 import { abandonCall, settleCall } from '../metering/settle-call.ts';
@@ -34,7 +35,9 @@ interface Call {
   /** Milliseconds of the authorize statement (incl. opening the connection), for `server-timing`. */
   authorizeMs: number;
   requestId: string;
-  database: GatewayDatabase;
+  database: LedgerDatabase;
+  /** Releases the request's database handle (retained past the response for settlement). */
+  release(): void;
   plan: CallPlan;
   reference: ModelReference;
   request: ChatRequest;
@@ -71,13 +74,15 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     };
 
     const defer = (work: Promise<unknown>) => waitUntil(c, work);
-    const database = dependencies.openDatabase(c.env);
+    const handle = c.var.database();
+    const release = handle.retain();
+    const database = handle.db;
     const authorizeStarted = performance.now();
     let plan: CallPlan;
     try {
       plan = await authorizeCall(database, c.env, { tokenHash, featureKey: feature, call: keys, requestedRoute, reference, bounds });
     } catch (error) {
-      defer(database.close());
+      release();
       throw error;
     }
 
@@ -91,6 +96,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       authorizeMs: performance.now() - authorizeStarted,
       requestId,
       database,
+      release,
       plan,
       reference,
       request,
@@ -151,7 +157,7 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
     ];
     return c.json({ ...completion, faucet }, 200, { 'server-timing': timing.join(', ') });
   } finally {
-    call.defer(database.close());
+    call.release();
   }
 }
 
@@ -163,7 +169,7 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
   try {
     chunks = await call.adapter.stream({ request, credential: plan.credential, callId: plan.keys.callId, signal: upstream.signal });
   } catch (error) {
-    await endUnanswered(call, error, upstream.signal).finally(() => call.defer(database.close()));
+    await endUnanswered(call, error, upstream.signal).finally(call.release);
     throw error;
   }
   const stream = meteredStream({
@@ -173,8 +179,8 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
     requestId,
     deadlineMs: Math.max(0, call.limits.maxDurationSeconds * 1000 - (Date.now() - started)),
     drainMs: call.limits.drainMs,
-    settle: (usage) => settleCall(database, c.env, plan, reference, usage).finally(() => database.close()),
-    abandon: () => abandonCall(database, plan).finally(() => database.close()),
+    settle: (usage) => settleCall(database, c.env, plan, reference, usage).finally(call.release),
+    abandon: () => abandonCall(database, plan).finally(call.release),
     stopUpstream: () => upstream.abort(),
     defer: call.defer,
     onSettleFailure: (error) =>

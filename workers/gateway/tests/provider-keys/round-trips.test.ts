@@ -1,24 +1,19 @@
 /** Stored keys add no database round trip to the gateway: authorize (one statement) and settle (one). */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { openGatewayDatabase, type GatewayDatabase } from '../../src/gateway-dependencies.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith } from '../../../test/gateway-kit.ts';
 import { createTestEnv, developerKey, type TestEnv } from '../../../test/harness.ts';
+import { createDatabase, observeStatements } from '../../../shared/db.ts';
 import type { Env } from '../../../shared/env.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
 let statements = 0;
-const countingDatabase = (env: Env): GatewayDatabase => {
-  const database = openGatewayDatabase(env);
-  return {
-    execute: (query) => {
-      statements++;
-      return database.execute(query);
-    },
-    close: () => database.close(),
-  };
-};
+const countingDatabase = (env: Env) =>
+  observeStatements(createDatabase(env), (run) => {
+    statements++;
+    return run();
+  });
 const gateway = gatewayWith({ upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('ok'))).fetch, openDatabase: countingDatabase });
 const hi = { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 7 };
 
