@@ -2,7 +2,7 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { FaucetObject } from '../../workers/shared/wire/faucet-object.ts';
 import type { RouteMode as WireRouteMode } from '../../workers/shared/wire/route-modes.ts';
-import { errorStatus } from '../../workers/shared/errors.ts';
+import { errorStatus } from '../../workers/shared/wire/errors.ts';
 import { serverErrorStatus } from '../src/errors.ts';
 import type { FaucetMetadata, RouteMode } from '../src/types.ts';
 

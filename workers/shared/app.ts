@@ -7,7 +7,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { AppEnv } from './app-env.ts';
 import { intSetting, type ServiceName } from './env.ts';
 import type { OpenDatabase } from './db.ts';
-import { FaucetError } from './errors.ts';
+import { FaucetError } from './wire/errors.ts';
 import { appCors } from './middleware/app-cors.ts';
 import { database } from './middleware/database.ts';
 import { observe } from './middleware/observe.ts';

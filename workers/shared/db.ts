@@ -6,7 +6,7 @@ import { neonConfig, Pool } from '@neondatabase/serverless';
 import { drizzle, type NeonDatabase } from 'drizzle-orm/neon-serverless';
 import * as schema from '../../drizzle/schema.ts';
 import type { Env } from './env.ts';
-import { FaucetError } from './errors.ts';
+import { FaucetError } from './wire/errors.ts';
 
 export type Db = NeonDatabase<typeof schema>;
 

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { errorStatus } from './errors.ts';
+import { errorStatus } from './wire/errors.ts';
 
 export const ErrorEnvelopeSchema = z
   .object({

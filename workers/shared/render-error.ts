@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ZodError } from 'zod';
 import type { AppEnv } from './app-env.ts';
-import { type ErrorCode, errorEnvelope, FaucetError } from './errors.ts';
+import { type ErrorCode, errorEnvelope, FaucetError } from './wire/errors.ts';
 
 const codeForStatus: Record<number, ErrorCode> = {
   400: 'invalid_request',

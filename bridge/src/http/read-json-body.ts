@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { FaucetError } from '../../../workers/shared/errors';
+import { FaucetError } from '../../../workers/shared/wire/errors';
 
 /**
  * Reads a JSON body of at most `limitBytes`. Browsers must send `application/json`, which also

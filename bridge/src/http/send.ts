@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { errorEnvelope, FaucetError, type ErrorCode, errorStatus } from '../../../workers/shared/errors';
+import { errorEnvelope, FaucetError, type ErrorCode, errorStatus } from '../../../workers/shared/wire/errors';
 
 export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);

@@ -1,7 +1,7 @@
 import type { RouteHandler } from '../context';
 import { sendJson } from '../http/send';
 import { probeUpstream } from '../upstream/upstream-resolver';
-import { FaucetError } from '../../../workers/shared/errors';
+import { FaucetError } from '../../../workers/shared/wire/errors';
 
 const probeTimeoutMs = 2000;
 

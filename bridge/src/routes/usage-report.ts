@@ -1,4 +1,4 @@
-import { FaucetError } from '../../../workers/shared/errors';
+import { FaucetError } from '../../../workers/shared/wire/errors';
 import type { RouteHandler } from '../context';
 import { readJsonBody } from '../http/read-json-body';
 import { sendJson } from '../http/send';

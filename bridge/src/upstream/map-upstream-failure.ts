@@ -1,4 +1,4 @@
-import { FaucetError, type ErrorCode } from '../../../workers/shared/errors';
+import { FaucetError, type ErrorCode } from '../../../workers/shared/wire/errors';
 import type { Upstream } from './upstream-kind';
 
 /** Statuses a local server returns for the caller's own mistakes keep their meaning; the rest are upstream errors. */

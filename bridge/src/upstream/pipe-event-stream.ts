@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { errorEnvelope } from '../../../workers/shared/errors';
+import { errorEnvelope } from '../../../workers/shared/wire/errors';
 import { SseUsageTap } from './sse-usage-tap';
 
 /**

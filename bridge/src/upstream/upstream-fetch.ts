@@ -1,4 +1,4 @@
-import { FaucetError } from '../../../workers/shared/errors';
+import { FaucetError } from '../../../workers/shared/wire/errors';
 import type { Upstream } from './upstream-kind';
 
 export interface UpstreamFetchOptions {

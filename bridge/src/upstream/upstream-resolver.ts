@@ -1,4 +1,4 @@
-import { FaucetError } from '../../../workers/shared/errors';
+import { FaucetError } from '../../../workers/shared/wire/errors';
 import { failureReason } from './upstream-fetch';
 import type { DetectCandidate, Upstream } from './upstream-kind';
 

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import type { AppEnv } from '../../shared/app-env.ts';
-import { FaucetError } from '../../shared/errors.ts';
+import { FaucetError } from '../../shared/wire/errors.ts';
 import { requestId } from '../../shared/middleware/request-id.ts';
 import { renderError } from '../../shared/render-error.ts';
 

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 
 /** The token of an `Authorization: Bearer …` header, or a 401. */
 export function bearerToken(c: Context): string {

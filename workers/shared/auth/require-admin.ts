@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { timingSafeEqual } from '../crypto.ts';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { bearerToken } from './bearer.ts';
 
 /** `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; no admin token configured = no admin. */

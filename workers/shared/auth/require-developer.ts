@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { sha256Hex } from '../crypto.ts';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { bearerToken } from './bearer.ts';
 
 /** Developer auth (DESIGN §3): `Authorization: Bearer fdk_…`, matched by the key's SHA-256. */

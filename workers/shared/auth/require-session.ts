@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv, SessionPrincipal } from '../app-env.ts';
 import { sha256Hex } from '../crypto.ts';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { bearerToken } from './bearer.ts';
 
 /** One query: the unexpired, unrevoked session by token hash, with its app, developer, end user and wallet. */

@@ -5,7 +5,7 @@
  * email or a user number, nor link it to one.
  */
 import { hmacSha256Hex } from '../crypto.ts';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 
 export function userRef(secret: string | undefined, endUserId: string): Promise<string> {
   if (!secret) throw new FaucetError('internal_error', 'SESSION_HASH_SECRET is not configured');

@@ -9,7 +9,7 @@
  * below the available balance.
  */
 import { sql } from 'drizzle-orm';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { formatUsd, negateUsd, type Usd } from '../money/index.ts';
 import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
 import { clawBackRevenue } from './claw-back-revenue.ts';

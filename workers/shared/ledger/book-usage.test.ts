@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, sql, type TestEnv } from '../../test/harness.ts';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { formatUsd } from '../money/index.ts';
 import { bookUsage } from './book-usage.ts';
 import { reserveHold } from './holds.ts';

@@ -5,7 +5,7 @@
  * and no interactive transaction is ever held open across round trips.
  */
 import type { SQL } from 'drizzle-orm';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 
 export interface LedgerDatabase {
   execute(query: SQL): PromiseLike<{ rows: unknown[] }>;

@@ -1,6 +1,6 @@
 /** Post one balanced transaction of any kind: the building block of adjustments, top-ups and payouts. */
 import { sql } from 'drizzle-orm';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { addUsd, formatUsd, isZeroUsd, type Usd } from '../money/index.ts';
 import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
 import type { TransactionKind } from './entry-kinds.ts';

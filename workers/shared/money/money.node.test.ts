@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import {
   addUsd,
   applyBasisPoints,

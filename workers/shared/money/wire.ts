@@ -4,7 +4,7 @@
  * refused rather than rounded, so a client can never make the server guess an amount.
  */
 import { z } from 'zod';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { isNegativeUsd, isZeroUsd, negateUsd, usdFromUnits, usdToUnits, type Usd } from './usd.ts';
 
 /** The one accepted wire shape: `"10.00000000"`. At most 12 integer digits (numeric(20,8)). */

@@ -5,7 +5,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Env } from '../env.ts';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
 import { formatUsd, type Usd } from '../money/index.ts';
 import type { FetchFunction } from '../upstream/outbound-fetch.ts';

@@ -4,7 +4,7 @@
  * row. Another owner's id, or no such id, is `not_found` and changes nothing.
  */
 import { sql } from 'drizzle-orm';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { isUuid, queryRows, type LedgerDatabase } from '../ledger/database.ts';
 import { auditInsertSql } from './audit.ts';
 import { actorOf, type KeyOwner } from './owner.ts';

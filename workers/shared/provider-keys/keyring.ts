@@ -3,7 +3,7 @@
  * `v1:<base64 of 32 bytes>`, or during a rotation `v2:<b64>,v1:<b64>` — the first entry is the
  * current key (new and re-encrypted rows), the others only decrypt rows not yet re-encrypted.
  */
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 
 export interface Keyring {
   current: { version: number; key: CryptoKey };

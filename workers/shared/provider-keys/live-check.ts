@@ -6,7 +6,7 @@
 import { providerCatalog } from '../providers/provider-catalog.ts';
 import { outboundFetch, type FetchFunction } from '../upstream/outbound-fetch.ts';
 import type { Env } from '../env.ts';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import type { KeyProvider } from './provider-formats.ts';
 
 export interface LiveCheckOptions {

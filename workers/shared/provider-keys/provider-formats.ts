@@ -3,7 +3,7 @@
  * A format check catches pasted mistakes (wrong provider, truncated, whitespace) without a network
  * call; the optional live check (live-check.ts) asks the provider itself.
  */
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 
 export interface ProviderKeyFormat {
   /** Known key prefixes, longest first: the mask keeps the one the key starts with. */

@@ -2,7 +2,7 @@
  * AES-256-GCM over WebCrypto: a fresh random 12-byte IV per encryption, and the row's id and
  * provider as additional data, so a ciphertext copied into another row does not decrypt.
  */
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { decodeBase64, encodeBase64, type Keyring } from './keyring.ts';
 
 export interface SealedKey {

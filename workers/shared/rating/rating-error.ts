@@ -1,4 +1,4 @@
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 
 export type RatingErrorReason = 'negative_tokens' | 'invalid_tokens' | 'unknown_route' | 'unknown_model' | 'invalid_settings';
 

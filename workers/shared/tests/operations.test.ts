@@ -1,7 +1,7 @@
 import parsePrometheus from 'parse-prometheus-text-format';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createServiceApp } from '../app.ts';
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { adminToken, api, call, createSession, createTestEnv, gateway, sql, type TestEnv } from '../../test/harness.ts';
 
 /** A service app like the real ones, with routes that fail on purpose. */

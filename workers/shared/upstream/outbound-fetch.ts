@@ -1,4 +1,4 @@
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { checkUpstreamUrl } from './address-guard.ts';
 
 /** The fetch the gateway uses for upstreams; tests pass their own to intercept without network. */

@@ -1,4 +1,4 @@
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 
 /** Biggest non-streamed upstream answer the gateway buffers. */
 export const maxUpstreamBodyBytes = 8 * 1024 * 1024;

@@ -1,4 +1,4 @@
-import { FaucetError } from '../errors.ts';
+import { FaucetError } from '../wire/errors.ts';
 import { readBodyText } from './read-body.ts';
 
 const maxErrorBodyBytes = 16 * 1024;

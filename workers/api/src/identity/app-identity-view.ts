@@ -1,6 +1,6 @@
 /** The developer's view of an app's identity settings, and the one query that reads it for its owner. */
 import { z } from '@hono/zod-openapi';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { findAppIdentity, SessionPolicySchema, type AppIdentity } from './session-policy.ts';
 
 type Pool = { query(text: string, params: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> };

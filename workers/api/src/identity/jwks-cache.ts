@@ -5,7 +5,7 @@
  * stream of tokens with made-up kids cannot turn into a stream of fetches.
  */
 import type { JSONWebKeySet } from 'jose';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { outboundFetch, type FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
 import { readBodyText } from '../../../shared/upstream/read-body.ts';
 

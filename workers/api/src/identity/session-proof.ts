@@ -5,7 +5,7 @@
  * stored form of the end user's identity; every refusal is a 401 or 403.
  */
 import { hashExternalUserId, sha256Hex } from '../../../shared/crypto.ts';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import type { AppIdentity } from './session-policy.ts';
 import { verifyUserToken, type UserTokenVerifier } from './verify-user-token.ts';
 

@@ -5,7 +5,7 @@
  * keep verifying until their `retires_at` (the rotation's overlap window), then never again.
  */
 import { randomToken } from '../../../shared/crypto.ts';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { decodeBase64, encodeBase64, keyringFrom, type Keyring } from '../../../shared/provider-keys/keyring.ts';
 
 type Pool = { query(text: string, params: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> };

@@ -6,7 +6,7 @@
  * token "signed" with a public key's text) fail. Every failure is the same 401.
  */
 import { createLocalJWKSet, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
 import { jwksFor } from './jwks-cache.ts';
 import type { AppIdentity } from './session-policy.ts';

@@ -1,5 +1,5 @@
 /** Top-up amounts: whole cents between the documented limits (docs/payments.md). */
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { compareUsd, parseWireAmount, usdToUnits, type Usd } from '../../../shared/money/index.ts';
 
 export const MIN_TOP_UP_USD = '1.00000000';

@@ -8,7 +8,7 @@
  */
 import { z } from '@hono/zod-openapi';
 import type Stripe from 'stripe';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { creditCheckout, type CreditCheckoutOutcome } from '../../../shared/ledger/credit-checkout.ts';
 import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
 import { bookStripeReversal, type StripeReversalAction, type StripeReversalOutcome } from './book-stripe-reversal.ts';

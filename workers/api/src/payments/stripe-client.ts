@@ -5,7 +5,7 @@
  */
 import Stripe from 'stripe';
 import type { Env } from '../../../shared/env.ts';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 
 export type StripeMode = 'test' | 'live';
 

@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '../../../shared/app.ts';
 import { requireAdmin } from '../../../shared/auth/require-admin.ts';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { ClawbackSchema, clawbackStatuses, findClawback, listClawbacks } from '../../../shared/ledger/find-clawbacks.ts';
 import { reverseClawback } from '../../../shared/ledger/reverse-clawback.ts';
 import { errorResponses } from '../../../shared/openapi.ts';

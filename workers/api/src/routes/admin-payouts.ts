@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '../../../shared/app.ts';
 import { requireAdmin } from '../../../shared/auth/require-admin.ts';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
 import { bookPayout } from '../../../shared/ledger/book-payout.ts';
 import { reservePayouts } from '../../../shared/ledger/reserve-payouts.ts';

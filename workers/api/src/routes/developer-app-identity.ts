@@ -7,7 +7,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '../../../shared/app.ts';
 import { requireDeveloper } from '../../../shared/auth/require-developer.ts';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
 import { checkUpstreamUrl } from '../../../shared/upstream/address-guard.ts';
 import { appIdentityView, AppIdentitySchema, ownedApp, PublicAppIdParam } from '../identity/app-identity-view.ts';

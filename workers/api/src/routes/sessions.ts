@@ -10,7 +10,7 @@ import type { ServiceApp } from '../../../shared/app.ts';
 import { userRef } from '../../../shared/auth/user-ref.ts';
 import { randomToken, sha256Hex } from '../../../shared/crypto.ts';
 import { intSetting } from '../../../shared/env.ts';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
 import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
 import { provenUserHash } from '../identity/session-proof.ts';

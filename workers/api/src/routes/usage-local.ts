@@ -4,7 +4,7 @@ import type { ServiceApp } from '../../../shared/app.ts';
 import { requireSession } from '../../../shared/auth/require-session.ts';
 import { userRef } from '../../../shared/auth/user-ref.ts';
 import { timingSafeEqual } from '../../../shared/crypto.ts';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { bookUsage, queryRows } from '../../../shared/ledger/index.ts';
 import { formatUsd, usdStringSchema } from '../../../shared/money/index.ts';
 import { errorResponses } from '../../../shared/openapi.ts';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import type { ChatMessage, ChatRequest } from '../openai/chat-schemas.ts';
 import { countPromptTokens } from '../tokens/count-prompt-tokens.ts';
 import { countTokens } from '../tokens/tokenize.ts';

@@ -5,7 +5,7 @@
  * list an adapter builds its upstream body from, so a field added to the schema later cannot reach
  * a provider until someone adds it here.
  */
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import type { ChatMessage, ChatRequest } from '../openai/chat-schemas.ts';
 import type { ProviderProtocol } from '../../../shared/providers/provider-catalog.ts';
 

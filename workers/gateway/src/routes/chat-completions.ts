@@ -12,7 +12,7 @@ import { hashSessionToken } from '../../../shared/auth/require-session.ts';
 import { callLimits, type CallLimits } from '../../../shared/calls/call-limits.ts';
 import { sha256Hex } from '../../../shared/crypto.ts';
 import { intSetting } from '../../../shared/env.ts';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { waitUntil } from '../../../shared/wait-until.ts';
 import { describeZodError } from '../../../shared/render-error.ts';
 import type { LedgerDatabase } from '../../../shared/ledger/database.ts';

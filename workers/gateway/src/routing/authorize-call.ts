@@ -8,7 +8,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Env } from '../../../shared/env.ts';
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { abandonCall } from '../../../shared/calls/abandon-call.ts';
 import { queryOne, type LedgerDatabase } from '../../../shared/ledger/database.ts';
 import { formatUsd, type Usd } from '../../../shared/money/index.ts';

@@ -1,4 +1,4 @@
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import { isProviderName, providerCatalog, type ProviderEntry, type ProviderName } from '../../../shared/providers/provider-catalog.ts';
 
 export interface ModelReference {

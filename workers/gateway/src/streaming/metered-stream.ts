@@ -10,7 +10,7 @@
  * - the upstream fails mid-stream: what was delivered is booked (nothing delivered: released, as
  *   the provider bills no failed generation) and the stream ends with an error event.
  */
-import { FaucetError } from '../../../shared/errors.ts';
+import { FaucetError } from '../../../shared/wire/errors.ts';
 import type { ChatCompletionChunk, ChatUsage } from '../openai/chat-schemas.ts';
 import type { FaucetObject } from '../metering/faucet-object.ts';
 import type { MeteredUsage } from '../metering/metered-usage.ts';

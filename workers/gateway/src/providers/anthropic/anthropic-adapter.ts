@@ -1,5 +1,5 @@
 /** Anthropic's Messages API behind the OpenAI-shaped adapter interface. */
-import { FaucetError } from '../../../../shared/errors.ts';
+import { FaucetError } from '../../../../shared/wire/errors.ts';
 import { outboundFetch } from '../../../../shared/upstream/outbound-fetch.ts';
 import { readBodyJson } from '../../../../shared/upstream/read-body.ts';
 import { failureFromResponse } from '../../../../shared/upstream/upstream-failure.ts';

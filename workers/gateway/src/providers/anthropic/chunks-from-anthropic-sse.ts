@@ -5,7 +5,7 @@
  * with empty `choices` and the whole `usage` follows, as OpenAI sends it with `include_usage`.
  */
 import { z } from 'zod';
-import { FaucetError } from '../../../../shared/errors.ts';
+import { FaucetError } from '../../../../shared/wire/errors.ts';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
 import { parseSse } from '../../sse/parse-sse.ts';
 import { anthropicUsageSchema, openAiFinishReason, openAiUsage, type AnthropicUsage } from './from-anthropic-response.ts';

@@ -1,6 +1,6 @@
 /** Anthropic Messages response → OpenAI chat completion, usage included. */
 import { z } from 'zod';
-import { FaucetError } from '../../../../shared/errors.ts';
+import { FaucetError } from '../../../../shared/wire/errors.ts';
 import type { ChatCompletion, ChatUsage } from '../../openai/chat-schemas.ts';
 
 export const anthropicUsageSchema = z.looseObject({

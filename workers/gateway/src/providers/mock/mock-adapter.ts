@@ -4,7 +4,7 @@
  * yields the same text and the same usage. `MOCK_PROVIDER_LATENCY_MS` delays the answer (or the
  * first chunk) to stand in for a real upstream's think time.
  */
-import { FaucetError } from '../../../../shared/errors.ts';
+import { FaucetError } from '../../../../shared/wire/errors.ts';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, ChatUsage } from '../../openai/chat-schemas.ts';
 import { countPromptTokens, messageText } from '../../tokens/count-prompt-tokens.ts';
 import { tokenize } from '../../tokens/tokenize.ts';

@@ -1,4 +1,4 @@
-import { FaucetError } from '../../../../shared/errors.ts';
+import { FaucetError } from '../../../../shared/wire/errors.ts';
 import { chatCompletionChunkSchema, type ChatCompletionChunk } from '../../openai/chat-schemas.ts';
 import { parseSse } from '../../sse/parse-sse.ts';
 

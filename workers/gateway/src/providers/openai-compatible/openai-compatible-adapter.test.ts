@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FaucetError } from '../../../../shared/errors.ts';
+import { FaucetError } from '../../../../shared/wire/errors.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../../test/fake-upstream.ts';
 import type { ChatCompletionChunk, ChatRequest } from '../../openai/chat-schemas.ts';
 import type { FetchFunction } from '../../../../shared/upstream/outbound-fetch.ts';

@@ -3,7 +3,7 @@
  * request goes out as the client sent it (model bare, Faucet's own fields already removed), built
  * only from the fields the protocol's allow-list names.
  */
-import { FaucetError } from '../../../../shared/errors.ts';
+import { FaucetError } from '../../../../shared/wire/errors.ts';
 import { chatCompletionSchema, type ChatRequest } from '../../openai/chat-schemas.ts';
 import { outboundFetch } from '../../../../shared/upstream/outbound-fetch.ts';
 import { readBodyJson } from '../../../../shared/upstream/read-body.ts';
