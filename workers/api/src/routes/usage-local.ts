@@ -7,33 +7,14 @@ import { timingSafeEqual } from '../../../shared/crypto.ts';
 import { FaucetError } from '../../../shared/wire/errors.ts';
 import { bookUsage, queryRows } from '../../../shared/ledger/index.ts';
 import { formatUsd, usdStringSchema } from '../../../shared/money/index.ts';
+import { usageReportSchema } from '../../../shared/wire/usage-report.ts';
 import { errorResponses } from '../../../shared/openapi.ts';
 import { featurePricingFromRow, rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
 
 /** Feature key recorded when a local report names none. */
 const UNSPECIFIED_FEATURE = 'unspecified';
-const MAX_TOKENS = 2_147_483_647;
-
-// Strict: any field beyond the contract (prompt, messages, content, …) is refused, so prompt text
-// can never reach the server through a usage report.
-const UsageReport = z
-  .strictObject({
-    request_id: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/, 'must be 1–128 of A-Z a-z 0-9 . _ : -'),
-    public_app_id: z.string().min(1).max(128),
-    user_id_hash: z
-      .string()
-      .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters')
-      .openapi({ description: "The session's `user_ref` (from `POST /v1/sessions`); any other value is refused with 403" }),
-    feature: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/).optional(),
-    route_mode: z.literal('local'),
-    provider: z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/),
-    model: z.string().min(1).max(256).regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters'),
-    input_tokens: z.number().int().min(0).max(MAX_TOKENS),
-    output_tokens: z.number().int().min(0).max(MAX_TOKENS),
-    estimated: z.boolean(),
-    occurred_at: z.iso.datetime({ offset: true }),
-  })
-  .openapi('LocalUsageReport');
+// The wire contract's schema (strict: a report can never carry prompt text), documented here.
+const UsageReport = usageReportSchema.openapi('LocalUsageReport');
 
 const Recorded = z
   .object({
