@@ -1,3 +1,4 @@
+import { SseDecoder } from '../../../workers/shared/wire/sse';
 import { contentLength, usageFrom } from './estimate-tokens';
 
 /**
@@ -6,7 +7,7 @@ import { contentLength, usageFrom } from './estimate-tokens';
  * characters for an estimate. It lets the caller put its own event in front of `data: [DONE]`.
  */
 export class SseUsageTap {
-  private buffer = '';
+  private readonly decoder = new SseDecoder();
   private outputCharacters = 0;
   usage: { input_tokens: number; output_tokens: number } | undefined;
   model: string | undefined;
@@ -14,36 +15,21 @@ export class SseUsageTap {
 
   /** Feeds upstream text; returns the complete events, each as `{ raw, done }`. */
   push(text: string): Array<{ raw: string; done: boolean }> {
-    this.buffer += text;
-    const events: Array<{ raw: string; done: boolean }> = [];
-    for (;;) {
-      const match = /\r?\n\r?\n/.exec(this.buffer);
-      if (!match) break;
-      const raw = this.buffer.slice(0, match.index + match[0].length);
-      this.buffer = this.buffer.slice(match.index + match[0].length);
-      events.push({ raw, done: this.inspect(raw) });
-    }
-    return events;
+    return this.decoder.push(text).map(({ event, raw }) => ({ raw, done: this.inspect(event.data) }));
   }
 
-  /** Whatever is left when the upstream ends without a final blank line. */
+  /** Whatever is left when the upstream ends without a final blank line, completed and passed on. */
   flush(): Array<{ raw: string; done: boolean }> {
-    if (this.buffer.trim() === '') return [];
-    const raw = this.buffer + '\n\n';
-    this.buffer = '';
-    return [{ raw, done: this.inspect(raw) }];
+    const rest = this.decoder.rest();
+    if (rest.trim() === '') return [];
+    return this.decoder.push(rest.endsWith('\n') ? '\n' : '\n\n').map(({ event, raw }) => ({ raw, done: this.inspect(event.data) }));
   }
 
   get generatedCharacters(): number {
     return this.outputCharacters;
   }
 
-  private inspect(raw: string): boolean {
-    const data = raw
-      .split(/\r?\n/)
-      .filter((line) => line.startsWith('data:'))
-      .map((line) => line.slice(5).replace(/^ /, ''))
-      .join('\n');
+  private inspect(data: string): boolean {
     if (data === '[DONE]') {
       this.sawDone = true;
       return true;

@@ -1,3 +1,4 @@
+import { SseDecoder } from '../../../workers/shared/wire/sse.ts';
 import { FaucetError } from '../errors.ts';
 import type { Deadline } from './deadline.ts';
 
@@ -9,7 +10,7 @@ import type { Deadline } from './deadline.ts';
 export async function* readSseData(body: ReadableStream<Uint8Array>, deadline: Deadline, idleMs: number, what: string): AsyncGenerator<string> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
-  let buffer = '';
+  const sse = new SseDecoder();
   try {
     for (;;) {
       deadline.arm(idleMs);
@@ -20,22 +21,13 @@ export async function* readSseData(body: ReadableStream<Uint8Array>, deadline: D
         throw deadline.toError(thrown, what);
       }
       if (chunk.done) break;
-      buffer += decoder.decode(chunk.value, { stream: true }).replace(/\r\n?/g, '\n');
-      let boundary: number;
-      while ((boundary = buffer.indexOf('\n\n')) >= 0) {
-        const event = buffer.slice(0, boundary);
-        buffer = buffer.slice(boundary + 2);
-        const data = event
-          .split('\n')
-          .filter((line) => line.startsWith('data:'))
-          .map((line) => line.slice(5).replace(/^ /, ''))
-          .join('\n');
-        if (data === '') continue;
-        if (data === '[DONE]') return;
-        yield data;
+      for (const { event } of sse.push(decoder.decode(chunk.value, { stream: true }))) {
+        if (event.data === '') continue;
+        if (event.data === '[DONE]') return;
+        yield event.data;
       }
     }
-    if (buffer.trim() !== '') throw new FaucetError('invalid_response', `${what}: stream ended mid-event`);
+    if (sse.rest().trim() !== '') throw new FaucetError('invalid_response', `${what}: stream ended mid-event`);
   } finally {
     deadline.dispose();
     reader.cancel().catch(() => undefined);

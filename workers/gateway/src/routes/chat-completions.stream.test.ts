@@ -3,7 +3,7 @@ import { formatUsd } from '../../../shared/money/index.ts';
 import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiSse, openSseResponse, sseResponse } from '../../../test/fake-upstream.ts';
-import { formatSseEvent } from '../sse/format-sse.ts';
+import { formatSseEvent } from '../../../shared/wire/format-sse.ts';
 import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, openStream, sseData, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
 import { countPromptTokens } from '../tokens/count-prompt-tokens.ts';
 import { countTokens } from '../tokens/tokenize.ts';

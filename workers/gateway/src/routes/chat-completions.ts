@@ -25,7 +25,7 @@ import { createAdapter } from '../providers/create-adapter.ts';
 import type { ProviderAdapter } from '../providers/provider.ts';
 import { authorizeCall, type CallKeys, type CallPlan } from '../routing/authorize-call.ts';
 import { parseModel, type ModelReference } from '../routing/parse-model.ts';
-import { sseHeaders } from '../sse/format-sse.ts';
+import { sseHeaders } from '../../../shared/wire/format-sse.ts';
 import { meteredStream } from '../streaming/metered-stream.ts';
 import { defaultUpstreamTimeoutMs } from '../../../shared/upstream/outbound-fetch.ts';
 import { chatCompletionsBodySchema, type ChatCompletionsBody } from './chat-completions-body.ts';

@@ -14,7 +14,7 @@ import { FaucetError } from '../../../shared/wire/errors.ts';
 import type { ChatCompletionChunk, ChatUsage } from '../openai/chat-schemas.ts';
 import type { FaucetObject } from '../metering/faucet-object.ts';
 import type { MeteredUsage } from '../metering/metered-usage.ts';
-import { formatSseDone, formatSseJson } from '../sse/format-sse.ts';
+import { formatSseDone, formatSseJson } from '../../../shared/wire/format-sse.ts';
 
 export interface MeteredStreamOptions {
   chunks: AsyncIterable<ChatCompletionChunk>;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, sseResponse } from '../../../../test/fake-upstream.ts';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
-import { formatSseEvent } from '../../sse/format-sse.ts';
+import { formatSseEvent } from '../../../../shared/wire/format-sse.ts';
 import type { FetchFunction } from '../../../../shared/upstream/outbound-fetch.ts';
 import { anthropicVersion, createAnthropicAdapter } from './anthropic-adapter.ts';
 

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { FaucetError } from '../../../../shared/wire/errors.ts';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
-import { parseSse } from '../../sse/parse-sse.ts';
+import { parseSse } from '../../../../shared/wire/sse.ts';
 import { anthropicUsageSchema, openAiFinishReason, openAiUsage, type AnthropicUsage } from './from-anthropic-response.ts';
 
 const eventSchema = z.discriminatedUnion('type', [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatSseDone, formatSseEvent, formatSseJson } from './format-sse.ts';
-import { parseSse, type SseEvent } from './parse-sse.ts';
+import { parseSse, type SseEvent } from './sse.ts';
 
 function streamOf(pieces: Array<string | Uint8Array>): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
