@@ -1,7 +1,7 @@
 import { FaucetError } from '../errors.ts';
 import type { ChatMessage } from '../types.ts';
 import { listModels, type BridgeConfig } from './bridge-client.ts';
-import { estimateTokens } from './usage-report.ts';
+import { estimateInputTokens, estimateTextTokens } from '../../../workers/shared/wire/estimate-tokens.ts';
 
 /**
  * What the usage report of a local call says about it: which model and provider, and how many
@@ -72,6 +72,5 @@ export function countTokens(usage: { prompt_tokens?: number; completion_tokens?:
   if (Number.isInteger(usage?.prompt_tokens) && Number.isInteger(usage?.completion_tokens)) {
     return { input_tokens: usage!.prompt_tokens!, output_tokens: usage!.completion_tokens!, estimated: false };
   }
-  const promptText = messages.map((message) => message.content).join('\n');
-  return { input_tokens: estimateTokens(promptText), output_tokens: estimateTokens(answer), estimated: true };
+  return { input_tokens: estimateInputTokens(messages), output_tokens: estimateTextTokens(answer.length), estimated: true };
 }

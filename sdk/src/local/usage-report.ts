@@ -34,8 +34,3 @@ export async function buildUsageReport(facts: LocalCallFacts): Promise<UsageRepo
   if (facts.feature !== undefined) report.feature = facts.feature;
   return report;
 }
-
-/** Rough token count (≈4 characters a token) for servers that report no usage; marked as estimated. */
-export function estimateTokens(text: string): number {
-  return text.length === 0 ? 0 : Math.ceil(text.length / 4);
-}

@@ -3,7 +3,7 @@
  * tests): one authenticated `GET <api root>/models` to the provider. It goes through the gateway's
  * outbound fetch, so a private, loopback or link-local destination is refused before any request.
  */
-import { providerCatalog } from '../providers/provider-catalog.ts';
+import { anthropicApiVersion, providerCatalog } from '../providers/provider-catalog.ts';
 import { outboundFetch, type FetchFunction } from '../upstream/outbound-fetch.ts';
 import type { Env } from '../env.ts';
 import { FaucetError } from '../wire/errors.ts';
@@ -22,7 +22,7 @@ export function liveCheckEnabled(env: Env): boolean {
 
 function authHeaders(provider: KeyProvider, apiKey: string): Record<string, string> {
   return provider === 'anthropic'
-    ? { 'x-api-key': apiKey, 'anthropic-version': '2023-06-01' }
+    ? { 'x-api-key': apiKey, 'anthropic-version': anthropicApiVersion }
     : { authorization: `Bearer ${apiKey}` };
 }
 

@@ -18,6 +18,9 @@ export const providerCatalog = {
   mock: { protocol: 'mock', baseUrl: 'mock://local', poolKeySecret: null },
 } as const satisfies Record<string, ProviderEntry>;
 
+/** The Anthropic API version every request to Anthropic names (`anthropic-version`). */
+export const anthropicApiVersion = '2023-06-01';
+
 export type ProviderName = keyof typeof providerCatalog;
 
 export function isProviderName(value: string): value is ProviderName {

@@ -13,7 +13,7 @@
 import { FaucetError } from '../../../shared/wire/errors.ts';
 import type { ChatCompletionChunk, ChatUsage } from '../openai/chat-schemas.ts';
 import type { FaucetObject } from '../metering/faucet-object.ts';
-import type { MeteredUsage } from '../metering/metered-usage.ts';
+import { meteredUsage, type MeteredUsage } from '../metering/metered-usage.ts';
 import { formatSseDone, formatSseJson } from '../../../shared/wire/format-sse.ts';
 
 export interface MeteredStreamOptions {
@@ -60,14 +60,11 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
    * at the bytes seen when the upstream ended by itself (all it produced passed through here), at
    * the hold's bound when Faucet cut it (the provider may have produced more than was seen).
    */
-  const usageSoFar = (): MeteredUsage => {
-    if (reported !== null) {
-      const cached = reported.prompt_tokens_details?.cached_tokens ?? 0;
-      return { inputTokens: reported.prompt_tokens, outputTokens: reported.completion_tokens, cachedInputTokens: Math.min(cached, reported.prompt_tokens), estimated: false };
-    }
-    const outputTokens = upstreamEnded ? Math.min(outputBytes, options.bounds.outputTokens) : options.bounds.outputTokens;
-    return { inputTokens: options.bounds.inputTokens, outputTokens, cachedInputTokens: 0, estimated: true };
-  };
+  const usageSoFar = (): MeteredUsage =>
+    meteredUsage(reported, () => ({
+      inputTokens: options.bounds.inputTokens,
+      outputTokens: upstreamEnded ? Math.min(outputBytes, options.bounds.outputTokens) : options.bounds.outputTokens,
+    }));
 
   /** Settling must finish even if the client disconnects while it runs. */
   const settle = (usage: MeteredUsage): Promise<FaucetObject> => {

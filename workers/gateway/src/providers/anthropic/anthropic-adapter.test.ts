@@ -3,7 +3,8 @@ import { fakeUpstream, jsonResponse, sseResponse } from '../../../../test/fake-u
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
 import { formatSseEvent } from '../../../../shared/wire/format-sse.ts';
 import type { FetchFunction } from '../../../../shared/upstream/outbound-fetch.ts';
-import { anthropicVersion, createAnthropicAdapter } from './anthropic-adapter.ts';
+import { anthropicApiVersion } from '../../../../shared/providers/provider-catalog.ts';
+import { createAnthropicAdapter } from './anthropic-adapter.ts';
 
 const credential = { apiKey: 'sk-ant-test', baseUrl: 'https://api.anthropic.com/v1' };
 const adapterWith = (fetch: FetchFunction) => createAnthropicAdapter({ fetch, upstreamTimeoutMs: 5_000, mockLatencyMs: 0 });
@@ -44,7 +45,7 @@ describe('Anthropic adapter', () => {
     const [sent] = upstream.requests;
     expect(sent?.url).toBe('https://api.anthropic.com/v1/messages');
     expect(sent?.headers['x-api-key']).toBe('sk-ant-test');
-    expect(sent?.headers['anthropic-version']).toBe(anthropicVersion);
+    expect(sent?.headers['anthropic-version']).toBe(anthropicApiVersion);
     expect(sent?.headers.authorization).toBeUndefined();
     expect(sent?.body).toEqual({
       model: 'claude-haiku-4-5',

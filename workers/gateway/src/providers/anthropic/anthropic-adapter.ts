@@ -3,13 +3,12 @@ import { FaucetError } from '../../../../shared/wire/errors.ts';
 import { outboundFetch } from '../../../../shared/upstream/outbound-fetch.ts';
 import { readBodyJson } from '../../../../shared/upstream/read-body.ts';
 import { failureFromResponse } from '../../../../shared/upstream/upstream-failure.ts';
-import { outputTokenCap } from '../../../../shared/providers/provider-catalog.ts';
+import { anthropicApiVersion, outputTokenCap } from '../../../../shared/providers/provider-catalog.ts';
 import type { ProviderAdapter, ProviderCall, ProviderContext } from '../provider.ts';
 import { chunksFromAnthropicSse } from './chunks-from-anthropic-sse.ts';
 import { fromAnthropicResponse } from './from-anthropic-response.ts';
 import { toAnthropicRequest } from './to-anthropic-request.ts';
 
-export const anthropicVersion = '2023-06-01';
 const label = 'Anthropic';
 
 export function createAnthropicAdapter(context: ProviderContext): ProviderAdapter {
@@ -18,7 +17,7 @@ export function createAnthropicAdapter(context: ProviderContext): ProviderAdapte
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: stream ? 'text/event-stream' : 'application/json',
-      'anthropic-version': anthropicVersion,
+      'anthropic-version': anthropicApiVersion,
     };
     if (call.credential.apiKey !== null) headers['x-api-key'] = call.credential.apiKey;
     const response = await outboundFetch(
