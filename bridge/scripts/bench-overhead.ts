@@ -4,8 +4,8 @@
  * on loopback. Prints p50/p99 and requests per second for both. `npm run bench -w bridge`.
  */
 import { createLogger } from '../src/log';
-import { startFakeUpstream } from '../test-support/fake-upstream';
-import { startTestBridge } from '../test-support/start-test-bridge';
+import { startFakeUpstream } from '../test/support/fake-upstream';
+import { startTestBridge } from '../test/support/start-test-bridge';
 import { parseUpstreamUrl } from '../src/upstream/upstream-kind';
 
 const requests = Number(process.env.BENCH_REQUESTS ?? 2000);

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../test-support/fake-upstream';
-import { rawRequest } from '../test-support/http-request';
-import { sessionToken, startTestBridge, usageReport, type TestBridge } from '../test-support/start-test-bridge';
+import { startFakeUpstream, type FakeUpstream } from '../test/support/fake-upstream';
+import { rawRequest } from '../test/support/http-request';
+import { sessionToken, startTestBridge, usageReport, type TestBridge } from '../test/support/start-test-bridge';
 import { parseUpstreamUrl } from './upstream/upstream-kind';
 
 let upstream: FakeUpstream;

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBridge } from '../scripts/build';
-import { rawRequest } from '../test-support/http-request';
-import { freePort } from '../test-support/listen';
+import { rawRequest } from './support/http-request';
+import { freePort } from './support/listen';
 import { version } from '../package.json';
 
 let directory: string;

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it, vi } from 'vitest';
 import type {} from '../../tests/setup/node-stack';
-import { rawRequest } from '../test-support/http-request';
-import { freePort } from '../test-support/listen';
-import { makeOutboxDirectory, startTestBridge, usageReport } from '../test-support/start-test-bridge';
+import { rawRequest } from './support/http-request';
+import { freePort } from './support/listen';
+import { makeOutboxDirectory, startTestBridge, usageReport } from './support/start-test-bridge';
 
 const eventually = { timeout: 30_000, interval: 25 };
 

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { buildSea } from '../scripts/build-sea';
-import { rawRequest } from '../test-support/http-request';
-import { freePort } from '../test-support/listen';
+import { rawRequest } from './support/http-request';
+import { freePort } from './support/listen';
 
 /**
  * Opt-in (FAUCET_BRIDGE_TEST_SEA=1): the build copies the ~120 MB node binary and fetches

@@ -3,9 +3,12 @@
  * funded sessions, chat calls, and reads of wallets and usage records.
  */
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
-import { creditTestBalance, getWalletBalance } from '../shared/ledger/index.ts';
-import { formatUsd, parseWireAmount } from '../shared/money/index.ts';
+import { getWalletBalance } from '../shared/ledger/index.ts';
+import { formatUsd } from '../shared/money/index.ts';
 import { call, createDatabase, createSession, sql, type TestEnv } from './harness.ts';
+import { fund } from './ledger-kit.ts';
+
+export { fund };
 import { createGatewayApp } from '../gateway/src/app.ts';
 import type { GatewayDependencies } from '../gateway/src/gateway-dependencies.ts';
 
@@ -15,14 +18,6 @@ export function gatewayWith(dependencies: Partial<GatewayDependencies> = {}): Ga
   return createGatewayApp(dependencies);
 }
 
-export async function fund(testEnv: TestEnv, walletId: string, amountUsd: string): Promise<void> {
-  const { db, pool } = createDatabase(testEnv);
-  try {
-    await creditTestBalance(db, { walletId, amount: parseWireAmount(amountUsd), requestId: `fund-${crypto.randomUUID()}` });
-  } finally {
-    await pool.end();
-  }
-}
 
 /** A new end user of the demo app with `balanceUsd` in their wallet. */
 export async function fundedSession(testEnv: TestEnv, balanceUsd = '1.00000000') {

@@ -41,8 +41,19 @@ export async function createTestUser(testEnv: TestEnv): Promise<TestUser> {
   return { endUserId: row!.end_user_id, walletId: row!.wallet_id, appId };
 }
 
-export async function fund(database: LedgerTestDatabase, walletId: string, amount: string): Promise<void> {
-  await creditTestBalance(database.db, { walletId, amount: parseWireAmount(amount), requestId: `fund-${crypto.randomUUID()}` });
+/** Credits a wallet (the one funding helper): through an open test database, or a connection of its own. */
+export async function fund(target: LedgerTestDatabase | TestEnv, walletId: string, amount: string): Promise<void> {
+  const credit = (db: LedgerTestDatabase['db']) => creditTestBalance(db, { walletId, amount: parseWireAmount(amount), requestId: `fund-${crypto.randomUUID()}` });
+  if ('close' in target && typeof target.close === 'function') {
+    await credit((target as LedgerTestDatabase).db);
+    return;
+  }
+  const database = openLedgerDatabase(target as TestEnv, 1);
+  try {
+    await credit(database.db);
+  } finally {
+    await database.close();
+  }
 }
 
 /** A rated call whose retail is exactly `amount` (a byok call with an open fee, split with the platform). */

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { rawRequest } from '../../test-support/http-request';
-import { startTestBridge, type TestBridge } from '../../test-support/start-test-bridge';
+import { rawRequest } from '../../test/support/http-request';
+import { startTestBridge, type TestBridge } from '../../test/support/start-test-bridge';
 import { parseAllowedOrigin } from './cors';
 
 const allowed = 'https://app.example.com';

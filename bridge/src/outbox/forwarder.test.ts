@@ -1,9 +1,9 @@
 import { readdir } from 'node:fs/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { startFakeControlApi, type FakeControlApi } from '../../test-support/fake-control-api';
-import { rawRequest } from '../../test-support/http-request';
-import { freePort } from '../../test-support/listen';
-import { makeOutboxDirectory, sessionToken, startTestBridge, usageReport, type TestBridge } from '../../test-support/start-test-bridge';
+import { startFakeControlApi, type FakeControlApi } from '../../test/support/fake-control-api';
+import { rawRequest } from '../../test/support/http-request';
+import { freePort } from '../../test/support/listen';
+import { makeOutboxDirectory, sessionToken, startTestBridge, usageReport, type TestBridge } from '../../test/support/start-test-bridge';
 
 /** Generous: these wait for an event, they do not measure speed. */
 const eventually = { timeout: 15_000, interval: 10 };

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../../test-support/fake-upstream';
-import { rawRequest } from '../../test-support/http-request';
-import { freePort } from '../../test-support/listen';
-import { startTestBridge } from '../../test-support/start-test-bridge';
+import { startFakeUpstream } from '../../test/support/fake-upstream';
+import { rawRequest } from '../../test/support/http-request';
+import { freePort } from '../../test/support/listen';
+import { startTestBridge } from '../../test/support/start-test-bridge';
 import { parseUpstreamUrl } from '../upstream/upstream-kind';
 
 const cleanup: Array<() => Promise<void>> = [];

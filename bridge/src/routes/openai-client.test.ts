@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream } from '../../test-support/fake-upstream';
-import { startTestBridge } from '../../test-support/start-test-bridge';
+import { startFakeUpstream } from '../../test/support/fake-upstream';
+import { startTestBridge } from '../../test/support/start-test-bridge';
 import { parseUpstreamUrl } from '../upstream/upstream-kind';
 
 const cleanup: Array<() => Promise<void>> = [];

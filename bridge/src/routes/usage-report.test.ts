@@ -1,8 +1,8 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rawRequest } from '../../test-support/http-request';
-import { sessionToken, startTestBridge, usageReport, type TestBridge } from '../../test-support/start-test-bridge';
+import { rawRequest } from '../../test/support/http-request';
+import { sessionToken, startTestBridge, usageReport, type TestBridge } from '../../test/support/start-test-bridge';
 
 let bridge: TestBridge;
 afterEach(() => bridge?.close());

@@ -2,8 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { onTestFinished } from 'vitest';
-import { createLogger } from '../src/log';
-import { startBridge, type BridgeOptions, type RunningBridge } from '../src/server';
+import { createLogger } from '../../src/log';
+import { startBridge, type BridgeOptions, type RunningBridge } from '../../src/server';
 
 export interface TestBridge extends RunningBridge {
   logs: string[];
