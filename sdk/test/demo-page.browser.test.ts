@@ -6,9 +6,9 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type {} from '../../tests/setup/node-stack.ts';
 import { startDemoServer, type DemoServer } from '../demo/serve.ts';
-import { startFakeUpstream, type FakeUpstream } from '../../bridge/test-support/fake-upstream.ts';
-import { freePort } from '../../bridge/test-support/listen.ts';
-import { startTestBridge, type TestBridge } from '../../bridge/test-support/start-test-bridge.ts';
+import { startFakeUpstream, type FakeUpstream } from '../../bridge/test/support/fake-upstream.ts';
+import { freePort } from '../../bridge/test/support/listen.ts';
+import { startTestBridge, type TestBridge } from '../../bridge/test/support/start-test-bridge.ts';
 import { launchChromium } from './chromium.ts';
 
 const repoRoot = join(import.meta.dirname, '..', '..');

@@ -6,9 +6,9 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../../bridge/test-support/fake-upstream';
-import { rawRequest } from '../../bridge/test-support/http-request';
-import { startTestBridge, usageReport, type TestBridge } from '../../bridge/test-support/start-test-bridge';
+import { startFakeUpstream, type FakeUpstream } from '../../bridge/test/support/fake-upstream';
+import { rawRequest } from '../../bridge/test/support/http-request';
+import { startTestBridge, usageReport, type TestBridge } from '../../bridge/test/support/start-test-bridge';
 import { parseUpstreamUrl } from '../../bridge/src/upstream/upstream-kind';
 import { createSession } from '../load/stack-client.ts';
 

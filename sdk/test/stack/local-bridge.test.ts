@@ -3,8 +3,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import type {} from '../../../tests/setup/node-stack.ts';
-import { startFakeUpstream, type FakeUpstream } from '../../../bridge/test-support/fake-upstream.ts';
-import { startTestBridge, type TestBridge } from '../../../bridge/test-support/start-test-bridge.ts';
+import { startFakeUpstream, type FakeUpstream } from '../../../bridge/test/support/fake-upstream.ts';
+import { startTestBridge, type TestBridge } from '../../../bridge/test/support/start-test-bridge.ts';
 import { createFaucet, type ChatStreamPart, type FaucetOptions } from '../../src/index.ts';
 import { backendSession } from '../real-stack.ts';
 
