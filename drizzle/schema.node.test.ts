@@ -82,11 +82,23 @@ describe('migrations', () => {
   it('re-apply a function file whose text changed, and only that one', async () => {
     const files = readFunctionFiles();
     const target = files.find((file) => file.name === 'functions/faucet_developer_price.sql')!;
-    const changed = { ...target, sql: `${target.sql}\ncomment on function faucet_developer_price(numeric, bigint) is 'changed';\n`, checksum: 'changed' };
-    const ran = await withClient(databaseUrl, (client) => migrate(client, readMigrations(), files.map((file) => (file === target ? changed : file))));
+    const changed = {
+      ...target,
+      sql: `${target.sql}\ncomment on function faucet_developer_price(numeric, bigint) is 'changed';\n`,
+      checksum: 'changed',
+    };
+    const ran = await withClient(databaseUrl, (client) =>
+      migrate(
+        client,
+        readMigrations(),
+        files.map((file) => (file === target ? changed : file)),
+      ),
+    );
     expect(ran).toEqual(['functions/faucet_developer_price.sql']);
     const comment = await withClient(databaseUrl, async (client) => {
-      const { rows } = await client.query<{ comment: string }>(`select obj_description('faucet_developer_price(numeric, bigint)'::regprocedure) as comment`);
+      const { rows } = await client.query<{ comment: string }>(
+        `select obj_description('faucet_developer_price(numeric, bigint)'::regprocedure) as comment`,
+      );
       return rows[0]?.comment;
     });
     expect(comment).toBe('changed');
@@ -126,8 +138,7 @@ describe('Drizzle schema and migrated database', () => {
         notNull: column.notNull,
       }));
     });
-    const order = (rows: typeof fromDatabase) =>
-      [...rows].sort((a, b) => `${a.table}.${a.column}`.localeCompare(`${b.table}.${b.column}`));
+    const order = (rows: typeof fromDatabase) => [...rows].sort((a, b) => `${a.table}.${a.column}`.localeCompare(`${b.table}.${b.column}`));
     expect(order(fromDrizzle)).toEqual(order(fromDatabase));
   });
 });

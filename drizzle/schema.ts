@@ -37,7 +37,9 @@ export const apps = pgTable(
   'apps',
   {
     id: id(),
-    developerId: uuid('developer_id').notNull().references(() => developers.id),
+    developerId: uuid('developer_id')
+      .notNull()
+      .references(() => developers.id),
     publicAppId: text('public_app_id').notNull().unique(),
     name: text('name').notNull(),
     /** Channel share of the platform margin paid to the developer, in basis points. */
@@ -61,7 +63,9 @@ export const appSigningSecrets = pgTable(
   'app_signing_secrets',
   {
     id: id(),
-    appId: uuid('app_id').notNull().references(() => apps.id),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id),
     ciphertext: text('ciphertext').notNull(),
     iv: text('iv').notNull(),
     keyVersion: integer('key_version').notNull(),
@@ -75,7 +79,9 @@ export const appFeatures = pgTable(
   'app_features',
   {
     id: id(),
-    appId: uuid('app_id').notNull().references(() => apps.id),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id),
     featureKey: text('feature_key').notNull(),
     name: text('name').notNull(),
     defaultModel: text('default_model').notNull(),
@@ -94,7 +100,9 @@ export const endUsers = pgTable(
   'end_users',
   {
     id: id(),
-    appId: uuid('app_id').notNull().references(() => apps.id),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id),
     /** HMAC-SHA-256 of the external user id with SESSION_HASH_SECRET; the raw id is never stored. */
     externalUserHash: text('external_user_hash').notNull(),
     createdAt: createdAt(),
@@ -109,8 +117,12 @@ export const wallets = pgTable(
     id: id(),
     /** `user`, `developer`, `platform_revenue`, `platform_upstream_payable`, `payment_clearing`. */
     kind: text('kind').notNull(),
-    endUserId: uuid('end_user_id').unique().references(() => endUsers.id),
-    developerId: uuid('developer_id').unique().references(() => developers.id),
+    endUserId: uuid('end_user_id')
+      .unique()
+      .references(() => endUsers.id),
+    developerId: uuid('developer_id')
+      .unique()
+      .references(() => developers.id),
     currency: char('currency', { length: 3 }).notNull().default('USD'),
     /** Cache of the sum of this wallet's entries; reconciliation recomputes it. */
     balance: money('balance').notNull().default('0'),
@@ -145,16 +157,17 @@ export const ledgerEntries = pgTable(
   'ledger_entries',
   {
     id: bigserial('id', { mode: 'bigint' }).primaryKey(),
-    transactionId: uuid('transaction_id').notNull().references(() => ledgerTransactions.id),
-    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    transactionId: uuid('transaction_id')
+      .notNull()
+      .references(() => ledgerTransactions.id),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
     /** Signed: positive credits the wallet, negative debits it. A transaction's entries sum to zero. */
     amount: money('amount').notNull(),
     createdAt: createdAt(),
   },
-  (table) => [
-    index('ledger_entries_wallet').on(table.walletId),
-    index('ledger_entries_transaction').on(table.transactionId),
-  ],
+  (table) => [index('ledger_entries_wallet').on(table.walletId), index('ledger_entries_transaction').on(table.transactionId)],
 );
 
 /**
@@ -166,21 +179,22 @@ export const walletBalanceDeltas = pgTable(
   'wallet_balance_deltas',
   {
     id: bigserial('id', { mode: 'bigint' }).primaryKey(),
-    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
     amount: money('amount').notNull(),
     createdAt: createdAt(),
   },
-  (table) => [
-    index('wallet_balance_deltas_wallet').on(table.walletId),
-    check('wallet_balance_deltas_positive', sql`${table.amount} > 0`),
-  ],
+  (table) => [index('wallet_balance_deltas_wallet').on(table.walletId), check('wallet_balance_deltas_positive', sql`${table.amount} > 0`)],
 );
 
 export const balanceHolds = pgTable(
   'balance_holds',
   {
     id: id(),
-    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
     requestId: text('request_id').notNull().unique(),
     amount: money('amount').notNull(),
     /** `active`, `settled`, `released`, `expired`. */
@@ -197,8 +211,12 @@ export const virtualSessions = pgTable(
   {
     id: id(),
     tokenHash: text('token_hash').notNull().unique(),
-    appId: uuid('app_id').notNull().references(() => apps.id),
-    endUserId: uuid('end_user_id').notNull().references(() => endUsers.id),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id),
+    endUserId: uuid('end_user_id')
+      .notNull()
+      .references(() => endUsers.id),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     createdAt: createdAt(),
     /** Set when the developer revoked the session; the gateway and /v1/user/* refuse it from then on. */
@@ -245,7 +263,9 @@ export const providerCredentialReservations = pgTable(
   'provider_credential_reservations',
   {
     requestId: text('request_id').primaryKey(),
-    credentialId: uuid('credential_id').notNull().references(() => providerCredentials.id),
+    credentialId: uuid('credential_id')
+      .notNull()
+      .references(() => providerCredentials.id),
     amount: money('amount').notNull(),
     createdAt: createdAt(),
   },
@@ -261,8 +281,12 @@ export const gatewayCalls = pgTable(
     moneyKey: text('money_key').notNull().unique(),
     clientRequestId: text('client_request_id').notNull(),
     fingerprint: text('fingerprint').notNull(),
-    appId: uuid('app_id').notNull().references(() => apps.id),
-    endUserId: uuid('end_user_id').notNull().references(() => endUsers.id),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id),
+    endUserId: uuid('end_user_id')
+      .notNull()
+      .references(() => endUsers.id),
     featureKey: text('feature_key').notNull(),
     routeMode: text('route_mode'),
     provider: text('provider').notNull(),
@@ -290,7 +314,9 @@ export const usageEvents = pgTable(
   {
     id: id(),
     requestId: text('request_id').notNull().unique(),
-    appId: uuid('app_id').notNull().references(() => apps.id),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id),
     endUserId: uuid('end_user_id').references(() => endUsers.id),
     featureKey: text('feature_key').notNull(),
     /** `platform`, `developer_key`, `byok`, `local`. */
@@ -328,8 +354,12 @@ export const payouts = pgTable(
   'payouts',
   {
     id: id(),
-    developerId: uuid('developer_id').notNull().references(() => developers.id),
-    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    developerId: uuid('developer_id')
+      .notNull()
+      .references(() => developers.id),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
     amount: money('amount').notNull(),
     /** `pending` → `processing` → `paid`; `pending` → `cancelled` | `rejected`. */
     status: text('status').notNull().default('pending'),
@@ -340,9 +370,7 @@ export const payouts = pgTable(
     paidAt: timestamp('paid_at', { withTimezone: true }),
     closedAt: timestamp('closed_at', { withTimezone: true }),
   },
-  (table) => [
-    uniqueIndex('payouts_one_open_per_wallet').on(table.walletId).where(sql`${table.status} in ('pending', 'processing')`),
-  ],
+  (table) => [uniqueIndex('payouts_one_open_per_wallet').on(table.walletId).where(sql`${table.status} in ('pending', 'processing')`)],
 );
 
 export const auditLogs = pgTable(
@@ -362,29 +390,40 @@ export const auditLogs = pgTable(
   (table) => [index('audit_logs_target').on(table.targetType, table.targetId)],
 );
 
-export const checkoutSessions = pgTable('checkout_sessions', {
-  id: id(),
-  stripeSessionId: text('stripe_session_id').notNull().unique(),
-  walletId: uuid('wallet_id').notNull().references(() => wallets.id),
-  amountCents: integer('amount_cents').notNull(),
-  /** `pending`, `completed`, `expired`. */
-  status: text('status').notNull().default('pending'),
-  ledgerTransactionId: uuid('ledger_transaction_id').references(() => ledgerTransactions.id),
-  createdAt: createdAt(),
-  completedAt: timestamp('completed_at', { withTimezone: true }),
-  /** The payment intent that paid the session: refunds and disputes name it, never the session. */
-  stripePaymentIntentId: text('stripe_payment_intent_id'),
-}, (table) => [
-  uniqueIndex('checkout_sessions_payment_intent').on(table.stripePaymentIntentId).where(sql`${table.stripePaymentIntentId} is not null`),
-]);
+export const checkoutSessions = pgTable(
+  'checkout_sessions',
+  {
+    id: id(),
+    stripeSessionId: text('stripe_session_id').notNull().unique(),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
+    amountCents: integer('amount_cents').notNull(),
+    /** `pending`, `completed`, `expired`. */
+    status: text('status').notNull().default('pending'),
+    ledgerTransactionId: uuid('ledger_transaction_id').references(() => ledgerTransactions.id),
+    createdAt: createdAt(),
+    completedAt: timestamp('completed_at', { withTimezone: true }),
+    /** The payment intent that paid the session: refunds and disputes name it, never the session. */
+    stripePaymentIntentId: text('stripe_payment_intent_id'),
+  },
+  (table) => [
+    uniqueIndex('checkout_sessions_payment_intent').on(table.stripePaymentIntentId).where(sql`${table.stripePaymentIntentId} is not null`),
+  ],
+);
 
 /** The part of a receivable debit that went below zero: what the wallet's owner owes, per booking. */
 export const receivables = pgTable(
   'receivables',
   {
     id: id(),
-    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
-    ledgerTransactionId: uuid('ledger_transaction_id').notNull().unique().references(() => ledgerTransactions.id),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
+    ledgerTransactionId: uuid('ledger_transaction_id')
+      .notNull()
+      .unique()
+      .references(() => ledgerTransactions.id),
     /** The transaction's kind: `refund`, `chargeback`, `revenue_clawback`. */
     kind: text('kind').notNull(),
     amount: money('amount').notNull(),
@@ -397,7 +436,9 @@ export const receivables = pgTable(
 export const stripeCharges = pgTable('stripe_charges', {
   chargeId: text('charge_id').primaryKey(),
   paymentIntentId: text('payment_intent_id').notNull(),
-  checkoutSessionId: uuid('checkout_session_id').notNull().references(() => checkoutSessions.id),
+  checkoutSessionId: uuid('checkout_session_id')
+    .notNull()
+    .references(() => checkoutSessions.id),
   refundedCents: bigint('refunded_cents', { mode: 'number' }).notNull().default(0),
   createdAt: createdAt(),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
@@ -407,7 +448,9 @@ export const stripeCharges = pgTable('stripe_charges', {
 export const stripeDisputes = pgTable('stripe_disputes', {
   disputeId: text('dispute_id').primaryKey(),
   chargeId: text('charge_id').notNull(),
-  checkoutSessionId: uuid('checkout_session_id').notNull().references(() => checkoutSessions.id),
+  checkoutSessionId: uuid('checkout_session_id')
+    .notNull()
+    .references(() => checkoutSessions.id),
   amountCents: bigint('amount_cents', { mode: 'number' }).notNull(),
   /** `open`, `won`. */
   status: text('status').notNull().default('open'),
@@ -422,18 +465,29 @@ export const revenueClawbacks = pgTable(
   'revenue_clawbacks',
   {
     id: id(),
-    sourceTransactionId: uuid('source_transaction_id').notNull().unique().references(() => ledgerTransactions.id),
+    sourceTransactionId: uuid('source_transaction_id')
+      .notNull()
+      .unique()
+      .references(() => ledgerTransactions.id),
     sourceKind: text('source_kind').notNull(),
-    userWalletId: uuid('user_wallet_id').notNull().references(() => wallets.id),
-    developerId: uuid('developer_id').notNull().references(() => developers.id),
-    developerWalletId: uuid('developer_wallet_id').notNull().references(() => wallets.id),
+    userWalletId: uuid('user_wallet_id')
+      .notNull()
+      .references(() => wallets.id),
+    developerId: uuid('developer_id')
+      .notNull()
+      .references(() => developers.id),
+    developerWalletId: uuid('developer_wallet_id')
+      .notNull()
+      .references(() => wallets.id),
     spentUsd: money('spent_usd').notNull(),
     developerRevenueBasisUsd: money('developer_revenue_basis_usd').notNull(),
     retailBasisUsd: money('retail_basis_usd').notNull(),
     amount: money('amount').notNull(),
     /** `booked`, `reversed`. */
     status: text('status').notNull().default('booked'),
-    ledgerTransactionId: uuid('ledger_transaction_id').notNull().references(() => ledgerTransactions.id),
+    ledgerTransactionId: uuid('ledger_transaction_id')
+      .notNull()
+      .references(() => ledgerTransactions.id),
     reversalTransactionId: uuid('reversal_transaction_id').references(() => ledgerTransactions.id),
     reversalNote: text('reversal_note'),
     createdAt: createdAt(),

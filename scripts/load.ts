@@ -60,7 +60,10 @@ try {
   console.log(`faucet load: stack up in ${((performance.now() - stackStarted) / 1000).toFixed(1)} s; running…`);
   const target = { ...stack, webhookSecret: stack.webhookSecret };
   const drops = Number(values['drop-connections']);
-  const result = await runLoad(target, { ...plan, ...(drops > 0 ? { faults: { count: drops, inject: () => stack.proxy.dropConnections() } } : {}) });
+  const result = await runLoad(target, {
+    ...plan,
+    ...(drops > 0 ? { faults: { count: drops, inject: () => stack.proxy.dropConnections() } } : {}),
+  });
   const books = await verifyBooks(target, stack.databaseUrl, result);
   console.log(formatSummary(result, summarize(result), books));
   // The ledger agrees with what was paid upstream: every paid call the gateway made has its booking
@@ -71,12 +74,23 @@ try {
   const needles = needlesOf(result, stack.adminToken, stack.webhookSecret);
   const leaks = [...findLeaks('worker log', workerLogs, needles), ...(await scanDatabase(stack.databaseUrl, needles))];
   const requestLines = workerLogs.filter((line) => line.includes('[wrangler:info]')).length;
-  console.log(`secret scan: ${workerLogs.length} lines of worker output (${requestLines} access lines) and every database column: ${leaks.length} leaks`);
+  console.log(
+    `secret scan: ${workerLogs.length} lines of worker output (${requestLines} access lines) and every database column: ${leaks.length} leaks`,
+  );
   for (const leak of leaks.slice(0, 20)) console.log(`LEAK ${leak}`);
   // Without injected faults nothing may fail server-side: a 5xx, a bare error or a dropped connection fails the run.
-  const serverFailures = result.operations.filter((operation) => operation.status >= 500 || operation.code === 'no_envelope' || operation.code === 'stream_incomplete').length;
+  const serverFailures = result.operations.filter(
+    (operation) => operation.status >= 500 || operation.code === 'no_envelope' || operation.code === 'stream_incomplete',
+  ).length;
   if (drops === 0 && serverFailures > 0) console.log(`faucet load: ${serverFailures} server-side failures without any injected fault`);
-  failed = leaks.length > 0 || requestLines === 0 || !books.reconciliationOk || !upstreamAudit.ok || books.problems.length > 0 || result.problems.length > 0 || (drops === 0 && serverFailures > 0);
+  failed =
+    leaks.length > 0 ||
+    requestLines === 0 ||
+    !books.reconciliationOk ||
+    !upstreamAudit.ok ||
+    books.problems.length > 0 ||
+    result.problems.length > 0 ||
+    (drops === 0 && serverFailures > 0);
   console.log(failed ? 'faucet load: FAILED' : 'faucet load: ok');
 } finally {
   await stack.stop();

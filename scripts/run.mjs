@@ -12,7 +12,11 @@ const bundledNode = join(root, 'node_modules', 'node', 'bin', 'node');
 const tsxLoader = join(root, 'node_modules', 'tsx', 'dist', 'loader.mjs');
 const machineNodeIsNewEnough = Number(process.versions.node.split('.')[0]) >= 22;
 
-if (!existsSync(tsxLoader) || !existsSync(join(root, 'node_modules', 'wrangler')) || (!machineNodeIsNewEnough && !existsSync(bundledNode))) {
+if (
+  !existsSync(tsxLoader) ||
+  !existsSync(join(root, 'node_modules', 'wrangler')) ||
+  (!machineNodeIsNewEnough && !existsSync(bundledNode))
+) {
   console.log('faucet: installing dependencies (first run)…');
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   const install = spawnSync(npm, ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });

@@ -32,7 +32,9 @@ try {
     log: (line) => console.log(line),
   });
   const failed = result.reports.filter((report) => report.problems.length > 0).length;
-  console.log(`faucet adversarial: ${result.reports.length} scenarios, ${failed} failed, in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `faucet adversarial: ${result.reports.length} scenarios, ${failed} failed, in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   ok = result.ok;
   console.log(ok ? 'faucet adversarial: ok' : 'faucet adversarial: FAILED');
 } finally {

@@ -16,5 +16,26 @@ const run = (args: string[], env: Record<string, string> = {}) =>
 const workers = run(['--project', 'workers', 'workers/gateway/tests/faults/', 'workers/api/tests/faults/']);
 const node = run(['--project', 'node', 'tests/load/']);
 // The database connections cut for real at the WebSocket proxy, five times during a load run on a stack of its own.
-const load = spawnSync(process.execPath, ['--import', 'tsx', join(repoRoot, 'scripts', 'load.ts'), '--users', '10', '--calls', '400', '--concurrency', '12', '--money-actors', '2', '--seconds', '90', '--drop-connections', '5'], { cwd: repoRoot, stdio: 'inherit' }).status ?? 1;
+const load =
+  spawnSync(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(repoRoot, 'scripts', 'load.ts'),
+      '--users',
+      '10',
+      '--calls',
+      '400',
+      '--concurrency',
+      '12',
+      '--money-actors',
+      '2',
+      '--seconds',
+      '90',
+      '--drop-connections',
+      '5',
+    ],
+    { cwd: repoRoot, stdio: 'inherit' },
+  ).status ?? 1;
 process.exit(workers || node || load);

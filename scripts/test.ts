@@ -1,5 +1,5 @@
 /**
- * `npm test`: the typecheck, then every suite (Workers runtime, Node, browser). Installs Debian's Chromium first when the
+ * `npm test`: the typecheck, Biome (format + lint), knip, then every suite (Workers runtime, Node, browser). Installs Debian's Chromium first when the
  * browser tests need it and this machine can (root with apt-get), since no browser is downloaded
  * any other way here.
  */
@@ -22,6 +22,18 @@ const typecheck = spawnSync(process.execPath, [tsc, '--noEmit', '-p', repoRoot],
 if (typecheck.status !== 0) {
   console.error('faucet: typecheck failed');
   process.exit(typecheck.status ?? 1);
+}
+
+// Format + lint (Biome) and unused files, exports and dependencies (knip): a finding fails the run.
+for (const [name, bin, args] of [
+  ['biome', join(repoRoot, 'node_modules', '@biomejs', 'biome', 'bin', 'biome'), ['ci', '.']],
+  ['knip', join(repoRoot, 'node_modules', 'knip', 'bin', 'knip.js'), ['--no-progress']],
+] as const) {
+  const check = spawnSync(process.execPath, [bin, ...args], { cwd: repoRoot, stdio: 'inherit' });
+  if (check.status !== 0) {
+    console.error(`faucet: ${name} failed`);
+    process.exit(check.status ?? 1);
+  }
 }
 
 const vitest = join(repoRoot, 'node_modules', 'vitest', 'vitest.mjs');

@@ -103,7 +103,9 @@ describe('npm run webhook:replay', () => {
     expect(noSession.stderr).toContain('PAYMENT_CHECKOUT_SESSION_ID is required');
     expect((await local({ PAYMENT_CHECKOUT_SESSION_ID: 'cs_test_x' })).code).toBe(2);
     expect((await local({ PAYMENT_CHECKOUT_SESSION_ID: 'cs_test_x', PAYMENT_AMOUNT_CENTS: '12.5' })).code).toBe(2);
-    expect((await local({ PAYMENT_CHECKOUT_SESSION_ID: 'cs_test_x', PAYMENT_AMOUNT_CENTS: '100', REQUIRE_WEBHOOK_CREDIT: 'yes' })).code).toBe(2);
+    expect(
+      (await local({ PAYMENT_CHECKOUT_SESSION_ID: 'cs_test_x', PAYMENT_AMOUNT_CENTS: '100', REQUIRE_WEBHOOK_CREDIT: 'yes' })).code,
+    ).toBe(2);
   });
 
   it('reports a missing session as acknowledged without credit, and fails on it with REQUIRE_WEBHOOK_CREDIT=1', async () => {
@@ -120,7 +122,11 @@ describe('npm run webhook:replay', () => {
   it('credits a real pending checkout session end to end, once', async () => {
     const checkout = await pendingCheckout('25.00000000');
     expect(await walletOfCheckout(checkout.checkout_session_id)).toEqual({ balance: '0.00000000', status: 'pending' });
-    const inputs = { PAYMENT_CHECKOUT_SESSION_ID: checkout.checkout_session_id, PAYMENT_AMOUNT_CENTS: String(checkout.amount_cents), REQUIRE_WEBHOOK_CREDIT: '1' };
+    const inputs = {
+      PAYMENT_CHECKOUT_SESSION_ID: checkout.checkout_session_id,
+      PAYMENT_AMOUNT_CENTS: String(checkout.amount_cents),
+      REQUIRE_WEBHOOK_CREDIT: '1',
+    };
 
     const credited = await local(inputs);
     expect(credited.code, credited.stderr).toBe(0);
@@ -135,7 +141,11 @@ describe('npm run webhook:replay', () => {
 
   it('exits 3 when the webhook refuses the signature, without printing the secret', async () => {
     const checkout = await pendingCheckout('2.00000000');
-    const run = await local({ PAYMENT_CHECKOUT_SESSION_ID: checkout.checkout_session_id, PAYMENT_AMOUNT_CENTS: '200', PAYMENT_WEBHOOK_SECRET: 'whsec_wrong_secret_value' });
+    const run = await local({
+      PAYMENT_CHECKOUT_SESSION_ID: checkout.checkout_session_id,
+      PAYMENT_AMOUNT_CENTS: '200',
+      PAYMENT_WEBHOOK_SECRET: 'whsec_wrong_secret_value',
+    });
     expect(run.code).toBe(3);
     expect(run.stderr).toContain('HTTP 400');
     expect(run.stdout + run.stderr).not.toContain('whsec_wrong_secret_value');

@@ -20,7 +20,11 @@ async function run(url: string, clients: number): Promise<{ p50: number; p99: nu
     Array.from({ length: clients }, async () => {
       while (next++ < requests) {
         const begin = performance.now();
-        const response = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        const response = await fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
         await response.arrayBuffer();
         if (!response.ok) throw new Error(`HTTP ${response.status}`);
         latencies.push(performance.now() - begin);
@@ -41,7 +45,9 @@ try {
     const direct = await run(upstream.url, clients);
     const viaBridge = await run(bridge.url, clients);
     const format = (r: typeof direct) => `p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, ${r.perSecond.toFixed(0)} req/s`;
-    process.stdout.write(`${clients} client(s), ${requests} requests\n  direct:     ${format(direct)}\n  via bridge: ${format(viaBridge)}\n`);
+    process.stdout.write(
+      `${clients} client(s), ${requests} requests\n  direct:     ${format(direct)}\n  via bridge: ${format(viaBridge)}\n`,
+    );
   }
 } finally {
   await bridge.close();

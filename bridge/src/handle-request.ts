@@ -38,7 +38,13 @@ export async function handleRequest(
   response.setHeader('x-request-id', requestId);
   response.setHeader('vary', 'Origin');
   response.once('finish', () =>
-    services.log.info('request', { request_id: requestId, method: request.method, route, status: response.statusCode, duration_ms: Math.round(performance.now() - started) }),
+    services.log.info('request', {
+      request_id: requestId,
+      method: request.method,
+      route,
+      status: response.statusCode,
+      duration_ms: Math.round(performance.now() - started),
+    }),
   );
 
   if (!isAllowedHost(request.headers.host, allowedHosts)) {
@@ -47,7 +53,12 @@ export async function handleRequest(
   }
   const origin = judgeOrigin(request, allowedOrigins);
   if (origin === 'refused') {
-    sendError(response, 'forbidden', 'This Origin is not allowed; start the bridge with --allow-origin <origin> to let that page call it.', requestId);
+    sendError(
+      response,
+      'forbidden',
+      'This Origin is not allowed; start the bridge with --allow-origin <origin> to let that page call it.',
+      requestId,
+    );
     return;
   }
   if (origin === 'allowed') grantOrigin(response, request.headers.origin!.toLowerCase());
@@ -61,13 +72,19 @@ export async function handleRequest(
   }
   const handler = routes[key];
   if (!handler) {
-    sendError(response, 'not_found', 'No such endpoint. The bridge serves GET /health, GET /diagnostics, GET /models, POST /v1/chat/completions and POST /usage/report.', requestId);
+    sendError(
+      response,
+      'not_found',
+      'No such endpoint. The bridge serves GET /health, GET /diagnostics, GET /models, POST /v1/chat/completions and POST /usage/report.',
+      requestId,
+    );
     return;
   }
   try {
     await handler({ request, response, requestId, services });
   } catch (error) {
     const code = sendThrown(response, error, requestId);
-    if (code === 'internal_error') services.log.error('unexpected failure', { request_id: requestId, route, error: (error as Error)?.name ?? 'unknown' });
+    if (code === 'internal_error')
+      services.log.error('unexpected failure', { request_id: requestId, route, error: (error as Error)?.name ?? 'unknown' });
   }
 }

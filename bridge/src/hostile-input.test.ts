@@ -20,8 +20,12 @@ const json = fc.jsonValue({ maxDepth: 3 });
 const body = fc.oneof(
   json.map((value) => JSON.stringify(value)),
   fc.string({ maxLength: 200 }),
-  fc.record({ model: fc.oneof(fc.string(), json), messages: fc.oneof(fc.array(json, { maxLength: 3 }), json) }).map((value) => JSON.stringify(value)),
-  fc.dictionary(fc.constantFrom(...Object.keys(usageReport()), 'prompt', 'text'), json).map((fields) => JSON.stringify({ ...usageReport(), ...fields })),
+  fc
+    .record({ model: fc.oneof(fc.string(), json), messages: fc.oneof(fc.array(json, { maxLength: 3 }), json) })
+    .map((value) => JSON.stringify(value)),
+  fc
+    .dictionary(fc.constantFrom(...Object.keys(usageReport()), 'prompt', 'text'), json)
+    .map((fields) => JSON.stringify({ ...usageReport(), ...fields })),
 );
 
 /** Nothing a client sends yields a 500: every answer is a success or the error envelope. */

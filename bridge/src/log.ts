@@ -12,7 +12,7 @@ export interface Logger {
 
 export type LogSink = (line: string) => void;
 
-export function createLogger(sink: LogSink = (line) => process.stderr.write(line + '\n')): Logger {
+export function createLogger(sink: LogSink = (line) => process.stderr.write(`${line}\n`)): Logger {
   const write = (level: string, message: string, fields: LogFields = {}) =>
     sink(JSON.stringify({ time: new Date().toISOString(), level, service: 'faucet-bridge', msg: message, ...fields }));
   return {

@@ -47,7 +47,8 @@ export async function startBridge(options: BridgeOptions): Promise<RunningBridge
     );
   }
   const log = options.log ?? createLogger();
-  if (!loopback) log.warn('listening on a non-loopback address: other machines on the network can reach this bridge', { host: options.host });
+  if (!loopback)
+    log.warn('listening on a non-loopback address: other machines on the network can reach this bridge', { host: options.host });
 
   const outbox = new OutboxStore(options.outboxDirectory);
   await outbox.init();

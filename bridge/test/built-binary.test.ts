@@ -37,7 +37,7 @@ function run(args: string[]): Child {
   const waiters: Array<() => void> = [];
   child.stdout.on('data', (chunk: Buffer) => {
     state.stdout += chunk.toString();
-    waiters.forEach((check) => check());
+    for (const check of waiters) check();
   });
   child.stderr.on('data', (chunk: Buffer) => (state.stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -17,7 +17,9 @@ describe.runIf(process.env.FAUCET_BRIDGE_TEST_SEA === '1')('the standalone (SEA)
     onTestFinished(() => rm(directory, { recursive: true, force: true }));
     const executable = await buildSea(directory);
     const port = await freePort();
-    const child = spawn(executable, ['start', '--port', String(port)], { env: { PATH: '/nonexistent', XDG_STATE_HOME: join(directory, 'state') } });
+    const child = spawn(executable, ['start', '--port', String(port)], {
+      env: { PATH: '/nonexistent', XDG_STATE_HOME: join(directory, 'state') },
+    });
     await new Promise<void>((resolve, reject) => {
       child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('listening on') && resolve());
       child.once('exit', (code) => reject(new Error(`exited with ${code}`)));

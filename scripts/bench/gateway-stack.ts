@@ -49,7 +49,9 @@ export async function runGatewayStackBench(): Promise<void> {
           body: JSON.stringify({ public_app_id: stack.publicAppId, external_user_id: `bench-${index}-${crypto.randomUUID()}` }),
         }),
       )) as { session_token: string };
-      const wallet = (await expectOk(await fetch(`${stack.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${session.session_token}` } }))) as { wallet_id: string };
+      const wallet = (await expectOk(
+        await fetch(`${stack.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${session.session_token}` } }),
+      )) as { wallet_id: string };
       await expectOk(
         await fetch(`${stack.apiUrl}/v1/admin/wallets/${wallet.wallet_id}/credit-test-balance`, {
           method: 'POST',
@@ -64,7 +66,12 @@ export async function runGatewayStackBench(): Promise<void> {
       const response = await fetch(`${stack.gatewayUrl}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ model: 'mock:echo', feature: stack.featureKey, max_tokens: 64, messages: [{ role: 'user', content: 'Hello from the benchmark' }] }),
+        body: JSON.stringify({
+          model: 'mock:echo',
+          feature: stack.featureKey,
+          max_tokens: 64,
+          messages: [{ role: 'user', content: 'Hello from the benchmark' }],
+        }),
       });
       await expectOk(response);
       for (const part of (response.headers.get('server-timing') ?? '').split(', ')) {
@@ -80,17 +87,33 @@ export async function runGatewayStackBench(): Promise<void> {
     const floor = await timeEach(SEQUENTIAL_CALLS, health);
     const calls = await timeEach(SEQUENTIAL_CALLS, () => chat(tokens[0]!));
     console.log(`-- over HTTP through wrangler dev (workerd), the whole local stack`);
-    console.log(`GET /health (HTTP + worker floor)  p50 ${percentile(floor, 50).toFixed(2)} ms  p99 ${percentile(floor, 99).toFixed(2)} ms`);
-    console.log(`POST /v1/chat/completions mock     p50 ${percentile(calls, 50).toFixed(2)} ms  p99 ${percentile(calls, 99).toFixed(2)} ms`);
-    console.log(`added over the floor               p50 ${(percentile(calls, 50) - percentile(floor, 50)).toFixed(2)} ms  (${SEQUENTIAL_CALLS} sequential calls)`);
-    const parts = Object.entries(serverTiming).map(([name, values]) => `${name} ${percentile(values.sort((a, b) => a - b), 50).toFixed(1)} ms`);
+    console.log(
+      `GET /health (HTTP + worker floor)  p50 ${percentile(floor, 50).toFixed(2)} ms  p99 ${percentile(floor, 99).toFixed(2)} ms`,
+    );
+    console.log(
+      `POST /v1/chat/completions mock     p50 ${percentile(calls, 50).toFixed(2)} ms  p99 ${percentile(calls, 99).toFixed(2)} ms`,
+    );
+    console.log(
+      `added over the floor               p50 ${(percentile(calls, 50) - percentile(floor, 50)).toFixed(2)} ms  (${SEQUENTIAL_CALLS} sequential calls)`,
+    );
+    const parts = Object.entries(serverTiming).map(
+      ([name, values]) =>
+        `${name} ${percentile(
+          values.sort((a, b) => a - b),
+          50,
+        ).toFixed(1)} ms`,
+    );
     console.log(`  server-timing p50                ${parts.join('; ')}  (authorize includes opening the database connection)`);
     const started = performance.now();
-    await Promise.all(tokens.map(async (token) => {
-      for (let index = 0; index < CALLS_PER_CLIENT; index++) await chat(token);
-    }));
+    await Promise.all(
+      tokens.map(async (token) => {
+        for (let index = 0; index < CALLS_PER_CLIENT; index++) await chat(token);
+      }),
+    );
     const seconds = (performance.now() - started) / 1000;
-    console.log(`throughput at ${CLIENTS} concurrent clients   ${Math.round((CLIENTS * CALLS_PER_CLIENT) / seconds)} calls/s  (${CLIENTS * CALLS_PER_CLIENT} calls in ${seconds.toFixed(2)} s)`);
+    console.log(
+      `throughput at ${CLIENTS} concurrent clients   ${Math.round((CLIENTS * CALLS_PER_CLIENT) / seconds)} calls/s  (${CLIENTS * CALLS_PER_CLIENT} calls in ${seconds.toFixed(2)} s)`,
+    );
   } finally {
     await stack.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -12,12 +12,12 @@ import { join } from 'node:path';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { createGatewayApp } from '../../workers/gateway/src/app.ts';
 import { createMockAdapter } from '../../workers/gateway/src/providers/mock/mock-adapter.ts';
-import type { FetchFunction } from '../../workers/shared/upstream/outbound-fetch.ts';
-import { randomToken, sha256Hex } from '../../workers/shared/crypto.ts';
-import { createDatabase, observeStatements, type Database } from '../../workers/shared/db.ts';
-import type { Env } from '../../workers/shared/env.ts';
-import { creditTestBalance } from '../../workers/shared/ledger/index.ts';
-import { parseWireAmount } from '../../workers/shared/money/index.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
+import { randomToken, sha256Hex } from '#shared/crypto.ts';
+import { createDatabase, observeStatements, type Database } from '#shared/db.ts';
+import type { Env } from '#shared/env.ts';
+import { creditTestBalance } from '#shared/ledger/index.ts';
+import { parseWireAmount } from '#shared/money/index.ts';
 import { migrate } from '../lib/migrate.ts';
 import { freePort } from '../lib/ports.ts';
 import { ensureDatabase, startPostgres, withClient } from '../lib/postgres.ts';
@@ -64,7 +64,9 @@ function markingUpstream(events: Event[]): FetchFunction {
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model: 'gpt-4o-mini',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Metered access lets users pay for what they use.' }, finish_reason: 'stop' }],
+      choices: [
+        { index: 0, message: { role: 'assistant', content: 'Metered access lets users pay for what they use.' }, finish_reason: 'stop' },
+      ],
       usage: { prompt_tokens: 20, completion_tokens: 11, total_tokens: 31 },
     });
   };
@@ -122,7 +124,11 @@ async function createSessions(url: string, appId: string, count: number): Promis
          select id as wallet_id from wallet`,
         [appId, await sha256Hex(token)],
       );
-      await creditTestBalance(drizzle(client), { walletId: rows[0]!.wallet_id, amount: parseWireAmount('100.00000000'), requestId: `bench-fund-${index}` });
+      await creditTestBalance(drizzle(client), {
+        walletId: rows[0]!.wallet_id,
+        amount: parseWireAmount('100.00000000'),
+        requestId: `bench-fund-${index}`,
+      });
       tokens.push(token);
     }
     return tokens;
@@ -162,7 +168,10 @@ export async function runGatewayBench(): Promise<void> {
       LOG_LEVEL: 'error',
     };
     const events: Event[] = [];
-    const app = createGatewayApp({ openDatabase: (workerEnv) => countingDatabase(workerEnv, events), upstreamFetch: markingUpstream(events) });
+    const app = createGatewayApp({
+      openDatabase: (workerEnv) => countingDatabase(workerEnv, events),
+      upstreamFetch: markingUpstream(events),
+    });
     const refuseNetwork: FetchFunction = () => Promise.reject(new Error('no network in the benchmark'));
     const mock = createMockAdapter({ fetch: refuseNetwork, upstreamTimeoutMs: 10_000, mockLatencyMs: 0 });
     const directRequest = { model: 'echo', max_tokens: 64, messages: messages.map((message) => ({ ...message, role: 'user' as const })) };
@@ -174,9 +183,15 @@ export async function runGatewayBench(): Promise<void> {
       await timeEach(20, () => mock.complete({ request: directRequest, credential: { apiKey: null, baseUrl: 'mock://local' } }));
       for (const list of Object.values(timings)) list.length = 0;
 
-      const direct = await timeEach(SEQUENTIAL_CALLS, () => mock.complete({ request: directRequest, credential: { apiKey: null, baseUrl: 'mock://local' } }));
+      const direct = await timeEach(SEQUENTIAL_CALLS, () =>
+        mock.complete({ request: directRequest, credential: { apiKey: null, baseUrl: 'mock://local' } }),
+      );
       const through = await timeEach(SEQUENTIAL_CALLS, () => gatewayCall(app, env, tokens[0]!, 'mock:echo'));
-      const p = (values: number[], at: number) => percentile([...values].sort((a, b) => a - b), at);
+      const p = (values: number[], at: number) =>
+        percentile(
+          [...values].sort((a, b) => a - b),
+          at,
+        );
       console.log(`-- ${label}`);
       console.log(`mock provider called directly      p50 ${p(direct, 50).toFixed(3)} ms  p99 ${p(direct, 99).toFixed(3)} ms`);
       console.log(`through the gateway                p50 ${p(through, 50).toFixed(2)} ms  p99 ${p(through, 99).toFixed(2)} ms`);
@@ -194,12 +209,18 @@ export async function runGatewayBench(): Promise<void> {
         }),
       );
       const seconds = (performance.now() - started) / 1000;
-      console.log(`throughput at ${CLIENTS} concurrent clients   ${Math.round((CLIENTS * CALLS_PER_CLIENT) / seconds)} calls/s  (${CLIENTS * CALLS_PER_CLIENT} calls in ${seconds.toFixed(2)} s)`);
+      console.log(
+        `throughput at ${CLIENTS} concurrent clients   ${Math.round((CLIENTS * CALLS_PER_CLIENT) / seconds)} calls/s  (${CLIENTS * CALLS_PER_CLIENT} calls in ${seconds.toFixed(2)} s)`,
+      );
     };
 
-    console.log(`in-process gateway (Node ${process.versions.node}, ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}), embedded PostgreSQL 18 via the Neon driver and the local WebSocket proxy, mock:echo, no upstream latency`);
+    console.log(
+      `in-process gateway (Node ${process.versions.node}, ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}), embedded PostgreSQL 18 via the Neon driver and the local WebSocket proxy, mock:echo, no upstream latency`,
+    );
     // The local stack now logs in as the driver does against Neon: password pipelined with the startup.
-    await measure("database connection as on Neon and in the local stack: password pipelined with the startup (neonConfig.pipelineConnect = 'password')");
+    await measure(
+      "database connection as on Neon and in the local stack: password pipelined with the startup (neonConfig.pipelineConnect = 'password')",
+    );
 
     const splits: Array<ReturnType<typeof splitAroundUpstream>> = [];
     for (let index = 0; index < ROUND_TRIP_CALLS; index++) {
@@ -211,7 +232,9 @@ export async function runGatewayBench(): Promise<void> {
     console.log(
       `database round trips per call     before first upstream byte: ${worst('before')} statement(s); after last: ${worst('after')} statement(s); connections opened: ${worst('connections')}`,
     );
-    console.log('  (one connection per call: a Worker cannot share a socket between requests, so each call opens the Neon Pool\'s WebSocket;');
+    console.log(
+      "  (one connection per call: a Worker cannot share a socket between requests, so each call opens the Neon Pool's WebSocket;",
+    );
     console.log('   in production Hyperdrive or the Neon HTTP driver remove that setup from the critical path)');
   } finally {
     await proxy.close();

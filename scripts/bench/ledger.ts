@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
-import { bookUsage, creditTestBalance, reconcileLedger, reserveHold, type LedgerDatabase } from '../../workers/shared/ledger/index.ts';
-import { parseWireAmount } from '../../workers/shared/money/index.ts';
-import { rateUsage } from '../../workers/shared/rating/index.ts';
+import { bookUsage, creditTestBalance, reconcileLedger, reserveHold, type LedgerDatabase } from '#shared/ledger/index.ts';
+import { parseWireAmount } from '#shared/money/index.ts';
+import { rateUsage } from '#shared/rating/index.ts';
 import { migrate } from '../lib/migrate.ts';
 import { freePort } from '../lib/ports.ts';
 import { ensureDatabase, startPostgres, withClient } from '../lib/postgres.ts';
@@ -123,7 +123,9 @@ async function measure(
 function print(label: string, result: Measurement): void {
   const perSecond = Math.round(result.bookings / result.seconds);
   const roundTrips = (result.roundTrips / result.bookings).toFixed(2);
-  console.log(`${label.padEnd(52)} ${String(perSecond).padStart(6)} bookings/s  ${roundTrips} round trips/booking  (${result.bookings} in ${result.seconds.toFixed(2)} s)`);
+  console.log(
+    `${label.padEnd(52)} ${String(perSecond).padStart(6)} bookings/s  ${roundTrips} round trips/booking  (${result.bookings} in ${result.seconds.toFixed(2)} s)`,
+  );
 }
 
 export async function runLedgerBench(): Promise<void> {
@@ -143,13 +145,24 @@ export async function runLedgerBench(): Promise<void> {
       // Warm up connections and plans.
       await measure(pool, fixture, 'warmup', WRITERS, 10, 'hold');
       const [load] = loadavg();
-      console.log(`embedded PostgreSQL 18, client on the same machine (node-postgres pool), ${cpus().length} CPUs, load ${load?.toFixed(1)}`);
-      print('reference (NOTES.md one-statement debit), 1 writer', await measure(pool, fixture, 'rseq', 1, SEQUENTIAL_BOOKINGS, 'reference'));
-      print(`reference (NOTES.md one-statement debit), ${WRITERS} writers`, await measure(pool, fixture, 'rpar', WRITERS, BOOKINGS_PER_WRITER, 'reference'));
+      console.log(
+        `embedded PostgreSQL 18, client on the same machine (node-postgres pool), ${cpus().length} CPUs, load ${load?.toFixed(1)}`,
+      );
+      print(
+        'reference (NOTES.md one-statement debit), 1 writer',
+        await measure(pool, fixture, 'rseq', 1, SEQUENTIAL_BOOKINGS, 'reference'),
+      );
+      print(
+        `reference (NOTES.md one-statement debit), ${WRITERS} writers`,
+        await measure(pool, fixture, 'rpar', WRITERS, BOOKINGS_PER_WRITER, 'reference'),
+      );
       print('usage booking, 1 writer', await measure(pool, fixture, 'seq', 1, SEQUENTIAL_BOOKINGS, 'booking'));
       print(`usage booking, ${WRITERS} writers`, await measure(pool, fixture, 'par', WRITERS, BOOKINGS_PER_WRITER, 'booking'));
       print('hold + settle (platform route), 1 writer', await measure(pool, fixture, 'hseq', 1, SEQUENTIAL_BOOKINGS, 'hold'));
-      print(`hold + settle (platform route), ${WRITERS} writers`, await measure(pool, fixture, 'hpar', WRITERS, BOOKINGS_PER_WRITER, 'hold'));
+      print(
+        `hold + settle (platform route), ${WRITERS} writers`,
+        await measure(pool, fixture, 'hpar', WRITERS, BOOKINGS_PER_WRITER, 'hold'),
+      );
       // The reference moved money without the matching cache update of platform revenue; put it right
       // so the reconciliation below checks the real bookings.
       await pool.query(`update wallets set balance = (select coalesce(sum(amount), 0) from ledger_entries where wallet_id = wallets.id)

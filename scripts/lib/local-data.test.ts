@@ -31,8 +31,9 @@ describe('local data (npm start / npm run db:reset)', () => {
 
     resetLocalData(stateDir);
     const fresh = await startServer();
-    const tables = await withClient(fresh.url('faucet'), async (client) =>
-      (await client.query(`select 1 from information_schema.tables where table_name = 'kept'`)).rows,
+    const tables = await withClient(
+      fresh.url('faucet'),
+      async (client) => (await client.query(`select 1 from information_schema.tables where table_name = 'kept'`)).rows,
     );
     expect(tables).toEqual([]);
     await fresh.stop();

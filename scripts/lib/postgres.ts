@@ -61,8 +61,7 @@ export async function startPostgres(options: { dataDir: string; port: number }):
     user,
     password,
     url: (database) => `postgres://${user}:${password}@127.0.0.1:${options.port}/${database}`,
-    client: (database = 'postgres') =>
-      new pg.Client({ host: '127.0.0.1', port: options.port, user, password, database }),
+    client: (database = 'postgres') => new pg.Client({ host: '127.0.0.1', port: options.port, user, password, database }),
     stop: () => server.stop(),
   };
 }

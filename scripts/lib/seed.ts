@@ -3,7 +3,7 @@
  * mock model, and an end user whose wallet opens with 10 USD booked as `seed_opening_balance`.
  */
 import type pg from 'pg';
-import { hashExternalUserId, sha256Hex } from '../../workers/shared/crypto.ts';
+import { hashExternalUserId, sha256Hex } from '#shared/crypto.ts';
 
 export const demo = {
   developerEmail: 'demo@faucet.local',

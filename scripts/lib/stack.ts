@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type LocalSecrets } from './dev-vars.ts';
+import type { LocalSecrets } from './dev-vars.ts';
 import { formatEnvFile } from './dev-vars.ts';
 import { migrate } from './migrate.ts';
 import { freePort, portOrFree, waitForHttp } from './ports.ts';
@@ -105,9 +105,13 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       metrics: `http://127.0.0.1:${ports.metrics}`,
     };
     if (usesFakeStripe(options.secrets.STRIPE_SECRET_KEY)) {
-      stripeFake = await startStripeFake({ webhook: { url: `${urls.api}/v1/webhooks/stripe`, secret: options.secrets.STRIPE_WEBHOOK_SECRET } });
+      stripeFake = await startStripeFake({
+        webhook: { url: `${urls.api}/v1/webhooks/stripe`, secret: options.secrets.STRIPE_WEBHOOK_SECRET },
+      });
     }
-    const stripeTarget = stripeFake ? { STRIPE_API_HOST: '127.0.0.1', STRIPE_API_PORT: String(stripeFake.port), STRIPE_API_PROTOCOL: 'http' } : {};
+    const stripeTarget = stripeFake
+      ? { STRIPE_API_HOST: '127.0.0.1', STRIPE_API_PORT: String(stripeFake.port), STRIPE_API_PROTOCOL: 'http' }
+      : {};
     const { DEMO_DEVELOPER_KEY: _notAWorkerSecret, ...workerSecrets } = options.secrets;
     const envFile = join(options.stateDir, 'workers.env');
     writeFileSync(

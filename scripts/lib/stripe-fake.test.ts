@@ -56,7 +56,12 @@ describe('fake Stripe API through the stripe package', () => {
       statusCode: 404,
       code: 'resource_missing',
     });
-    const live = new Stripe('sk_live_nope', { httpClient: Stripe.createFetchHttpClient(), host: '127.0.0.1', port: fake.port, protocol: 'http' });
+    const live = new Stripe('sk_live_nope', {
+      httpClient: Stripe.createFetchHttpClient(),
+      host: '127.0.0.1',
+      port: fake.port,
+      protocol: 'http',
+    });
     await expect(live.checkout.sessions.create(params)).rejects.toMatchObject({ statusCode: 401 });
     await expect(stripe.checkout.sessions.create({ ...params, line_items: [] })).rejects.toMatchObject({ statusCode: 400 });
   });

@@ -76,7 +76,8 @@ function amountOfLineItems(form: FormObject): { amount: number; currency: string
   items.forEach((item, index) => {
     const priceData = object(object(item).price_data);
     const itemCurrency = text(priceData.currency)?.toLowerCase();
-    if (!itemCurrency) throw new StripeApiError(400, 'invalid_request_error', 'Missing currency', `line_items[${index}][price_data][currency]`);
+    if (!itemCurrency)
+      throw new StripeApiError(400, 'invalid_request_error', 'Missing currency', `line_items[${index}][price_data][currency]`);
     if (currency && currency !== itemCurrency) throw new StripeApiError(400, 'invalid_request_error', 'Currencies differ', 'line_items');
     currency = itemCurrency;
     const unitAmount = requireInteger(priceData.unit_amount, `line_items[${index}][price_data][unit_amount]`);
@@ -214,7 +215,12 @@ export async function startStripeFake(options: StripeFakeOptions = {}): Promise<
     handled.catch((error: unknown) => {
       if (error instanceof StripeApiError) {
         sendJson(response, error.status, {
-          error: { type: error.type, message: error.message, ...(error.param ? { param: error.param } : {}), ...(error.code ? { code: error.code } : {}) },
+          error: {
+            type: error.type,
+            message: error.message,
+            ...(error.param ? { param: error.param } : {}),
+            ...(error.code ? { code: error.code } : {}),
+          },
         });
         return;
       }

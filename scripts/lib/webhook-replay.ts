@@ -55,7 +55,8 @@ function localWebhookSecret(repoRoot: string): string | undefined {
 
 export async function replayWebhook(env: Env, options: { repoRoot: string }): Promise<ReplayResult> {
   const base = env.SERVICE_API_BASE_URL || DEFAULT_SERVICE_API_BASE_URL;
-  if (!URL.canParse(base) || !/^https?:$/.test(new URL(base).protocol)) return invalid(`SERVICE_API_BASE_URL is not an http(s) URL: ${base}`);
+  if (!URL.canParse(base) || !/^https?:$/.test(new URL(base).protocol))
+    return invalid(`SERVICE_API_BASE_URL is not an http(s) URL: ${base}`);
   const target = new URL(base);
   const allowRemote = flag(env, 'ALLOW_REMOTE_WEBHOOK_REPLAY');
   const requireCredit = flag(env, 'REQUIRE_WEBHOOK_CREDIT');
@@ -75,7 +76,11 @@ export async function replayWebhook(env: Env, options: { repoRoot: string }): Pr
   }
   const secret = env.PAYMENT_WEBHOOK_SECRET || (local ? localWebhookSecret(options.repoRoot) : undefined);
   if (!secret) {
-    return invalid(local ? 'PAYMENT_WEBHOOK_SECRET is not set and .dev.vars has no STRIPE_WEBHOOK_SECRET' : 'PAYMENT_WEBHOOK_SECRET is required for a non-local target');
+    return invalid(
+      local
+        ? 'PAYMENT_WEBHOOK_SECRET is not set and .dev.vars has no STRIPE_WEBHOOK_SECRET'
+        : 'PAYMENT_WEBHOOK_SECRET is required for a non-local target',
+    );
   }
 
   const event = checkoutSessionEvent({ id: sessionId, amount_total: Number(amountText) }, { eventId: randomStripeId('evt_replay') });

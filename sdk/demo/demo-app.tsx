@@ -53,8 +53,7 @@ function BridgeStatus({ origin }: { origin: string }) {
   if (diagnosis.available) return <p className="demo__bridge">Local bridge ready: the local route runs on your own model server.</p>;
   return (
     <p className="demo__bridge">
-      Local route unavailable: {diagnosis.problems.join('; ')}. Start it with{' '}
-      <code>faucet-bridge start --allow-origin {origin}</code>.
+      Local route unavailable: {diagnosis.problems.join('; ')}. Start it with <code>faucet-bridge start --allow-origin {origin}</code>.
     </p>
   );
 }
@@ -83,8 +82,8 @@ function DemoPage({ config }: { config: DemoConfig }) {
         <header>
           <h1>Faucet demo</h1>
           <p>
-            App <code>{config.publicAppId}</code>, end user <code>{config.userId}</code>, feature <code>{config.featureKey}</code>. Every call is metered
-            and booked; the usage panel shows the balance going down.
+            App <code>{config.publicAppId}</code>, end user <code>{config.userId}</code>, feature <code>{config.featureKey}</code>. Every
+            call is metered and booked; the usage panel shows the balance going down.
           </p>
         </header>
         <div className="demo__controls">

@@ -125,7 +125,9 @@ async function mintSession(response: ServerResponse, apiBaseUrl: string, develop
     });
     response.writeHead(answer.status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(await answer.text());
   } catch {
-    response.writeHead(502, { 'content-type': 'application/json' }).end('{"error":{"code":"upstream_error","message":"The control API could not be reached","request_id":""}}');
+    response
+      .writeHead(502, { 'content-type': 'application/json' })
+      .end('{"error":{"code":"upstream_error","message":"The control API could not be reached","request_id":""}}');
   }
 }
 
@@ -161,8 +163,10 @@ export async function startDemoServer(options: DemoServerOptions): Promise<DemoS
     const path = incoming.url ?? '/';
     if (path.startsWith('/api/')) return void proxy(incoming, response, apiBaseUrl + path.slice(4));
     if (path.startsWith('/gateway/')) return void proxy(incoming, response, gatewayBaseUrl + path.slice(8));
-    if (path === '/demo-session' && incoming.method === 'POST' && developerKey) return void mintSession(response, apiBaseUrl, developerKey, options);
-    if (path === '/demo-user-token' && incoming.method === 'POST' && signingSecret) return void signUserToken(response, signingSecret, options);
+    if (path === '/demo-session' && incoming.method === 'POST' && developerKey)
+      return void mintSession(response, apiBaseUrl, developerKey, options);
+    if (path === '/demo-user-token' && incoming.method === 'POST' && signingSecret)
+      return void signUserToken(response, signingSecret, options);
     if (incoming.method !== 'GET') return void response.writeHead(405).end();
     if (path === '/' || path === '/index.html') {
       return void response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(html);

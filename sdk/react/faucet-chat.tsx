@@ -19,6 +19,7 @@ export interface FaucetChatProps {
 export function FaucetChat({ feature, model, routeMode, title = 'Chat', placeholder = 'Ask something…', className }: FaucetChatProps) {
   const { client, usageEvents } = useFaucetContext();
   // A new client (another user, other URLs) gets a new store: nothing carries over between users.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new store only for a new client; the props are read per call (below)
   const store = useMemo(() => new ChatStore(client, { feature }), [client]);
   // Read when a call starts, so the latest props apply without recreating the store (and losing its state).
   store.settings = { feature, model, routeMode, onSettled: usageEvents.notify };

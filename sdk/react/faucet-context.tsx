@@ -14,7 +14,9 @@ function createUsageEvents(): UsageEvents {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    notify: () => listeners.forEach((listener) => listener()),
+    notify: () => {
+      for (const listener of listeners) listener();
+    },
   };
 }
 
@@ -41,19 +43,45 @@ export interface FaucetProviderProps {
   gatewayBaseUrl?: string;
   bridgeUrl?: string;
   /** Further client options (timeouts, retries); read when the client is created. */
-  options?: Omit<FaucetOptions, 'publicAppId' | 'user' | 'session' | 'userToken' | 'anonymous' | 'baseUrl' | 'gatewayBaseUrl' | 'bridgeUrl'>;
+  options?: Omit<
+    FaucetOptions,
+    'publicAppId' | 'user' | 'session' | 'userToken' | 'anonymous' | 'baseUrl' | 'gatewayBaseUrl' | 'bridgeUrl'
+  >;
   /** Use this client instead of creating one (tests, or sharing a client outside React). */
   client?: FaucetClient;
   children?: ReactNode;
 }
 
 /** Creates the Faucet client for the components below it; a new one only when an ID or URL changes. */
-export function FaucetProvider({ publicAppId, userId, session, userToken, anonymous, baseUrl, gatewayBaseUrl, bridgeUrl, options, client, children }: FaucetProviderProps) {
+export function FaucetProvider({
+  publicAppId,
+  userId,
+  session,
+  userToken,
+  anonymous,
+  baseUrl,
+  gatewayBaseUrl,
+  bridgeUrl,
+  options,
+  client,
+  children,
+}: FaucetProviderProps) {
+  // biome-ignore lint/correctness/useExhaustiveDependencies: options, session, userToken and anonymous are read once per client (see below)
   const value = useMemo<FaucetContextValue>(
     () => ({
       client:
         client ??
-        createFaucet({ ...options, publicAppId, user: userId === undefined ? undefined : { id: userId }, session, userToken, anonymous, baseUrl, gatewayBaseUrl, bridgeUrl }),
+        createFaucet({
+          ...options,
+          publicAppId,
+          user: userId === undefined ? undefined : { id: userId },
+          session,
+          userToken,
+          anonymous,
+          baseUrl,
+          gatewayBaseUrl,
+          bridgeUrl,
+        }),
       usageEvents: createUsageEvents(),
     }),
     // `options`, `session`, `userToken` and `anonymous` are read once per client on purpose: inline values would otherwise recreate it on every render.

@@ -21,6 +21,7 @@ export interface FaucetFeatureCommandProps {
 export function FaucetFeatureCommand({ feature, initialInput = '""', model, routeMode, title, className }: FaucetFeatureCommandProps) {
   const { client, usageEvents } = useFaucetContext();
   // A new client (another user, other URLs) gets a new store: nothing carries over between users.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new store only for a new client; the props are read per call (below)
   const store = useMemo(() => new FeatureStore(client, { feature }), [client]);
   // Read when a call starts, so the latest props apply without recreating the store (and losing its state).
   store.settings = { feature, model, routeMode, onSettled: usageEvents.notify };

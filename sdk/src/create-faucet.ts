@@ -132,13 +132,15 @@ export function createFaucet(options: FaucetOptions): FaucetClient {
   const local: LocalChatConfig = { transport, bridgeUrl, sessions, queue, publicAppId };
   const account: UserAccountConfig = { transport, baseUrl, sessions };
 
-  const chat = (chatOptions: ChatOptions) => (chatOptions.routeMode === 'local' ? localChat(local, chatOptions) : cloudChat(cloud, chatOptions));
+  const chat = (chatOptions: ChatOptions) =>
+    chatOptions.routeMode === 'local' ? localChat(local, chatOptions) : cloudChat(cloud, chatOptions);
 
   return {
     publicAppId,
     createSession: (signal) => sessions.create(signal),
     chat,
-    chatStream: (chatOptions) => (chatOptions.routeMode === 'local' ? localChatStream(local, chatOptions) : cloudChatStream(cloud, chatOptions)),
+    chatStream: (chatOptions) =>
+      chatOptions.routeMode === 'local' ? localChatStream(local, chatOptions) : cloudChatStream(cloud, chatOptions),
     async runFeature({ feature, input, model, routeMode, signal }) {
       const completion = await chat({ feature, input: featureInputToMessages(input), model, routeMode, signal });
       const { input_tokens, output_tokens, estimated } = completion.faucet;

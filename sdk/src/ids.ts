@@ -4,4 +4,3 @@ export function newRequestId(prefix: string): string {
   globalThis.crypto.getRandomValues(bytes);
   return prefix + Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
 }
-

@@ -50,7 +50,9 @@ describe('abort', () => {
   });
 
   it('interrupts the wait before a retry', async () => {
-    const server = await startScriptedGateway([(_, response) => sendError(response, 429, 'rate_limited', 'req_429', { 'retry-after': '3600' })]);
+    const server = await startScriptedGateway([
+      (_, response) => sendError(response, 429, 'rate_limited', 'req_429', { 'retry-after': '3600' }),
+    ]);
     servers.push(server);
     const controller = new AbortController();
     const client = clientFor(server.url, { retry: { maxDelayMs: 7_200_000 }, onRetry: () => controller.abort() });

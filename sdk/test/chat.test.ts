@@ -29,7 +29,13 @@ describe('chat', () => {
       messages: [{ role: 'user', content: 'hello there' }],
     });
     expect(answer.choices[0]!.message.content).toBe('echo: hello there');
-    expect(answer.faucet).toMatchObject({ route_mode: 'platform', model: 'echo', input_tokens: 3, output_tokens: 4, charge: { amount_usd: '0.00001234' } });
+    expect(answer.faucet).toMatchObject({
+      route_mode: 'platform',
+      model: 'echo',
+      input_tokens: 3,
+      output_tokens: 4,
+      charge: { amount_usd: '0.00001234' },
+    });
   });
 
   it('accepts a message list and { messages }', async () => {
@@ -64,7 +70,9 @@ describe('chat', () => {
       },
     ]);
     others.push(server);
-    await expect(collect(clientFor(server.url).chatStream({ feature: 'chat', input: 'x' }))).rejects.toMatchObject({ code: 'invalid_response' });
+    await expect(collect(clientFor(server.url).chatStream({ feature: 'chat', input: 'x' }))).rejects.toMatchObject({
+      code: 'invalid_response',
+    });
   });
 
   it('turns an error event inside a stream into a typed error', async () => {

@@ -34,12 +34,17 @@ interface Traffic {
 function watch(target: Page): Traffic {
   const traffic: Traffic = { requests: [], mintedSessionIds: [], refused: [] };
   target.on('request', (request) => {
-    traffic.requests.push({ path: new URL(request.url()).pathname, body: request.postData() ?? '', headers: JSON.stringify(request.headers()) });
+    traffic.requests.push({
+      path: new URL(request.url()).pathname,
+      body: request.postData() ?? '',
+      headers: JSON.stringify(request.headers()),
+    });
   });
   target.on('response', async (response) => {
     const path = new URL(response.url()).pathname;
     if (response.status() === 401) traffic.refused.push(path);
-    if (path === '/demo-session' && response.ok()) traffic.mintedSessionIds.push(((await response.json()) as { session_id: string }).session_id);
+    if (path === '/demo-session' && response.ok())
+      traffic.mintedSessionIds.push(((await response.json()) as { session_id: string }).session_id);
   });
   return traffic;
 }
@@ -183,7 +188,7 @@ describe('demo page in Chromium', { timeout: 180_000 }, () => {
 });
 
 describe('demo page with a session minted by the app backend (policy server)', { timeout: 60_000 }, () => {
-  it("gets its session from its own server, which holds the developer key; the key never reaches the browser", async () => {
+  it('gets its session from its own server, which holds the developer key; the key never reaches the browser', async () => {
     await say(page, 'Minted by the backend');
     expect(traffic.mintedSessionIds.length).toBeGreaterThanOrEqual(1);
     expect(requestsTo(traffic, '/api/v1/sessions')).toEqual([]);
@@ -246,7 +251,9 @@ describe('demo page of a signed app (a user token its server signs)', { timeout:
       body: JSON.stringify({ public_app_id: publicAppId, user_token: userToken }),
     });
     const token = ((await session.json()) as { session_token: string }).session_token;
-    const wallet = (await (await fetch(`${stack.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${token}` } })).json()) as { wallet_id: string };
+    const wallet = (await (await fetch(`${stack.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      wallet_id: string;
+    };
     const credit = await fetch(`${stack.apiUrl}/v1/admin/wallets/${wallet.wallet_id}/credit-test-balance`, {
       method: 'POST',
       headers: { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' },
@@ -295,7 +302,10 @@ describe('demo page of a signed app (a user token its server signs)', { timeout:
 
   it('when the session expires, the next call signs a new user token, exchanges it and succeeds', async () => {
     const refused = signedTraffic.refused.length;
-    await expireSessions('end_user_id in (select s.end_user_id from virtual_sessions s join apps a on a.id = s.app_id where a.public_app_id = $1)', [publicAppId]);
+    await expireSessions(
+      'end_user_id in (select s.end_user_id from virtual_sessions s join apps a on a.id = s.app_id where a.public_app_id = $1)',
+      [publicAppId],
+    );
     await say(signedPage, 'After the signed session expired');
     expect(signedTraffic.refused.length).toBeGreaterThan(refused);
     expect(requestsTo(signedTraffic, '/demo-user-token')).toHaveLength(2);

@@ -52,16 +52,32 @@ export async function startFakeFaucet(options: { sessionTtlSeconds?: number } = 
       estimated: false,
       charge: { currency: 'USD', amount_usd: formatUsd(chargeUnits), upstream_cost_usd: '0.00001000' },
     };
-    usage.unshift({ request_id: requestId, feature_key: 'chat', route_mode: 'platform', provider: 'mock', model: 'echo', input_tokens: 3, output_tokens: 4, estimated: false, charged_usd: formatUsd(chargeUnits), created_at: new Date().toISOString() });
+    usage.unshift({
+      request_id: requestId,
+      feature_key: 'chat',
+      route_mode: 'platform',
+      provider: 'mock',
+      model: 'echo',
+      input_tokens: 3,
+      output_tokens: 4,
+      estimated: false,
+      charged_usd: formatUsd(chargeUnits),
+      created_at: new Date().toISOString(),
+    });
     if (!body.stream) {
-      return sendJson(response, 200, {
-        id: `chatcmpl-${requestId}`,
-        object: 'chat.completion',
-        created: 1,
-        model: 'mock:echo',
-        choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
-        faucet,
-      }, { 'x-request-id': requestId });
+      return sendJson(
+        response,
+        200,
+        {
+          id: `chatcmpl-${requestId}`,
+          object: 'chat.completion',
+          created: 1,
+          model: 'mock:echo',
+          choices: [{ index: 0, message: { role: 'assistant', content: answer }, finish_reason: 'stop' }],
+          faucet,
+        },
+        { 'x-request-id': requestId },
+      );
     }
     response.writeHead(200, { 'content-type': 'text/event-stream', 'x-request-id': requestId });
     for (const word of answer.split(/(?<= )/)) {
@@ -94,7 +110,13 @@ export async function startFakeFaucet(options: { sessionTtlSeconds?: number } = 
     }
     if (!authorized(request)) return sendError(response, 401, 'unauthorized', requestId);
     if (request.method === 'GET' && path === '/v1/user/wallet') {
-      return sendJson(response, 200, { wallet_id: 'wal_fake', currency: 'USD', balance_usd: formatUsd(balance), held_usd: '0.00000000', available_usd: formatUsd(balance) });
+      return sendJson(response, 200, {
+        wallet_id: 'wal_fake',
+        currency: 'USD',
+        balance_usd: formatUsd(balance),
+        held_usd: '0.00000000',
+        available_usd: formatUsd(balance),
+      });
     }
     if (request.method === 'GET' && path === '/v1/user/usage') return sendJson(response, 200, { data: usage.slice(0, 20) });
     if (request.method === 'POST' && path === '/v1/chat/completions') return chat(request, response, requestId);

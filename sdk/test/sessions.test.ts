@@ -20,7 +20,9 @@ describe('sessions', () => {
     expect(faucet.sessions).toHaveLength(0);
     await client.chat({ feature: 'chat', model: 'mock:echo', input: 'hi' });
     expect(faucet.sessions).toHaveLength(1);
-    expect(faucet.requestsTo('/v1/sessions')[0]!.body).toBe(JSON.stringify({ public_app_id: 'app_fake_demo', external_user_id: 'user-42@example.com' }));
+    expect(faucet.requestsTo('/v1/sessions')[0]!.body).toBe(
+      JSON.stringify({ public_app_id: 'app_fake_demo', external_user_id: 'user-42@example.com' }),
+    );
   });
 
   it('are cached and shared by concurrent calls', async () => {
@@ -51,12 +53,18 @@ describe('sessions', () => {
     faucet.expireAllSessions();
     const answer = await client.chat({ feature: 'chat', input: 'b' });
     expect(answer.choices[0]!.message.content).toBe('echo: b');
-    expect(chatTokens(faucet)).toEqual(['Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000002']);
+    expect(chatTokens(faucet)).toEqual([
+      'Bearer fvs_fakesession00000001',
+      'Bearer fvs_fakesession00000001',
+      'Bearer fvs_fakesession00000002',
+    ]);
   });
 
   it('are renewed only once per call: a second 401 is thrown', async () => {
     faucet = await startFakeFaucet({ sessionTtlSeconds: 0 });
-    const error = await clientFor(faucet.url).getWallet().catch((thrown: unknown) => thrown);
+    const error = await clientFor(faucet.url)
+      .getWallet()
+      .catch((thrown: unknown) => thrown);
     expect(error).toMatchObject({ code: 'unauthorized', status: 401 });
     expect(faucet.requestsTo('/v1/user/wallet')).toHaveLength(2);
   });
@@ -70,7 +78,10 @@ describe('sessions', () => {
     const client = clientFor(server.url, { now: () => now, onRetry: () => (now += 590_000) });
     await client.chat({ feature: 'chat', input: 'x' });
     await server.close();
-    expect(server.chatRequests().map((request) => request.headers.authorization)).toEqual(['Bearer fvs_scripted_1', 'Bearer fvs_scripted_2']);
+    expect(server.chatRequests().map((request) => request.headers.authorization)).toEqual([
+      'Bearer fvs_scripted_1',
+      'Bearer fvs_scripted_2',
+    ]);
   });
 
   it('keep being created for the other callers when one caller aborts while waiting', async () => {
@@ -79,7 +90,11 @@ describe('sessions', () => {
     const server = await startFakeServer(async (request, response) => {
       if (request.path === '/v1/sessions') {
         await sessionGate;
-        return sendJson(response, 201, { session_token: 'fvs_slowsession0000000001', token_type: 'Bearer', expires_at: new Date(Date.now() + 600_000).toISOString() });
+        return sendJson(response, 201, {
+          session_token: 'fvs_slowsession0000000001',
+          token_type: 'Bearer',
+          expires_at: new Date(Date.now() + 600_000).toISOString(),
+        });
       }
       sendJson(response, 200, completion());
     });
@@ -143,7 +158,12 @@ describe('sessions from the developer backend or a signed user token', () => {
     server.expireAllSessions();
     await client.chat({ feature: 'chat', input: 'c' });
     expect(asked).toBe(2);
-    expect(chatTokens(server)).toEqual(['Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000001', 'Bearer fvs_fakesession00000002']);
+    expect(chatTokens(server)).toEqual([
+      'Bearer fvs_fakesession00000001',
+      'Bearer fvs_fakesession00000001',
+      'Bearer fvs_fakesession00000001',
+      'Bearer fvs_fakesession00000002',
+    ]);
   });
 
   it('accepts a bare session token from the backend, kept until the server refuses it', async () => {
@@ -151,7 +171,10 @@ describe('sessions from the developer backend or a signed user token', () => {
     const server = faucet;
     const tokens: string[] = [];
     const session = async () => {
-      const response = await fetch(`${server.url}/v1/sessions`, { method: 'POST', body: JSON.stringify({ public_app_id: server.publicAppId, external_user_id: 'u' }) });
+      const response = await fetch(`${server.url}/v1/sessions`, {
+        method: 'POST',
+        body: JSON.stringify({ public_app_id: server.publicAppId, external_user_id: 'u' }),
+      });
       const token = ((await response.json()) as { session_token: string }).session_token;
       tokens.push(token);
       return token;
@@ -184,7 +207,8 @@ describe('sessions of anonymous apps (a device id kept on the device)', () => {
     const items = new Map<string, string>();
     return { items, getItem: (key: string) => items.get(key) ?? null, setItem: (key: string, value: string) => void items.set(key, value) };
   };
-  const deviceIds = (server: FakeFaucet) => server.requestsTo('/v1/sessions').map((request) => JSON.parse(request.body) as Record<string, unknown>);
+  const deviceIds = (server: FakeFaucet) =>
+    server.requestsTo('/v1/sessions').map((request) => JSON.parse(request.body) as Record<string, unknown>);
 
   it('send a random device id of at least 128 bits, never a user id, and the same one when the session is renewed', async () => {
     faucet = await startFakeFaucet();

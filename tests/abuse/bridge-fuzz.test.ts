@@ -23,7 +23,11 @@ const queued: string[] = [];
 beforeAll(async () => {
   sessionToken = await createSession(stack, `bridge-fuzz-${crypto.randomUUID()}`);
   upstream = await startFakeUpstream();
-  bridge = await startTestBridge({ upstream: parseUpstreamUrl(upstream.url), apiBaseUrl: stack.apiUrl, allowedOrigins: ['https://app.example.com'] });
+  bridge = await startTestBridge({
+    upstream: parseUpstreamUrl(upstream.url),
+    apiBaseUrl: stack.apiUrl,
+    allowedOrigins: ['https://app.example.com'],
+  });
   const put = bridge.services.outbox.put.bind(bridge.services.outbox);
   bridge.services.outbox.put = async (entry) => {
     queued.push(JSON.stringify(entry));
@@ -36,19 +40,32 @@ afterAll(async () => {
 });
 
 const json = fc.jsonValue({ maxDepth: 3 });
-const wrong = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double(), fc.string({ maxLength: 40 }), fc.constant(-1), fc.array(json, { maxLength: 2 }));
+const wrong = fc.oneof(
+  fc.constant(null),
+  fc.boolean(),
+  fc.integer(),
+  fc.double(),
+  fc.string({ maxLength: 40 }),
+  fc.constant(-1),
+  fc.array(json, { maxLength: 2 }),
+);
 const reportFields = Object.keys(usageReport());
 const body = fc.oneof(
   json.map((value) => JSON.stringify(value)),
   fc.string({ maxLength: 200 }),
   fc.constantFrom('{"model": ', '[1,2,', '', 'null', '\u0000'),
   fc.constant('x'.repeat(40 * 1024)),
-  fc.record({ model: fc.oneof(fc.constant('llama3.2:3b'), fc.string(), json), messages: fc.oneof(fc.constant([{ role: 'user', content: prompt }]), json) }).map((value) =>
-    JSON.stringify(value),
-  ),
+  fc
+    .record({
+      model: fc.oneof(fc.constant('llama3.2:3b'), fc.string(), json),
+      messages: fc.oneof(fc.constant([{ role: 'user', content: prompt }]), json),
+    })
+    .map((value) => JSON.stringify(value)),
   fc
     .dictionary(fc.constantFrom(...reportFields, 'prompt', 'messages', 'text', '__proto__'), wrong, { minKeys: 1, maxKeys: 3 })
-    .map((fields) => JSON.stringify({ ...usageReport({ request_id: `bfz-${crypto.randomUUID()}`, public_app_id: stack.publicAppId }), ...fields })),
+    .map((fields) =>
+      JSON.stringify({ ...usageReport({ request_id: `bfz-${crypto.randomUUID()}`, public_app_id: stack.publicAppId }), ...fields }),
+    ),
   fc.constant(null).map(() => JSON.stringify({ ...usageReport({ request_id: `bfz-${crypto.randomUUID()}` }), prompt })),
   fc.constant(null).map(() => JSON.stringify(usageReport({ request_id: `bfz-${crypto.randomUUID()}`, public_app_id: stack.publicAppId }))),
 );
@@ -63,7 +80,21 @@ describe('bridge fuzzing', () => {
     await fc.assert(
       fc.asyncProperty(
         likely('POST', fc.constantFrom('GET', 'POST', 'OPTIONS', 'PUT', 'DELETE', 'PATCH')),
-        likely('/usage/report', fc.constantFrom('/health', '/diagnostics', '/models', '/v1/chat/completions', '/', '/%00', '/usage/report/', '//usage/report', '/usage/report?x=%zz', '/../../etc/passwd')),
+        likely(
+          '/usage/report',
+          fc.constantFrom(
+            '/health',
+            '/diagnostics',
+            '/models',
+            '/v1/chat/completions',
+            '/',
+            '/%00',
+            '/usage/report/',
+            '//usage/report',
+            '/usage/report?x=%zz',
+            '/../../etc/passwd',
+          ),
+        ),
         likely('application/json', fc.constantFrom('text/plain', 'multipart/form-data', 'application/json; charset=utf-8', '')),
         likely(undefined, fc.constantFrom('https://app.example.com', 'https://evil.example', 'null', 'http://127.0.0.1:1')),
         likely(undefined, fc.constantFrom('evil.example', 'localhost.evil.example', '127.0.0.1:1')),

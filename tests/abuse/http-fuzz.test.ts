@@ -16,12 +16,17 @@ function raw(base: string, options: { method: string; path: string; headers: Rec
     const headers = { ...options.headers };
     if (options.body !== undefined && !options.chunked) headers['content-length'] = String(Buffer.byteLength(options.body));
     // A fresh connection per request: one request's unread oversized body must not decide the next one's fate.
-    const request = httpRequest({ host: url.hostname, port: url.port, method: options.method, path: options.path, headers, agent: false }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      response.on('error', reject);
-    });
+    const request = httpRequest(
+      { host: url.hostname, port: url.port, method: options.method, path: options.path, headers, agent: false },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+        response.on('error', reject);
+      },
+    );
     // A server may close the connection on an oversized body before reading it (the client then sees a reset).
     request.on('error', (error: NodeJS.ErrnoException) =>
       ['ECONNRESET', 'EPIPE'].includes(error.code ?? '') ? resolve({ status: 0, headers: {}, text: error.code ?? '' }) : reject(error),
@@ -57,7 +62,12 @@ describe('hostile HTTP against the running workers', () => {
         fc.constantFrom(...paths),
         fc.constantFrom('application/json', 'text/plain', 'multipart/form-data; boundary=z', 'application/x-www-form-urlencoded'),
         fc.constantFrom(undefined, `Bearer ${stack.adminToken}`, 'Bearer fvs_x', `Bearer ${'z'.repeat(6000)}`),
-        fc.oneof(fc.constant(undefined), fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)), fc.constant('{"a":'), fc.constant('x'.repeat(3 * 1024 * 1024))),
+        fc.oneof(
+          fc.constant(undefined),
+          fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)),
+          fc.constant('{"a":'),
+          fc.constant('x'.repeat(3 * 1024 * 1024)),
+        ),
         fc.boolean(),
         async (base, method, path, contentType, authorization, body, chunked) => {
           const headers: Record<string, string> = { 'content-type': contentType };
@@ -67,10 +77,15 @@ describe('hostile HTTP against the running workers', () => {
           // wrangler dev, whose local proxy reports an upload the worker stopped reading) "Network connection
           // lost". docs/reliability.md. Never for a body within the limits.
           if (answer.status === 0 || (answer.status >= 500 && answer.text.includes('Network connection lost'))) {
-            expect(body?.length ?? 0, `connection dropped on a body within the limits: ${method} ${path.slice(0, 80)}`).toBeGreaterThan(2 * 1024 * 1024);
+            expect(body?.length ?? 0, `connection dropped on a body within the limits: ${method} ${path.slice(0, 80)}`).toBeGreaterThan(
+              2 * 1024 * 1024,
+            );
             return;
           }
-          expect(answer.status, `${answer.status} ${method} ${path.slice(0, 80)} ${contentType} body=${body?.length ?? 0} chunked=${chunked}: ${answer.text.slice(0, 200)}`).toBeLessThan(500);
+          expect(
+            answer.status,
+            `${answer.status} ${method} ${path.slice(0, 80)} ${contentType} body=${body?.length ?? 0} chunked=${chunked}: ${answer.text.slice(0, 200)}`,
+          ).toBeLessThan(500);
           if (answer.status >= 400) {
             const envelope = JSON.parse(answer.text) as { error: { code: string; request_id: string } };
             expect(envelope.error.request_id).toBe(answer.headers['x-request-id']);

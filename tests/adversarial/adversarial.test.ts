@@ -18,7 +18,9 @@ it('no attack gets an upstream call unbilled or under-billed, and the books stil
     settleWaitMs: 15_000,
     log: (line) => lines.push(line),
   });
-  const failed = result.reports.filter((report) => report.problems.length > 0).map((report) => `${report.name}: ${report.problems.join('; ')}`);
+  const failed = result.reports
+    .filter((report) => report.problems.length > 0)
+    .map((report) => `${report.name}: ${report.problems.join('; ')}`);
   expect(failed, lines.join('\n')).toEqual([]);
   expect({ calls: result.audit.unbilledCalls, tokens: result.audit.unbilledTokens }, lines.join('\n')).toEqual({ calls: 0, tokens: 0 });
   expect(result.reconciliationOk).toBe(true);

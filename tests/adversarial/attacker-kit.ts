@@ -26,7 +26,11 @@ export interface Attacker {
 
 const json = (body: unknown) => ({ 'content-type': 'application/json', body: JSON.stringify(body) });
 
-async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const { body: text, ...contentType } = json(body);
   const response = await fetch(url, { method: 'POST', headers: { ...contentType, ...headers }, body: text });
   return { status: response.status, body: (await response.json().catch(() => ({}))) as Record<string, unknown> };
@@ -45,13 +49,20 @@ export async function newAttacker(target: AttackTarget, name: string, fundUsd: s
   const wallet = await fetch(`${target.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${token}` } });
   const walletId = ((await wallet.json()) as { wallet_id: string }).wallet_id;
   if (fundUsd !== '0.00000000') {
-    const credit = await post(`${target.apiUrl}/v1/admin/wallets/${walletId}/credit-test-balance`, { amount_usd: fundUsd }, { authorization: `Bearer ${target.adminToken}` });
+    const credit = await post(
+      `${target.apiUrl}/v1/admin/wallets/${walletId}/credit-test-balance`,
+      { amount_usd: fundUsd },
+      { authorization: `Bearer ${target.adminToken}` },
+    );
     if (credit.status !== 201 && credit.status !== 200) throw new Error(`credit: HTTP ${credit.status}`);
   }
   return { token, walletId, userRef: session.body.user_ref as string, externalUserId };
 }
 
-export async function walletOf(target: AttackTarget, attacker: Attacker): Promise<{ balance_usd: string; held_usd: string; available_usd: string }> {
+export async function walletOf(
+  target: AttackTarget,
+  attacker: Attacker,
+): Promise<{ balance_usd: string; held_usd: string; available_usd: string }> {
   const response = await fetch(`${target.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${attacker.token}` } });
   return (await response.json()) as { balance_usd: string; held_usd: string; available_usd: string };
 }
@@ -80,7 +91,12 @@ export interface ChatOptions {
 }
 
 /** One gateway call as an attacker makes it, cut where asked. */
-export async function attackChat(target: AttackTarget, attacker: Attacker, body: Record<string, unknown>, options: ChatOptions = {}): Promise<CallResult> {
+export async function attackChat(
+  target: AttackTarget,
+  attacker: Attacker,
+  body: Record<string, unknown>,
+  options: ChatOptions = {},
+): Promise<CallResult> {
   const abortAt = options.abortAt ?? 'never';
   const controller = new AbortController();
   const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${attacker.token}` };
@@ -207,8 +223,8 @@ export async function reportLocalUsage(
   );
   return {
     status: outcome.status,
-    code: ((outcome.body.error as { code?: string } | undefined)?.code) ?? null,
-    chargedUsd: ((outcome.body.charge as { amount_usd?: string } | undefined)?.amount_usd) ?? null,
+    code: (outcome.body.error as { code?: string } | undefined)?.code ?? null,
+    chargedUsd: (outcome.body.charge as { amount_usd?: string } | undefined)?.amount_usd ?? null,
   };
 }
 
@@ -268,6 +284,9 @@ export class Books {
 export function describeBooking(bookings: Booking[]): string {
   if (bookings.length === 0) return 'nothing booked';
   return bookings
-    .map((booking) => `${booking.inputTokens} in + ${booking.outputTokens} out tokens, ${booking.retailUsd} USD${booking.estimated ? ' (estimated)' : ''}${booking.receivableUsd !== '0.00000000' ? `, receivable ${booking.receivableUsd}` : ''}`)
+    .map(
+      (booking) =>
+        `${booking.inputTokens} in + ${booking.outputTokens} out tokens, ${booking.retailUsd} USD${booking.estimated ? ' (estimated)' : ''}${booking.receivableUsd !== '0.00000000' ? `, receivable ${booking.receivableUsd}` : ''}`,
+    )
     .join('; ');
 }

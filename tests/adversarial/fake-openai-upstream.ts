@@ -23,7 +23,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { imageTokenBound } from '../../workers/shared/providers/provider-catalog.ts';
+import { imageTokenBound } from '#shared/providers/provider-catalog.ts';
 
 export interface AnsweredCall {
   /** The `x-client-request-id` the gateway sent (its call id); null when it sent none. */
@@ -199,7 +199,11 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
         generated.push(piece);
         return piece;
       };
-      const usage = () => ({ prompt_tokens: record.inputTokens, completion_tokens: record.outputTokens, total_tokens: record.inputTokens + record.outputTokens });
+      const usage = () => ({
+        prompt_tokens: record.inputTokens,
+        completion_tokens: record.outputTokens,
+        total_tokens: record.inputTokens + record.outputTokens,
+      });
 
       if (!record.stream) {
         while (!clientGone && nextPiece() !== null) await sleep(behaviour.everyMs);
@@ -253,7 +257,8 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
         return;
       }
       send(chunk({}, finish));
-      if (body.stream_options?.include_usage === true && !behaviour.noUsage) send({ id, object: 'chat.completion.chunk', created, model: record.model, choices: [], usage: usage() });
+      if (body.stream_options?.include_usage === true && !behaviour.noUsage)
+        send({ id, object: 'chat.completion.chunk', created, model: record.model, choices: [], usage: usage() });
       send('[DONE]');
       response.end();
     } finally {

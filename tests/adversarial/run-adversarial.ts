@@ -5,7 +5,7 @@
  */
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
-import { sweepStaleCalls } from '../../workers/shared/calls/sweep-stale-calls.ts';
+import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
 import { reconciliation } from '../load/stack-client.ts';
 import { formatUpstreamAudit, runUpstreamAudit, type UpstreamAuditReport } from '../load/upstream-audit-report.ts';
 import { Books, type AttackTarget } from './attacker-kit.ts';
@@ -57,7 +57,9 @@ export async function runAdversarial(target: AttackTarget, settings: Adversarial
         report.problems.push(`the scenario failed: ${(error as Error).message}`);
       }
       reports.push(report);
-      settings.log(`${report.problems.length === 0 ? 'ok  ' : 'FAIL'} ${scenario.name} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+      settings.log(
+        `${report.problems.length === 0 ? 'ok  ' : 'FAIL'} ${scenario.name} (${((performance.now() - started) / 1000).toFixed(1)} s)`,
+      );
       for (const line of report.attackerGot) settings.log(`       attacker got: ${line}`);
       for (const line of report.billed) settings.log(`       billed: ${line}`);
       for (const line of report.problems) settings.log(`       PROBLEM: ${line}`);

@@ -7,7 +7,16 @@ import { createHash } from 'node:crypto';
 import { checkoutSessionEvent, chargeRefundedEvent, randomStripeId } from '../../scripts/lib/stripe-events.ts';
 import { deliverWebhook, startCheckout } from '../load/stack-client.ts';
 import { testSecrets } from '../setup/test-secrets.ts';
-import { attackChat, type AttackTarget, type Books, type CallResult, describeBooking, newAttacker, reportLocalUsage, walletOf } from './attacker-kit.ts';
+import {
+  attackChat,
+  type AttackTarget,
+  type Books,
+  type CallResult,
+  describeBooking,
+  newAttacker,
+  reportLocalUsage,
+  walletOf,
+} from './attacker-kit.ts';
 
 export interface ScenarioContext {
   target: AttackTarget;
@@ -33,7 +42,12 @@ export interface Scenario {
 }
 
 const model = 'openai:gpt-4o-mini';
-const ask = (text: string, extra: Record<string, unknown> = {}) => ({ model, max_tokens: 64, messages: [{ role: 'user', content: text }], ...extra });
+const ask = (text: string, extra: Record<string, unknown> = {}) => ({
+  model,
+  max_tokens: 64,
+  messages: [{ role: 'user', content: text }],
+  ...extra,
+});
 const newId = (label: string) => `adv-${label}-${crypto.randomUUID().slice(0, 8)}`;
 
 function check(report: ScenarioReport, condition: boolean, problem: string): void {
@@ -59,7 +73,11 @@ async function expectBilledOnce(context: ScenarioContext, report: ScenarioReport
   report.billed.push(`${label}: ${describeBooking(bookings)}`);
   check(report, result.callId !== null, `${label}: no call id`);
   check(report, bookings.length === 1, `${label}: ${bookings.length} bookings, expected 1`);
-  check(report, bookings.every((booking) => booking.retailUsd !== '0.00000000' && booking.inputTokens > 0), `${label}: booked at zero`);
+  check(
+    report,
+    bookings.every((booking) => booking.retailUsd !== '0.00000000' && booking.inputTokens > 0),
+    `${label}: booked at zero`,
+  );
 }
 
 const zeroReportThenCall = (stream: boolean): Scenario => ({
@@ -76,11 +94,19 @@ const zeroReportThenCall = (stream: boolean): Scenario => ({
   },
 });
 
-const abortAt = (point: 'before_headers' | 'after_role' | 'mid_content' | 'after_last_content', prompt: string, label: string): Scenario => ({
+const abortAt = (
+  point: 'before_headers' | 'after_role' | 'mid_content' | 'after_last_content',
+  prompt: string,
+  label: string,
+): Scenario => ({
   name: `defect 4: client aborts a stream ${point.replaceAll('_', ' ')}${label}`,
   async run(context, report) {
     const attacker = await newAttacker(context.target, 'd4', '1.00000000');
-    const result = await attackChat(context.target, attacker, ask(prompt, { stream_options: { include_usage: true } }), { stream: true, abortAt: point, abortAfterMs: 300 });
+    const result = await attackChat(context.target, attacker, ask(prompt, { stream_options: { include_usage: true } }), {
+      stream: true,
+      abortAt: point,
+      abortAfterMs: 300,
+    });
     report.attackerGot.push(got(result));
     // Before headers the attacker never learns the call id: find the booking through the fake's log instead (the audit does).
     if (point === 'before_headers') {
@@ -100,12 +126,20 @@ export const scenarios: Scenario[] = [
     async run(context, report) {
       const attacker = await newAttacker(context.target, 'd2', '0.00020000');
       const everyMs = Math.floor((context.maxDurationSeconds * 1000 * 0.6) / 10);
-      const long = attackChat(context.target, attacker, ask(`[fake:chunks=10][fake:every=${everyMs}] go on`, { max_tokens: 200, stream_options: { include_usage: true } }), { stream: true });
+      const long = attackChat(
+        context.target,
+        attacker,
+        ask(`[fake:chunks=10][fake:every=${everyMs}] go on`, { max_tokens: 200, stream_options: { include_usage: true } }),
+        { stream: true },
+      );
       await new Promise((resolve) => setTimeout(resolve, everyMs * 3));
       const during = await walletOf(context.target, attacker);
       const rival = await attackChat(context.target, attacker, ask('spend it again', { max_tokens: 200 }));
       const result = await long;
-      report.attackerGot.push(`long stream: ${got(result)}`, `while it ran: held ${during.held_usd}, a second call got HTTP ${rival.status} ${rival.code ?? ''}`);
+      report.attackerGot.push(
+        `long stream: ${got(result)}`,
+        `while it ran: held ${during.held_usd}, a second call got HTTP ${rival.status} ${rival.code ?? ''}`,
+      );
       check(report, during.held_usd !== '0.00000000', 'nothing was held while the long stream ran');
       check(report, result.ending === 'complete', 'the long stream did not complete');
       await expectBilledOnce(context, report, 'long stream', result);
@@ -117,7 +151,12 @@ export const scenarios: Scenario[] = [
     fullOnly: true,
     async run(context, report) {
       const attacker = await newAttacker(context.target, 'd2b', '1.00000000');
-      const result = await attackChat(context.target, attacker, ask(`[fake:chunks=1000][fake:every=500] never stop`, { max_tokens: 2000, stream_options: { include_usage: true } }), { stream: true });
+      const result = await attackChat(
+        context.target,
+        attacker,
+        ask(`[fake:chunks=1000][fake:every=500] never stop`, { max_tokens: 2000, stream_options: { include_usage: true } }),
+        { stream: true },
+      );
       report.attackerGot.push(got(result));
       check(report, /upstream_timeout/.test(result.ending), 'the stream was not ended at its deadline');
       await expectBilledOnce(context, report, 'cut stream', result);
@@ -128,7 +167,11 @@ export const scenarios: Scenario[] = [
     async run(context, report) {
       const attacker = await newAttacker(context.target, 'd3', '1.00000000');
       const image = { type: 'image_url', image_url: { url: 'https://example.com/huge.png', detail: 'high' } };
-      const body = { model, max_tokens: 16, messages: [{ role: 'user', content: [{ type: 'text', text: 'describe all [fake:no-usage]' }, ...Array(6).fill(image)] }] };
+      const body = {
+        model,
+        max_tokens: 16,
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'describe all [fake:no-usage]' }, ...Array(6).fill(image)] }],
+      };
       const result = await attackChat(context.target, attacker, body);
       report.attackerGot.push(got(result));
       check(report, result.status === 200, 'the image call was not served');
@@ -140,7 +183,12 @@ export const scenarios: Scenario[] = [
     async run(context, report) {
       const attacker = await newAttacker(context.target, 'd3c', '1.00000000');
       const cjk = '漢字仮名交じり文を大量に送ります'.repeat(120);
-      const result = await attackChat(context.target, attacker, ask(`${cjk}[fake:no-usage][fake:text=emoji][fake:chunks=20][fake:every=100]`, { max_tokens: 400 }), { stream: true, abortAt: 'mid_content' });
+      const result = await attackChat(
+        context.target,
+        attacker,
+        ask(`${cjk}[fake:no-usage][fake:text=emoji][fake:chunks=20][fake:every=100]`, { max_tokens: 400 }),
+        { stream: true, abortAt: 'mid_content' },
+      );
       report.attackerGot.push(got(result));
       await expectBilledOnce(context, report, 'CJK stream', result);
     },
@@ -160,8 +208,18 @@ export const scenarios: Scenario[] = [
         ['store true', ask('hi', { store: true })],
         ['metadata', ask('hi', { metadata: { a: 'b' } })],
         ['unknown top-level field', ask('hi', { x_provider_option: 1 })],
-        ['unknown field in a message', { model, max_tokens: 8, messages: [{ role: 'user', content: 'hi', cache_control: { type: 'ephemeral' } }] }],
-        ['audio part', { model, max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] }],
+        [
+          'unknown field in a message',
+          { model, max_tokens: 8, messages: [{ role: 'user', content: 'hi', cache_control: { type: 'ephemeral' } }] },
+        ],
+        [
+          'audio part',
+          {
+            model,
+            max_tokens: 8,
+            messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }],
+          },
+        ],
       ];
       for (const [label, body] of smuggled) {
         const result = await attackChat(context.target, attacker, body);
@@ -186,11 +244,18 @@ export const scenarios: Scenario[] = [
       const paid = checkoutSessionEvent({ id: started.sessionId, amount_total: started.amountCents, payment_intent: paymentIntent });
       const credited = await deliverWebhook(context.target, testSecrets.STRIPE_WEBHOOK_SECRET, paid);
       const spend = await attackChat(context.target, attacker, ask('spend the top-up'));
-      const refund = chargeRefundedEvent({ id: randomStripeId('ch'), payment_intent: paymentIntent, amount: started.amountCents, amount_refunded: started.amountCents });
+      const refund = chargeRefundedEvent({
+        id: randomStripeId('ch'),
+        payment_intent: paymentIntent,
+        amount: started.amountCents,
+        amount_refunded: started.amountCents,
+      });
       const refunded = await deliverWebhook(context.target, testSecrets.STRIPE_WEBHOOK_SECRET, refund);
       const after = await walletOf(context.target, attacker);
       const next = await attackChat(context.target, attacker, ask('and again'));
-      report.attackerGot.push(`top-up webhook HTTP ${credited.status}; call ${got(spend)}; refund webhook HTTP ${refunded.status}; next call HTTP ${next.status} ${next.code ?? ''}`);
+      report.attackerGot.push(
+        `top-up webhook HTTP ${credited.status}; call ${got(spend)}; refund webhook HTTP ${refunded.status}; next call HTTP ${next.status} ${next.code ?? ''}`,
+      );
       report.billed.push(`balance after the chargeback ${after.balance_usd}`);
       check(report, spend.status === 200, 'the spending call was not served');
       await expectBilledOnce(context, report, 'spending call', spend);
@@ -210,10 +275,15 @@ export const scenarios: Scenario[] = [
       report.attackerGot.push(`first: ${got(first)}`, `retry: ${got(retry)}`, `retry of the billed call: ${got(again)}`);
       check(report, first.status === 502, 'the failing upstream did not yield 502');
       check(report, retry.status === 200, 'the retry of an unbilled call was not served');
-      check(report, again.status === 409 || (again.status === 200 && again.callId === retry.callId), 'a retry of a billed call was served as a new call');
+      check(
+        report,
+        again.status === 409 || (again.status === 200 && again.callId === retry.callId),
+        'a retry of a billed call was served as a new call',
+      );
       check(report, (await context.books.bookingsOf(first.callId)).length === 0, 'the failed call was booked');
       await expectBilledOnce(context, report, 'retry', retry);
-      if (again.callId !== null && again.callId !== retry.callId) check(report, (await context.books.bookingsOf(again.callId)).length === 0, 'the second retry was booked');
+      if (again.callId !== null && again.callId !== retry.callId)
+        check(report, (await context.books.bookingsOf(again.callId)).length === 0, 'the second retry was booked');
     },
   },
   {
@@ -221,14 +291,23 @@ export const scenarios: Scenario[] = [
     async run(context, report) {
       const attacker = await newAttacker(context.target, 'd8', '1.00000000');
       const before = await context.upstreamCallCount();
-      const result = await attackChat(context.target, attacker, ask('[fake:delay=2000] slow answer'), { abortAt: 'before_headers', abortAfterMs: 200 });
+      const result = await attackChat(context.target, attacker, ask('[fake:delay=2000] slow answer'), {
+        abortAt: 'before_headers',
+        abortAfterMs: 200,
+      });
       report.attackerGot.push(got(result));
       // The attacker has no call id: wait for the upstream to have answered, then for the audit to judge it.
       const until = Date.now() + 10_000;
       while ((await context.upstreamCallCount()) === before && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 200));
       await new Promise((resolve) => setTimeout(resolve, 3_000));
-      report.billed.push(`balance ${(await walletOf(context.target, attacker)).balance_usd} (was 1.00000000); the audit checks the booking`);
-      check(report, (await walletOf(context.target, attacker)).balance_usd !== '1.00000000', 'the abandoned non-streaming call was not charged');
+      report.billed.push(
+        `balance ${(await walletOf(context.target, attacker)).balance_usd} (was 1.00000000); the audit checks the booking`,
+      );
+      check(
+        report,
+        (await walletOf(context.target, attacker)).balance_usd !== '1.00000000',
+        'the abandoned non-streaming call was not charged',
+      );
     },
   },
   {
@@ -276,12 +355,21 @@ export const scenarios: Scenario[] = [
         reportLocalUsage(context.target, attacker, requestId, { input: 0, output: 0 }),
         ...Array.from({ length: 3 }, () => attackChat(context.target, attacker, slow, { requestId })),
         ...Array.from({ length: 2 }, () => attackChat(context.target, attacker, slow, { requestId, stream: true })),
-        attackChat(context.target, attacker, { model: 'mock:echo', max_tokens: 8, messages: [{ role: 'user', content: 'race' }] }, { requestId }),
+        attackChat(
+          context.target,
+          attacker,
+          { model: 'mock:echo', max_tokens: 8, messages: [{ role: 'user', content: 'race' }] },
+          { requestId },
+        ),
       ]);
       const served = calls.filter((call) => call.status === 200);
       report.attackerGot.push(`local report HTTP ${local.status}`, ...calls.map((call) => got(call)));
       check(report, served.length === 1, `${served.length} gateway calls served under one request id, expected 1`);
-      check(report, calls.every((call) => call.status === 200 || call.status === 409), 'a racing call got something other than 200 or 409');
+      check(
+        report,
+        calls.every((call) => call.status === 200 || call.status === 409),
+        'a racing call got something other than 200 or 409',
+      );
       for (const call of served) await expectBilledOnce(context, report, 'served call', call);
     },
   },

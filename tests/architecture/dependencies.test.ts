@@ -18,12 +18,16 @@ function sourceFiles(): string[] {
     .filter((file) => file !== '' && !file.includes('node_modules/'));
 }
 
-/** Repo-relative targets of a file's relative imports (and re-exports, and dynamic imports). */
+/** Repo-relative targets of a file's relative and `#shared/` imports (and re-exports, and dynamic imports). */
 function importsOf(file: string): string[] {
   const text = readFileSync(join(root, file), 'utf8');
   const targets: string[] = [];
-  for (const match of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)['"](\.{1,2}\/[^'"]+)['"]/g)) {
-    targets.push(relative(root, normalize(join(root, dirname(file), match[1]!))));
+  for (const match of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)['"]((?:\.{1,2}|#shared)\/[^'"]+)['"]/g)) {
+    const specifier = match[1]!;
+    const path = specifier.startsWith('#shared/')
+      ? join('workers/shared', specifier.slice('#shared/'.length))
+      : join(dirname(file), specifier);
+    targets.push(relative(root, normalize(join(root, path))));
   }
   return targets;
 }
@@ -48,7 +52,10 @@ function violation(from: string, to: string): string | null {
   if ((source === 'shared' || source === 'wire') && target.startsWith('worker:')) return 'workers/shared imports a worker';
   if (source === 'wire' && target === 'shared') return 'the wire contract imports shared code beyond itself';
   if (source.startsWith('worker:') && target.startsWith('worker:')) return 'a worker imports another worker';
-  if ((source === 'sdk' || source === 'bridge') && (target === 'shared' || target.startsWith('worker:') || target === 'workers-test-support' || target === 'schema')) {
+  if (
+    (source === 'sdk' || source === 'bridge') &&
+    (target === 'shared' || target.startsWith('worker:') || target === 'workers-test-support' || target === 'schema')
+  ) {
     return `${source} imports worker code other than the shared wire contract`;
   }
   return null;

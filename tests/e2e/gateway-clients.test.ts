@@ -27,7 +27,9 @@ beforeAll(async () => {
     }),
   );
   token = session.session_token;
-  const wallet = await json<{ wallet_id: string }>(await fetch(`${stack.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${token}` } }));
+  const wallet = await json<{ wallet_id: string }>(
+    await fetch(`${stack.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${token}` } }),
+  );
   await json(
     await fetch(`${stack.apiUrl}/v1/admin/wallets/${wallet.wallet_id}/credit-test-balance`, {
       method: 'POST',

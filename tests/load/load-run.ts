@@ -34,7 +34,16 @@ export interface LoadTarget extends StackTarget {
   webhookSecret: string;
 }
 
-export type OperationKind = 'session' | 'chat' | 'chat_stream' | 'checkout' | 'webhook' | 'webhook_retry' | 'webhook_redelivery' | 'adjustment' | 'payout';
+export type OperationKind =
+  | 'session'
+  | 'chat'
+  | 'chat_stream'
+  | 'checkout'
+  | 'webhook'
+  | 'webhook_retry'
+  | 'webhook_redelivery'
+  | 'adjustment'
+  | 'payout';
 
 export interface OperationRecord {
   kind: OperationKind;
@@ -73,7 +82,11 @@ interface User {
 
 const NETWORK_ERROR = 599;
 
-async function timed<T>(kind: OperationKind, operations: OperationRecord[], work: () => Promise<T & { status: number; code: string | null }>) {
+async function timed<T>(
+  kind: OperationKind,
+  operations: OperationRecord[],
+  work: () => Promise<T & { status: number; code: string | null }>,
+) {
   const started = performance.now();
   try {
     const result = await work();
@@ -110,7 +123,9 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
     let credited = 0;
     let acknowledged = false;
     for (let attempt = 0; attempt < 4 && !acknowledged; attempt++) {
-      const delivered = await timed(attempt === 0 ? 'webhook' : 'webhook_retry', operations, () => deliverWebhook(target, target.webhookSecret, event));
+      const delivered = await timed(attempt === 0 ? 'webhook' : 'webhook_retry', operations, () =>
+        deliverWebhook(target, target.webhookSecret, event),
+      );
       acknowledged = delivered?.status === 200;
       if ((delivered?.body as { credited?: boolean } | undefined)?.credited === true) credited++;
     }
@@ -125,17 +140,21 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
 
   // Setup: sessions, each wallet funded through a real checkout + webhook.
   const users: User[] = [];
-  await pool(Array.from({ length: plan.users }, (_, index) => index), 8, async (index) => {
-    const session = await timed('session', operations, async () => {
-      const token = await createSession(target, `${runId}-user-${index}`);
-      return { status: 201, code: null, token };
-    });
-    if (!session) return;
-    const wallet = await userWallet(target, session.token);
-    const user = { token: session.token, walletId: wallet.wallet_id };
-    await topUp(user, '1.00000000', false);
-    users.push(user);
-  });
+  await pool(
+    Array.from({ length: plan.users }, (_, index) => index),
+    8,
+    async (index) => {
+      const session = await timed('session', operations, async () => {
+        const token = await createSession(target, `${runId}-user-${index}`);
+        return { status: 201, code: null, token };
+      });
+      if (!session) return;
+      const wallet = await userWallet(target, session.token);
+      const user = { token: session.token, walletId: wallet.wallet_id };
+      await topUp(user, '1.00000000', false);
+      users.push(user);
+    },
+  );
   if (users.length === 0) throw new Error('no session could be created');
 
   const started = performance.now();
@@ -146,7 +165,12 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
     while (Date.now() < deadline) {
       const number = nextCall++;
       if (number >= plan.calls) return;
-      if (plan.faults && plan.faults.count > 0 && number > 0 && number % Math.max(1, Math.floor(plan.calls / (plan.faults.count + 1))) === 0) {
+      if (
+        plan.faults &&
+        plan.faults.count > 0 &&
+        number > 0 &&
+        number % Math.max(1, Math.floor(plan.calls / (plan.faults.count + 1))) === 0
+      ) {
         if (faultsInjected < plan.faults.count) {
           faultsInjected++;
           plan.faults.inject();

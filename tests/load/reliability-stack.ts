@@ -12,7 +12,10 @@ export interface ReliabilityStack extends Stack {
   webhookSecret: string;
 }
 
-export async function startReliabilityStack(workerVars: Record<string, string> = {}, options: { verbose?: boolean } = {}): Promise<ReliabilityStack> {
+export async function startReliabilityStack(
+  workerVars: Record<string, string> = {},
+  options: { verbose?: boolean } = {},
+): Promise<ReliabilityStack> {
   const tmp = join(repoRoot, '.faucet', 'tmp');
   mkdirSync(tmp, { recursive: true });
   // Free ports are picked before wrangler binds them, so on a busy machine another process can take
@@ -24,7 +27,12 @@ export async function startReliabilityStack(workerVars: Record<string, string> =
         stateDir,
         secrets: testSecrets,
         verbose: options.verbose ?? false,
-        workerVars: { API_RATE_LIMIT_MAX_REQUESTS: '1000000', GATEWAY_RATE_LIMIT_MAX_REQUESTS: '1000000', LOG_LEVEL: 'warn', ...workerVars },
+        workerVars: {
+          API_RATE_LIMIT_MAX_REQUESTS: '1000000',
+          GATEWAY_RATE_LIMIT_MAX_REQUESTS: '1000000',
+          LOG_LEVEL: 'warn',
+          ...workerVars,
+        },
       });
       return {
         ...stack,

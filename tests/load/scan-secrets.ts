@@ -39,7 +39,13 @@ export async function scanDatabase(databaseUrl: string, needles: Needle[]): Prom
     const leaks: string[] = [];
     for (const { table_name } of tables) {
       const { rows } = await client.query<{ row: string }>(`select (to_jsonb(t) - 'ciphertext')::text as row from "${table_name}" t`);
-      leaks.push(...findLeaks(`table ${table_name}`, rows.map((row) => row.row), needles));
+      leaks.push(
+        ...findLeaks(
+          `table ${table_name}`,
+          rows.map((row) => row.row),
+          needles,
+        ),
+      );
     }
     return leaks;
   } finally {

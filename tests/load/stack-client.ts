@@ -80,7 +80,12 @@ export interface ChatResult extends Outcome {
 }
 
 /** One `mock:echo` call through the gateway with the given request id. */
-export async function chat(target: StackTarget, token: string, requestId: string, options: { stream: boolean; text: string }): Promise<ChatResult> {
+export async function chat(
+  target: StackTarget,
+  token: string,
+  requestId: string,
+  options: { stream: boolean; text: string },
+): Promise<ChatResult> {
   const response = await fetch(`${target.gatewayUrl}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-request-id': requestId },

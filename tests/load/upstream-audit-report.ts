@@ -12,7 +12,7 @@ import {
   type GatewayCallAuditResult,
   type ReportedUpstreamCall,
   type UpstreamAuditResult,
-} from '../../workers/shared/calls/upstream-audit.ts';
+} from '#shared/calls/upstream-audit.ts';
 
 export interface UpstreamAuditReport {
   ok: boolean;
@@ -45,12 +45,18 @@ export async function runUpstreamAudit(
 export function formatUpstreamAudit(report: UpstreamAuditReport): string {
   const lines = [`unbilled upstream calls: ${report.unbilledCalls}, unbilled upstream tokens: ${report.unbilledTokens}`];
   const gateway = report.gateway;
-  lines.push(`  gateway call records: ${gateway.paidCalls} paid calls judged, ${gateway.unbilledCalls} without a booking, ${gateway.inFlight} still in flight, ${gateway.receivableBookings} bookings with a receivable`);
+  lines.push(
+    `  gateway call records: ${gateway.paidCalls} paid calls judged, ${gateway.unbilledCalls} without a booking, ${gateway.inFlight} still in flight, ${gateway.receivableBookings} bookings with a receivable`,
+  );
   if (report.upstream !== null) {
     const upstream = report.upstream;
-    lines.push(`  provider log: ${upstream.upstreamCalls} calls answered upstream, ${upstream.unbilledCalls} unbilled, ${upstream.unbilledTokens} tokens unbilled, ${upstream.doubleBilledCalls} double-billed`);
+    lines.push(
+      `  provider log: ${upstream.upstreamCalls} calls answered upstream, ${upstream.unbilledCalls} unbilled, ${upstream.unbilledTokens} tokens unbilled, ${upstream.doubleBilledCalls} double-billed`,
+    );
     for (const finding of upstream.findings) {
-      lines.push(`  ${finding.problem}: call ${finding.callId}, provider billed ${finding.reportedTokens} tokens, booked ${finding.bookedTokens}`);
+      lines.push(
+        `  ${finding.problem}: call ${finding.callId}, provider billed ${finding.reportedTokens} tokens, booked ${finding.bookedTokens}`,
+      );
     }
   }
   return lines.join('\n');

@@ -95,7 +95,8 @@ export async function verifyBooks(target: StackTarget, databaseUrl: string, resu
       if (row.transactions !== 1) problems.push(`${row.request_id}: ${row.transactions} usage transactions`);
     }
     for (const row of usage.rows) {
-      if (row.retail_usd !== '0.00000000' && row.ledger_transaction_id === null) problems.push(`${row.request_id}: charged without a transaction`);
+      if (row.retail_usd !== '0.00000000' && row.ledger_transaction_id === null)
+        problems.push(`${row.request_id}: charged without a transaction`);
     }
     if (sums!.debits !== sums!.retail) problems.push(`user usage debits ${sums!.debits} ≠ rated retail ${sums!.retail}`);
     if (activeHolds.rows[0]!.count !== 0) problems.push(`${activeHolds.rows[0]!.count} holds of the run still active`);

@@ -13,7 +13,16 @@ import { testSecrets } from './test-secrets.ts';
 /** What tests may know of the stack: its plain, serialisable coordinates. */
 export type StackCoordinates = Pick<
   Stack,
-  'apiUrl' | 'gatewayUrl' | 'metricsUrl' | 'publicAppId' | 'featureKey' | 'adminToken' | 'developerKey' | 'demoExternalUserId' | 'databaseUrl' | 'stripeFakeUrl'
+  | 'apiUrl'
+  | 'gatewayUrl'
+  | 'metricsUrl'
+  | 'publicAppId'
+  | 'featureKey'
+  | 'adminToken'
+  | 'developerKey'
+  | 'demoExternalUserId'
+  | 'databaseUrl'
+  | 'stripeFakeUrl'
 > & {
   postgresAdminUrl: string;
   wsProxyPort: number;

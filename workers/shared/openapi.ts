@@ -14,9 +14,6 @@ export const ErrorEnvelopeSchema = z
 /** OpenAPI response entries for the given error statuses, all in the DESIGN §4 envelope. */
 export function errorResponses<S extends number>(...statuses: S[]) {
   return Object.fromEntries(
-    statuses.map((status) => [
-      status,
-      { description: 'Error', content: { 'application/json': { schema: ErrorEnvelopeSchema } } },
-    ]),
+    statuses.map((status) => [status, { description: 'Error', content: { 'application/json': { schema: ErrorEnvelopeSchema } } }]),
   ) as Record<S, { description: string; content: { 'application/json': { schema: typeof ErrorEnvelopeSchema } } }>;
 }

@@ -2,7 +2,7 @@
  * Upstreams played in-process: a FetchFunction that records what the gateway sent and answers from
  * a script, so provider and gateway tests never touch the network.
  */
-import type { FetchFunction } from '../shared/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 
 export interface RecordedRequest {
   url: string;

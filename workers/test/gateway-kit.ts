@@ -3,8 +3,8 @@
  * funded sessions, chat calls, and reads of wallets and usage records.
  */
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
-import { getWalletBalance } from '../shared/ledger/index.ts';
-import { formatUsd } from '../shared/money/index.ts';
+import { getWalletBalance } from '#shared/ledger/index.ts';
+import { formatUsd } from '#shared/money/index.ts';
 import { call, createDatabase, createSession, sql, type TestEnv } from './harness.ts';
 import { fund } from './ledger-kit.ts';
 
@@ -17,7 +17,6 @@ export type GatewayApp = ReturnType<typeof createGatewayApp>;
 export function gatewayWith(dependencies: Partial<GatewayDependencies> = {}): GatewayApp {
   return createGatewayApp(dependencies);
 }
-
 
 /** A new end user of the demo app with `balanceUsd` in their wallet. */
 export async function fundedSession(testEnv: TestEnv, balanceUsd = '1.00000000') {
@@ -83,7 +82,13 @@ export function newRequestId(): string {
  * Sends a streaming call and hands back the live response (not buffered) with its execution
  * context, so a test can read part of the stream, cancel it and then wait for the deferred work.
  */
-export async function openStream(app: GatewayApp, testEnv: TestEnv, token: string, body: Record<string, unknown>, requestId = newRequestId()) {
+export async function openStream(
+  app: GatewayApp,
+  testEnv: TestEnv,
+  token: string,
+  body: Record<string, unknown>,
+  requestId = newRequestId(),
+) {
   const ctx = createExecutionContext();
   const response = await app.fetch(
     new Request('http://faucet.test/v1/chat/completions', {

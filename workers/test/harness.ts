@@ -5,9 +5,9 @@
 import { Client, Pool } from '@neondatabase/serverless';
 import { createExecutionContext, env as cloudflareEnv, waitOnExecutionContext } from 'cloudflare:test';
 import { createApiApp } from '../api/src/app.ts';
-import { sha256Hex } from '../shared/crypto.ts';
-import { configureLocalProxy, createDatabase } from '../shared/db.ts';
-import type { Env } from '../shared/env.ts';
+import { sha256Hex } from '#shared/crypto.ts';
+import { configureLocalProxy, createDatabase } from '#shared/db.ts';
+import type { Env } from '#shared/env.ts';
 import { createGatewayApp } from '../gateway/src/app.ts';
 import { templateDatabase, testSecrets } from '../../tests/setup/test-secrets.ts';
 

@@ -4,9 +4,9 @@
  * sign them, and JWKS documents served in-process (no network) to the API's guarded fetch.
  */
 import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload } from 'jose';
-import { randomToken, sha256Hex } from '../shared/crypto.ts';
+import { randomToken, sha256Hex } from '#shared/crypto.ts';
 import { fakeUpstream, jsonResponse } from './fake-upstream.ts';
-import type { FetchFunction } from '../shared/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 import { call, sql, type TestEnv } from './harness.ts';
 import { createApiApp } from '../api/src/app.ts';
 import type { SessionPolicy } from '../api/src/identity/session-policy.ts';

@@ -5,10 +5,10 @@
 import { Pool } from '@neondatabase/serverless';
 import { drizzle } from 'drizzle-orm/neon-serverless';
 import { demoFixture, sql, type TestEnv } from './harness.ts';
-import { configureLocalProxy } from '../shared/db.ts';
-import { parseWireAmount, type Usd } from '../shared/money/index.ts';
-import { rateUsage, type RatedUsage } from '../shared/rating/index.ts';
-import { creditTestBalance } from '../shared/ledger/credit-test-balance.ts';
+import { configureLocalProxy } from '#shared/db.ts';
+import { parseWireAmount, type Usd } from '#shared/money/index.ts';
+import { rateUsage, type RatedUsage } from '#shared/rating/index.ts';
+import { creditTestBalance } from '#shared/ledger/credit-test-balance.ts';
 
 export interface LedgerTestDatabase {
   db: ReturnType<typeof drizzle>;
@@ -43,7 +43,8 @@ export async function createTestUser(testEnv: TestEnv): Promise<TestUser> {
 
 /** Credits a wallet (the one funding helper): through an open test database, or a connection of its own. */
 export async function fund(target: LedgerTestDatabase | TestEnv, walletId: string, amount: string): Promise<void> {
-  const credit = (db: LedgerTestDatabase['db']) => creditTestBalance(db, { walletId, amount: parseWireAmount(amount), requestId: `fund-${crypto.randomUUID()}` });
+  const credit = (db: LedgerTestDatabase['db']) =>
+    creditTestBalance(db, { walletId, amount: parseWireAmount(amount), requestId: `fund-${crypto.randomUUID()}` });
   if ('close' in target && typeof target.close === 'function') {
     await credit((target as LedgerTestDatabase).db);
     return;

@@ -2,7 +2,13 @@
  * Fixtures of the payments tests (imported by tests only): pending checkouts created through the API
  * (and so through the fake Stripe), signed webhook deliveries, and the state worth asserting on.
  */
-import { checkoutSessionEvent, randomStripeId, signStripePayload, type CheckoutSessionSnapshot, type EventOptions } from '../../scripts/lib/stripe-events.ts';
+import {
+  checkoutSessionEvent,
+  randomStripeId,
+  signStripePayload,
+  type CheckoutSessionSnapshot,
+  type EventOptions,
+} from '../../scripts/lib/stripe-events.ts';
 import { api, call, createSession, sql, type TestEnv } from './harness.ts';
 
 export async function createPendingCheckout(testEnv: TestEnv, amountUsd = '25.00000000') {
@@ -16,7 +22,12 @@ export async function createPendingCheckout(testEnv: TestEnv, amountUsd = '25.00
   return { ...session, stripeSessionId: body.checkout_session_id, amountCents: body.amount_cents, url: body.url };
 }
 
-export function completedEvent(stripeSessionId: string, amountCents: number, overrides: Partial<CheckoutSessionSnapshot> = {}, options: EventOptions = {}) {
+export function completedEvent(
+  stripeSessionId: string,
+  amountCents: number,
+  overrides: Partial<CheckoutSessionSnapshot> = {},
+  options: EventOptions = {},
+) {
   return checkoutSessionEvent({ id: stripeSessionId, amount_total: amountCents, ...overrides }, options);
 }
 
@@ -27,7 +38,10 @@ export async function deliver(testEnv: TestEnv, event: unknown, signature?: stri
   const header = signature === undefined ? await signStripePayload(payload, testEnv.STRIPE_WEBHOOK_SECRET as string) : signature;
   if (header !== null) headers['stripe-signature'] = header;
   const response = await call(api(), testEnv, '/v1/webhooks/stripe', { method: 'POST', headers, body: payload });
-  return { status: response.status, body: (await response.json()) as { received?: boolean; credited?: boolean; outcome?: string; error?: { code: string } } };
+  return {
+    status: response.status,
+    body: (await response.json()) as { received?: boolean; credited?: boolean; outcome?: string; error?: { code: string } },
+  };
 }
 
 /** What the webhook may change: the wallet balance, the session, processed events, top-ups. */
@@ -49,14 +63,25 @@ export async function paidCheckout(testEnv: TestEnv, amountUsd = '10.00000000') 
   const checkout = await createPendingCheckout(testEnv, amountUsd);
   const paymentIntentId = randomStripeId('pi');
   const chargeId = randomStripeId('ch');
-  const credited = await deliver(testEnv, completedEvent(checkout.stripeSessionId, checkout.amountCents, { payment_intent: paymentIntentId }));
+  const credited = await deliver(
+    testEnv,
+    completedEvent(checkout.stripeSessionId, checkout.amountCents, { payment_intent: paymentIntentId }),
+  );
   if (!credited.body.credited) throw new Error(`checkout not credited: ${JSON.stringify(credited.body)}`);
   return { ...checkout, paymentIntentId, chargeId };
 }
 
 /** What a refund or chargeback may change: the wallet, its receivables, the debits, the clawbacks. */
 export async function reversalState(testEnv: TestEnv, walletId: string) {
-  const [row] = await sql<{ balance: string; receivable: boolean; receivables: string; refunds: number; chargebacks: number; reversals: number; clawbacks: number }>(
+  const [row] = await sql<{
+    balance: string;
+    receivable: boolean;
+    receivables: string;
+    refunds: number;
+    chargebacks: number;
+    reversals: number;
+    clawbacks: number;
+  }>(
     testEnv,
     `select faucet_wallet_balance($1)::text as balance,
             (select receivable from wallets where id = $1) as receivable,

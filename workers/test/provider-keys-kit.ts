@@ -2,7 +2,7 @@
  * Helpers for the provider-keys tests: realistic fake keys, a second developer (another tenant),
  * the key endpoints, and a record of every response body so leak checks can search them all.
  */
-import { randomToken, sha256Hex } from '../shared/crypto.ts';
+import { randomToken, sha256Hex } from '#shared/crypto.ts';
 import { api, call, sql, type TestEnv } from './harness.ts';
 
 /** A well-formed, unique fake OpenAI project key (never a real one). */
@@ -37,7 +37,16 @@ export async function createDeveloper(testEnv: TestEnv): Promise<{ developerId: 
 }
 
 export async function auditRows(testEnv: TestEnv, targetId?: string) {
-  return sql<{ actor_type: string; actor_id: string | null; action: string; target_type: string; target_id: string; request_id: string | null; metadata: unknown; created_at: Date }>(
+  return sql<{
+    actor_type: string;
+    actor_id: string | null;
+    action: string;
+    target_type: string;
+    target_id: string;
+    request_id: string | null;
+    metadata: unknown;
+    created_at: Date;
+  }>(
     testEnv,
     `select actor_type, actor_id, action, target_type, target_id, request_id, metadata, created_at from audit_logs
       where target_type = 'provider_credential' and ($1::text is null or target_id = $1) order by id`,
@@ -54,7 +63,10 @@ export async function dumpAllTables(testEnv: TestEnv): Promise<Map<string, strin
   const dump = new Map<string, string[]>();
   for (const { table_name } of tables) {
     const rows = await sql<{ text: string }>(testEnv, `select t::text as text from "${table_name}" t`);
-    dump.set(table_name, rows.map((row) => row.text));
+    dump.set(
+      table_name,
+      rows.map((row) => row.text),
+    );
   }
   return dump;
 }

@@ -10,15 +10,34 @@ const start = (argv: string[], env: NodeJS.ProcessEnv = { HOME: '/home/user' }) 
 describe('faucet-bridge command line', () => {
   it('starts on 127.0.0.1 and the default port with autodetection and no origins', () => {
     const options = start(['start'], { XDG_STATE_HOME: '/state' });
-    expect(options).toMatchObject({ port: defaultPort, host: '127.0.0.1', allowNonLoopback: false, upstream: undefined, allowedOrigins: [] });
+    expect(options).toMatchObject({
+      port: defaultPort,
+      host: '127.0.0.1',
+      allowNonLoopback: false,
+      upstream: undefined,
+      allowedOrigins: [],
+    });
     expect(options.outboxDirectory).toBe('/state/faucet-bridge/outbox');
   });
 
   it('reads every flag', () => {
     const options = start([
-      'start', '--port', '9000', '--host', '0.0.0.0', '--allow-non-loopback', '--upstream', 'http://127.0.0.1:1234/v1',
-      '--api-base-url', 'https://api.example.com', '--allow-origin', 'https://a.example', '--allow-origin', 'http://localhost:5173',
-      '--outbox-dir', '/tmp/outbox',
+      'start',
+      '--port',
+      '9000',
+      '--host',
+      '0.0.0.0',
+      '--allow-non-loopback',
+      '--upstream',
+      'http://127.0.0.1:1234/v1',
+      '--api-base-url',
+      'https://api.example.com',
+      '--allow-origin',
+      'https://a.example',
+      '--allow-origin',
+      'http://localhost:5173',
+      '--outbox-dir',
+      '/tmp/outbox',
     ]);
     expect(options).toMatchObject({
       port: 9000,

@@ -41,7 +41,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliCommand {
   if (values.help || positionals[0] === 'help') return { kind: 'help' };
   if (values.version) return { kind: 'version' };
   if (positionals.length === 0) return { kind: 'help' };
-  if (positionals[0] !== 'start' || positionals.length > 1) return { kind: 'error', message: `Unknown command "${positionals.join(' ')}".` };
+  if (positionals[0] !== 'start' || positionals.length > 1)
+    return { kind: 'error', message: `Unknown command "${positionals.join(' ')}".` };
 
   try {
     const port = parsePort(values.port ?? env.FAUCET_BRIDGE_PORT ?? String(defaultPort));
@@ -78,7 +79,10 @@ function parsePort(value: string): number {
 }
 
 function splitList(value: string | undefined): string[] {
-  return (value ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');
+  return (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 }
 
 /** Per-user state directory: $XDG_STATE_HOME, %LOCALAPPDATA% or ~/.local/state. */

@@ -72,7 +72,11 @@ describe('Origin allowlist (CORS)', () => {
     const answer = await rawRequest(bridge.port, {
       method: 'OPTIONS',
       path: '/v1/chat/completions',
-      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST', 'access-control-request-private-network': 'true' },
+      headers: {
+        origin: 'https://evil.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-private-network': 'true',
+      },
     });
     expect(answer.status).toBe(403);
     expect(answer.headers['access-control-allow-origin']).toBeUndefined();

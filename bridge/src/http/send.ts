@@ -12,7 +12,13 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   response.end(text);
 }
 
-export function sendError(response: ServerResponse, code: ErrorCode, message: string, requestId: string, headers: Record<string, string> = {}): void {
+export function sendError(
+  response: ServerResponse,
+  code: ErrorCode,
+  message: string,
+  requestId: string,
+  headers: Record<string, string> = {},
+): void {
   if (response.headersSent) {
     response.destroy();
     return;

@@ -104,7 +104,17 @@ export class Forwarder {
     }
     const attempts = entry.attempts + 1;
     const delay = backoffDelay(attempts, this.options.backoff);
-    await this.options.store.put({ ...entry, attempts, last_error: description, next_attempt_at: new Date(Date.now() + delay).toISOString() });
-    this.options.log.warn('usage report forward failed; will retry', { request_id: requestId, reason: description, attempts, retry_in_ms: delay });
+    await this.options.store.put({
+      ...entry,
+      attempts,
+      last_error: description,
+      next_attempt_at: new Date(Date.now() + delay).toISOString(),
+    });
+    this.options.log.warn('usage report forward failed; will retry', {
+      request_id: requestId,
+      reason: description,
+      attempts,
+      retry_in_ms: delay,
+    });
   }
 }

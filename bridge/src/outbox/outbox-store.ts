@@ -89,7 +89,7 @@ export class OutboxStore {
 
 /** Request IDs may hold `:` (not allowed in Windows file names), so files are named by hash. */
 function fileNameFor(requestId: string): string {
-  return createHash('sha256').update(requestId).digest('hex').slice(0, 40) + '.json';
+  return `${createHash('sha256').update(requestId).digest('hex').slice(0, 40)}.json`;
 }
 
 async function writeAtomically(directory: string, name: string, text: string): Promise<void> {

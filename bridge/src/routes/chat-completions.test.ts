@@ -133,7 +133,11 @@ describe('POST /v1/chat/completions', () => {
 
   it("never forwards the caller's session token or Faucet-only fields; sends the configured upstream key", async () => {
     const { upstream, bridge } = await bridgeWithUpstream({}, 'sk-local-upstream');
-    await chat(bridge, { model: 'm', messages: [{ role: 'user', content: 'Hi' }], feature: 'chat', route_mode: 'local' }, { authorization: `Bearer ${sessionToken}` });
+    await chat(
+      bridge,
+      { model: 'm', messages: [{ role: 'user', content: 'Hi' }], feature: 'chat', route_mode: 'local' },
+      { authorization: `Bearer ${sessionToken}` },
+    );
     const seen = upstream.requests.at(-1)!;
     expect(seen.headers.authorization).toBe('Bearer sk-local-upstream');
     expect(seen.body).not.toHaveProperty('feature');
@@ -152,16 +156,29 @@ describe('POST /v1/chat/completions', () => {
   it('refuses a body without model or messages, non-JSON and non-JSON content types', async () => {
     const { upstream, bridge } = await bridgeWithUpstream();
     expect((await chat(bridge, { messages: [] })).json().error.code).toBe('invalid_request');
-    const broken = await rawRequest(bridge.port, { method: 'POST', path: '/v1/chat/completions', body: '{nope', headers: { 'content-type': 'application/json' } });
+    const broken = await rawRequest(bridge.port, {
+      method: 'POST',
+      path: '/v1/chat/completions',
+      body: '{nope',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(broken.status).toBe(400);
-    const plain = await rawRequest(bridge.port, { method: 'POST', path: '/v1/chat/completions', body: '{}', headers: { 'content-type': 'text/plain' } });
+    const plain = await rawRequest(bridge.port, {
+      method: 'POST',
+      path: '/v1/chat/completions',
+      body: '{}',
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(plain.status).toBe(400);
     expect(upstream.requests.filter((request) => request.path === '/v1/chat/completions')).toHaveLength(0);
   });
 
   it('refuses a body over the size limit with 413', async () => {
     const upstream = await startFakeUpstream();
-    const bridge = await startTestBridge({ upstream: parseUpstreamUrl(upstream.url), limits: { chatBodyBytes: 1024, reportBodyBytes: 1024 } });
+    const bridge = await startTestBridge({
+      upstream: parseUpstreamUrl(upstream.url),
+      limits: { chatBodyBytes: 1024, reportBodyBytes: 1024 },
+    });
     cleanup.push(upstream.close, () => bridge.close());
     const body = { model: 'm', messages: [{ role: 'user', content: 'x'.repeat(2000) }] };
     const declared = await chat(bridge, body);

@@ -25,7 +25,13 @@ export interface LocalUsage extends TokenCounts {
  */
 export const chatCompletions: RouteHandler = async ({ request, response, requestId, services }) => {
   const body = await readJsonBody(request, services.limits.chatBodyBytes);
-  if (!isPlainObject(body) || typeof body.model !== 'string' || body.model === '' || !Array.isArray(body.messages) || body.messages.length === 0) {
+  if (
+    !isPlainObject(body) ||
+    typeof body.model !== 'string' ||
+    body.model === '' ||
+    !Array.isArray(body.messages) ||
+    body.messages.length === 0
+  ) {
     throw new FaucetError('invalid_request', 'A chat request needs `model` (a string) and `messages` (a non-empty array).');
   }
   const forwarded: Record<string, unknown> = { ...body };
@@ -65,13 +71,19 @@ export const chatCompletions: RouteHandler = async ({ request, response, request
 
   if (streaming && (answer.headers.get('content-type') ?? '').includes('text/event-stream')) {
     await pipeEventStream(answer, response, requestId, (tap) =>
-      usageFor(tap.model, tap.usage ? { ...tap.usage, estimated: false } : { input_tokens: inputEstimate(), output_tokens: estimateTextTokens(tap.generatedCharacters), estimated: true }),
+      usageFor(
+        tap.model,
+        tap.usage
+          ? { ...tap.usage, estimated: false }
+          : { input_tokens: inputEstimate(), output_tokens: estimateTextTokens(tap.generatedCharacters), estimated: true },
+      ),
     );
     return;
   }
 
   const completion = (await answer.json().catch(() => undefined)) as Record<string, unknown> | undefined;
-  if (!isPlainObject(completion)) throw new FaucetError('upstream_error', `The local model server at ${upstream.url} sent an answer that is not JSON.`);
+  if (!isPlainObject(completion))
+    throw new FaucetError('upstream_error', `The local model server at ${upstream.url} sent an answer that is not JSON.`);
   const reported = usageFrom(completion.usage);
   const counts: TokenCounts = reported
     ? { ...reported, estimated: false }

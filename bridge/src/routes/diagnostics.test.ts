@@ -13,7 +13,11 @@ afterEach(async () => {
 describe('GET /diagnostics and /health', () => {
   it('reports the bound address, loopback, a reachable upstream and the outbox, without the upstream key', async () => {
     const upstream = await startFakeUpstream();
-    const bridge = await startTestBridge({ upstream: parseUpstreamUrl(upstream.url, 'ollama'), upstreamApiKey: 'sk-never-shown', apiBaseUrl: 'http://127.0.0.1:9' });
+    const bridge = await startTestBridge({
+      upstream: parseUpstreamUrl(upstream.url, 'ollama'),
+      upstreamApiKey: 'sk-never-shown',
+      apiBaseUrl: 'http://127.0.0.1:9',
+    });
     cleanup.push(upstream.close, () => bridge.close());
     const answer = await rawRequest(bridge.port, { path: '/diagnostics' });
     expect(answer.status).toBe(200);

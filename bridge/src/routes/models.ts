@@ -18,7 +18,10 @@ export const models: RouteHandler = async ({ response, services }) => {
   }
   if (!answer.ok) {
     await answer.body?.cancel();
-    throw new FaucetError('upstream_error', `The local model server at ${upstream.url} answered HTTP ${answer.status} when asked for its models.`);
+    throw new FaucetError(
+      'upstream_error',
+      `The local model server at ${upstream.url} answered HTTP ${answer.status} when asked for its models.`,
+    );
   }
   const body = await answer.json().catch(() => {
     throw new FaucetError('upstream_error', `The local model server at ${upstream.url} sent a model list that is not JSON.`);

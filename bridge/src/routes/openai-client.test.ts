@@ -23,7 +23,11 @@ describe('an OpenAI client pointed at the bridge', () => {
     const completion = await client.chat.completions.create({ model: 'llama3.2:3b', messages: [{ role: 'user', content: 'Hi' }] });
     expect(completion.choices[0]!.message.content).toBe('Hello from the fake.');
 
-    const stream = await client.chat.completions.create({ model: 'llama3.2:3b', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'llama3.2:3b',
+      messages: [{ role: 'user', content: 'Hi' }],
+      stream: true,
+    });
     let text = '';
     let usage: unknown;
     for await (const chunk of stream) {
@@ -38,6 +42,8 @@ describe('an OpenAI client pointed at the bridge', () => {
     const bridge = await startTestBridge({ upstream: parseUpstreamUrl('http://127.0.0.1:9', 'ollama') });
     cleanup.push(() => bridge.close());
     const client = new OpenAI({ baseURL: `${bridge.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-    await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] })).rejects.toMatchObject({ status: 502 });
+    await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] })).rejects.toMatchObject({
+      status: 502,
+    });
   });
 });

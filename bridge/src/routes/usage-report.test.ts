@@ -28,15 +28,18 @@ describe('POST /usage/report', () => {
     expect((await rawRequest(bridge.port, { path: '/diagnostics' })).json().outbox.pending).toBe(1);
   });
 
-  it.each(['prompt', 'messages', 'content', 'input', 'output', 'text', 'completion'])('refuses a report carrying a %s field and stores nothing', async (field) => {
-    bridge = await startTestBridge();
-    const answer = await post(usageReport({ [field]: 'my secret prompt text' }));
-    expect(answer.status).toBe(400);
-    expect(answer.json().error.code).toBe('invalid_request');
-    expect(answer.json().error.message).toContain(field);
-    expect(answer.text).not.toContain('my secret prompt text');
-    expect(await outboxFiles()).toHaveLength(0);
-  });
+  it.each(['prompt', 'messages', 'content', 'input', 'output', 'text', 'completion'])(
+    'refuses a report carrying a %s field and stores nothing',
+    async (field) => {
+      bridge = await startTestBridge();
+      const answer = await post(usageReport({ [field]: 'my secret prompt text' }));
+      expect(answer.status).toBe(400);
+      expect(answer.json().error.code).toBe('invalid_request');
+      expect(answer.json().error.message).toContain(field);
+      expect(answer.text).not.toContain('my secret prompt text');
+      expect(await outboxFiles()).toHaveLength(0);
+    },
+  );
 
   it.each([
     ['a negative token count', { input_tokens: -1 }],

@@ -2,7 +2,12 @@ import { FaucetError, type ErrorCode } from '../../../workers/shared/wire/errors
 import type { Upstream } from './upstream-kind';
 
 /** Statuses a local server returns for the caller's own mistakes keep their meaning; the rest are upstream errors. */
-const codeByStatus: Record<number, ErrorCode> = { 400: 'invalid_request', 404: 'not_found', 413: 'payload_too_large', 422: 'invalid_request' };
+const codeByStatus: Record<number, ErrorCode> = {
+  400: 'invalid_request',
+  404: 'not_found',
+  413: 'payload_too_large',
+  422: 'invalid_request',
+};
 
 /** Turns a non-2xx upstream answer into the envelope, quoting the server's own short message (e.g. "model not found"). */
 export async function mapUpstreamFailure(upstream: Upstream, answer: Response): Promise<FaucetError> {

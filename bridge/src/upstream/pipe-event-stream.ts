@@ -22,7 +22,14 @@ export async function pipeEventStream(
   const tap = new SseUsageTap();
   const usageEvent = () => {
     const faucet = usageOf(tap);
-    const event = { id: requestId, object: 'faucet.usage', created: Math.floor(Date.now() / 1000), model: faucet.model, choices: [], faucet };
+    const event = {
+      id: requestId,
+      object: 'faucet.usage',
+      created: Math.floor(Date.now() / 1000),
+      model: faucet.model,
+      choices: [],
+      faucet,
+    };
     return `data: ${JSON.stringify(event)}\n\n`;
   };
   const write = (events: Array<{ raw: string; done: boolean }>) => {

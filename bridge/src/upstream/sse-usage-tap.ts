@@ -44,7 +44,8 @@ export class SseUsageTap {
     if (typeof chunk.model === 'string') this.model = chunk.model;
     this.usage = usageFrom(chunk.usage) ?? this.usage;
     if (Array.isArray(chunk.choices)) {
-      for (const choice of chunk.choices) this.outputCharacters += contentLength((choice as { delta?: { content?: unknown } })?.delta?.content);
+      for (const choice of chunk.choices)
+        this.outputCharacters += contentLength((choice as { delta?: { content?: unknown } })?.delta?.content);
     }
     return false;
   }

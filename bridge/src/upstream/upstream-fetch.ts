@@ -30,7 +30,12 @@ export async function upstreamFetch(upstream: Upstream, path: string, options: U
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   try {
-    return await fetch(`${upstream.url}${path}`, { method: options.method ?? 'GET', headers, body: options.body, signal: controller.signal });
+    return await fetch(`${upstream.url}${path}`, {
+      method: options.method ?? 'GET',
+      headers,
+      body: options.body,
+      signal: controller.signal,
+    });
   } catch (error) {
     if (timedOut) {
       throw new FaucetError('upstream_timeout', `The local model server at ${upstream.url} did not answer within ${options.timeoutMs} ms.`);

@@ -29,9 +29,7 @@ export async function probeUpstream(upstream: Upstream, timeoutMs: number, apiKe
 export class UpstreamResolver {
   private detected: Upstream | undefined;
 
-  constructor(
-    private readonly options: { explicit?: Upstream; candidates: DetectCandidate[]; probeTimeoutMs: number; apiKey?: string },
-  ) {}
+  constructor(private readonly options: { explicit?: Upstream; candidates: DetectCandidate[]; probeTimeoutMs: number; apiKey?: string }) {}
 
   get explicit(): Upstream | undefined {
     return this.options.explicit;

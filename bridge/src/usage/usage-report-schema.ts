@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 
 /** The report's schema is the wire contract's (workers/shared/wire/usage-report.ts), shared with the control API. */
 export { usageReportSchema, type UsageReport } from '../../../workers/shared/wire/usage-report';

@@ -73,7 +73,9 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     if (options.pauseMidStreamMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMidStreamMs));
     response.write(chunk({ content: 'from the fake.' }));
     if (reportUsage && body.stream_options?.include_usage) {
-      response.write(`data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', model: body.model, choices: [], usage })}\n\n`);
+      response.write(
+        `data: ${JSON.stringify({ id: 'chatcmpl-fake', object: 'chat.completion.chunk', model: body.model, choices: [], usage })}\n\n`,
+      );
     }
     response.end('data: [DONE]\n\n');
   });

@@ -23,7 +23,7 @@ export function rawRequest(
   // Node's client sends DELETE/OPTIONS bodies without framing unless told the length.
   if (body !== undefined && !options.chunked) headers['content-length'] = String(Buffer.byteLength(body));
   return new Promise((resolve, reject) => {
-    const request = httpRequest({ host: '127.0.0.1', port, method: options.method ?? 'GET', path: options.path, headers}, (response) => {
+    const request = httpRequest({ host: '127.0.0.1', port, method: options.method ?? 'GET', path: options.path, headers }, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
       response.on('end', () => {

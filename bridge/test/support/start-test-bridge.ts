@@ -45,7 +45,7 @@ export async function startTestBridge(options: Partial<BridgeOptions> = {}): Pro
   });
 }
 
-export const sessionToken = 'fvs_' + 'A'.repeat(43);
+export const sessionToken = `fvs_${'A'.repeat(43)}`;
 
 /** A valid usage report of the contract; override fields to break it. */
 export function usageReport(overrides: Record<string, unknown> = {}): Record<string, unknown> {

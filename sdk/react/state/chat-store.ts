@@ -56,7 +56,13 @@ export class ChatStore extends Store<ChatState> {
     this.controller = new AbortController();
     const { feature, model, routeMode } = this.settings;
     try {
-      const stream = this.client.chatStream({ feature, model, routeMode, input: [...history, { role: 'user', content }], signal: this.controller.signal });
+      const stream = this.client.chatStream({
+        feature,
+        model,
+        routeMode,
+        input: [...history, { role: 'user', content }],
+        signal: this.controller.signal,
+      });
       for await (const part of stream) {
         if (part.type === 'delta') this.patchAnswer(answerId, (message) => ({ content: message.content + part.delta }));
         else this.patchAnswer(answerId, () => ({ faucet: part.faucet, status: 'done' }));
@@ -64,7 +70,10 @@ export class ChatStore extends Store<ChatState> {
     } catch (thrown) {
       if (isAbort(thrown)) this.patchAnswer(answerId, () => ({ status: 'stopped' }));
       else {
-        this.update({ error: toShownError(thrown), messages: this.getSnapshot().messages.filter((message) => message.id !== answerId || message.content !== '') });
+        this.update({
+          error: toShownError(thrown),
+          messages: this.getSnapshot().messages.filter((message) => message.id !== answerId || message.content !== ''),
+        });
         this.patchAnswer(answerId, () => ({ status: 'stopped' }));
       }
     } finally {
@@ -79,6 +88,8 @@ export class ChatStore extends Store<ChatState> {
   }
 
   private patchAnswer(id: number, change: (message: ShownMessage) => Partial<ShownMessage>): void {
-    this.update({ messages: this.getSnapshot().messages.map((message) => (message.id === id ? { ...message, ...change(message) } : message)) });
+    this.update({
+      messages: this.getSnapshot().messages.map((message) => (message.id === id ? { ...message, ...change(message) } : message)),
+    });
   }
 }

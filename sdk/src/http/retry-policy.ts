@@ -30,7 +30,12 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
  * How long to wait before retry number `retry` (0-based), or undefined to give up. The server's
  * `retry-after` wins over the exponential backoff (which has jitter so clients do not retry in step).
  */
-export function retryDelay(error: FaucetError, retry: number, options: RetryOptions, random: () => number = Math.random): number | undefined {
+export function retryDelay(
+  error: FaucetError,
+  retry: number,
+  options: RetryOptions,
+  random: () => number = Math.random,
+): number | undefined {
   if (retry >= options.maxRetries || !isRetryable(error)) return undefined;
   if (error.retryAfterMs !== undefined) return error.retryAfterMs <= options.maxDelayMs ? error.retryAfterMs : undefined;
   const step = options.baseDelayMs * 2 ** retry;

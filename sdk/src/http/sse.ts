@@ -7,7 +7,12 @@ import type { Deadline } from './deadline.ts';
  * is re-armed before every read, so a stream that goes quiet for longer than `idleMs` fails with
  * `timeout` instead of hanging.
  */
-export async function* readSseData(body: ReadableStream<Uint8Array>, deadline: Deadline, idleMs: number, what: string): AsyncGenerator<string> {
+export async function* readSseData(
+  body: ReadableStream<Uint8Array>,
+  deadline: Deadline,
+  idleMs: number,
+  what: string,
+): AsyncGenerator<string> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   const sse = new SseDecoder();

@@ -77,7 +77,11 @@ async function readError(response: Response): Promise<FaucetError> {
  * Runs `run` and repeats it with backoff while the error is retryable (429, 5xx, no connection).
  * The Authorization value is fetched outside the retried part: getting a session retries on its own.
  */
-async function withRetries<T>(config: TransportConfig, request: HttpRequest, run: (authorization: string | undefined) => Promise<T>): Promise<T> {
+async function withRetries<T>(
+  config: TransportConfig,
+  request: HttpRequest,
+  run: (authorization: string | undefined) => Promise<T>,
+): Promise<T> {
   for (let retry = 0; ; retry++) {
     const authorization = request.authorization ? await request.authorization() : undefined;
     try {

@@ -18,7 +18,9 @@ export interface BridgeFacts {
 }
 
 export function bridgeFacts(value: unknown): BridgeFacts {
-  const faucet = value as { provider?: unknown; model?: unknown; input_tokens?: unknown; output_tokens?: unknown; estimated?: unknown } | undefined;
+  const faucet = value as
+    | { provider?: unknown; model?: unknown; input_tokens?: unknown; output_tokens?: unknown; estimated?: unknown }
+    | undefined;
   if (typeof faucet !== 'object' || faucet === null) return {};
   const facts: BridgeFacts = {};
   if (typeof faucet.provider === 'string') facts.provider = faucet.provider;
@@ -34,7 +36,11 @@ function isCount(value: unknown): value is number {
 }
 
 /** The model id to send: the caller's (an explicit `ollama:` style prefix is dropped), or the bridge's first model. */
-export async function chooseModel(config: BridgeConfig, requested: string | undefined, signal?: AbortSignal): Promise<{ model: string; provider?: string }> {
+export async function chooseModel(
+  config: BridgeConfig,
+  requested: string | undefined,
+  signal?: AbortSignal,
+): Promise<{ model: string; provider?: string }> {
   if (requested === undefined) {
     const first = (await listModels(config, signal))[0];
     if (!first) throw new FaucetError('invalid_request', 'The local model server offers no models');
@@ -57,7 +63,11 @@ export interface ResolvedModel {
   model: string;
 }
 
-export async function resolveFacts(config: BridgeConfig, chosen: { model: string; provider?: string }, facts: BridgeFacts): Promise<ResolvedModel> {
+export async function resolveFacts(
+  config: BridgeConfig,
+  chosen: { model: string; provider?: string },
+  facts: BridgeFacts,
+): Promise<ResolvedModel> {
   const model = facts.model ?? chosen.model;
   return { model, provider: facts.provider ?? chosen.provider ?? (await providerOf(config, model)) };
 }
@@ -68,7 +78,11 @@ export interface Counts {
   estimated: boolean;
 }
 
-export function countTokens(usage: { prompt_tokens?: number; completion_tokens?: number } | undefined, messages: ChatMessage[], answer: string): Counts {
+export function countTokens(
+  usage: { prompt_tokens?: number; completion_tokens?: number } | undefined,
+  messages: ChatMessage[],
+  answer: string,
+): Counts {
   if (Number.isInteger(usage?.prompt_tokens) && Number.isInteger(usage?.completion_tokens)) {
     return { input_tokens: usage!.prompt_tokens!, output_tokens: usage!.completion_tokens!, estimated: false };
   }

@@ -6,7 +6,15 @@ import { openStream, requestJson } from '../http/transport.ts';
 import { parseEvent, type StreamEvent } from '../http/stream-event.ts';
 import type { ChatCompletion, ChatMessage, ChatOptions, ChatStreamPart, FaucetMetadata } from '../types.ts';
 import { asBridgeError, type BridgeConfig } from './bridge-client.ts';
-import { bridgeFacts, chooseModel, countTokens, resolveFacts, type BridgeFacts, type Counts, type ResolvedModel } from './local-call-facts.ts';
+import {
+  bridgeFacts,
+  chooseModel,
+  countTokens,
+  resolveFacts,
+  type BridgeFacts,
+  type Counts,
+  type ResolvedModel,
+} from './local-call-facts.ts';
 import { reportUsage, type ReportDeliveryConfig } from './report-delivery.ts';
 import { buildUsageReport } from './usage-report.ts';
 
@@ -23,7 +31,13 @@ function bridgeBody(messages: ChatMessage[], model: string, options: ChatOptions
 }
 
 /** Reports the call (counts only) and returns its metadata with the report's fate. */
-async function finishLocalCall(config: LocalChatConfig, requestId: string, resolved: ResolvedModel, counts: Counts, feature: string): Promise<FaucetMetadata> {
+async function finishLocalCall(
+  config: LocalChatConfig,
+  requestId: string,
+  resolved: ResolvedModel,
+  counts: Counts,
+  feature: string,
+): Promise<FaucetMetadata> {
   const metadata = { request_id: requestId, route_mode: 'local' as const, provider: resolved.provider, model: resolved.model, ...counts };
   const userRef = await config.sessions.userRef();
   // A bare session token names no user_ref, and the server refuses a report without it: not sent.

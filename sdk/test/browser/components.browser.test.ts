@@ -25,10 +25,13 @@ beforeAll(async () => {
   });
   const config = JSON.stringify({ apiUrl: faucet.url, publicAppId: faucet.publicAppId });
   pageServer = await startFakeServer((request, response) => {
-    if (request.path === '/page.js') return void response.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle.outputFiles[0]!.text);
+    if (request.path === '/page.js')
+      return void response.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle.outputFiles[0]!.text);
     response
       .writeHead(200, { 'content-type': 'text/html' })
-      .end(`<!doctype html><html lang="en"><script type="application/json" id="config">${config}</script><div id="root"></div><script type="module" src="/page.js"></script></html>`);
+      .end(
+        `<!doctype html><html lang="en"><script type="application/json" id="config">${config}</script><div id="root"></div><script type="module" src="/page.js"></script></html>`,
+      );
   });
   browser = await launchChromium();
   page = await browser.newPage();
@@ -76,7 +79,9 @@ describe('React components in Chromium', { timeout: 180_000 }, () => {
   it('takes its colours from CSS variables and keeps the class the app passes', async () => {
     expect(await chat().getAttribute('class')).toBe('faucet-chat themed');
     await messageBox().fill('x');
-    const background = await chat().getByRole('button', { name: 'Send' }).evaluate((button) => getComputedStyle(button).backgroundColor);
+    const background = await chat()
+      .getByRole('button', { name: 'Send' })
+      .evaluate((button) => getComputedStyle(button).backgroundColor);
     expect(background).toBe('rgb(1, 2, 3)');
   });
 

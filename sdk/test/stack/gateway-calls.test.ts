@@ -34,7 +34,8 @@ describe('SDK against the real gateway', () => {
 
   it('streams the same text as deltas and ends with the metadata', async () => {
     const parts: ChatStreamPart[] = [];
-    for await (const part of client().chatStream({ feature: stack.featureKey, model: 'mock:echo', input: 'stream me please' })) parts.push(part);
+    for await (const part of client().chatStream({ feature: stack.featureKey, model: 'mock:echo', input: 'stream me please' }))
+      parts.push(part);
     const text = parts.flatMap((part) => (part.type === 'delta' ? [part.delta] : [])).join('');
     expect(text).toBe('Echo: stream me please');
     expect(parts.filter((part) => part.type === 'metadata')).toHaveLength(1);
@@ -44,7 +45,11 @@ describe('SDK against the real gateway', () => {
   it('runFeature returns the text, usage and metadata', async () => {
     const result = await client().runFeature({ feature: stack.featureKey, model: 'mock:echo', input: { task: 'summarise' } });
     expect(result.text).toBe('Echo: {"task":"summarise"}');
-    expect(result.usage).toEqual({ input_tokens: result.faucet.input_tokens, output_tokens: result.faucet.output_tokens, estimated: false });
+    expect(result.usage).toEqual({
+      input_tokens: result.faucet.input_tokens,
+      output_tokens: result.faucet.output_tokens,
+      estimated: false,
+    });
   });
 
   it('throws a typed 4xx error with the request ID of the answer, without retrying', async () => {

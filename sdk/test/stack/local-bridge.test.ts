@@ -16,7 +16,12 @@ let upstream: FakeUpstream;
 let bridge: TestBridge | undefined;
 
 const startBridge = async (port = 0, outboxDirectory?: string) =>
-  startTestBridge({ port, upstream: { url: upstream.url, kind: 'ollama' }, apiBaseUrl: stack.apiUrl, ...(outboxDirectory ? { outboxDirectory } : {}) });
+  startTestBridge({
+    port,
+    upstream: { url: upstream.url, kind: 'ollama' },
+    apiBaseUrl: stack.apiUrl,
+    ...(outboxDirectory ? { outboxDirectory } : {}),
+  });
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
@@ -49,14 +54,31 @@ function filesUnder(folder: string): string[] {
 describe('local route through the real bridge', () => {
   it('answers from the local model, never calls the gateway, and the report lands in the ledger at zero cost', async () => {
     const called: string[] = [];
-    const faucet = client({ fetch: (input, init) => (called.push(String(input)), fetch(input, init)) });
+    const faucet = client({
+      fetch: (input, init) => {
+        called.push(String(input));
+        return fetch(input, init);
+      },
+    });
     const answer = await faucet.chat({ feature: stack.featureKey, routeMode: 'local', model: 'llama3.2:3b', input: 'Hi local model' });
     expect(answer.choices[0]!.message.content).toBe('Hello from the fake.');
-    expect(answer.faucet).toMatchObject({ route_mode: 'local', provider: 'ollama', model: 'llama3.2:3b', input_tokens: 11, output_tokens: 5, estimated: false, usage_report_status: 'accepted' });
+    expect(answer.faucet).toMatchObject({
+      route_mode: 'local',
+      provider: 'ollama',
+      model: 'llama3.2:3b',
+      input_tokens: 11,
+      output_tokens: 5,
+      estimated: false,
+      usage_report_status: 'accepted',
+    });
     expect(called.some((url) => url.startsWith(stack.gatewayUrl))).toBe(false);
     await vi.waitFor(async () => {
       const usage = await faucet.listUsage({ limit: 10 });
-      expect(usage.find((record) => record.request_id === answer.faucet.request_id)).toMatchObject({ route_mode: 'local', charged_usd: '0.00000000', input_tokens: 11 });
+      expect(usage.find((record) => record.request_id === answer.faucet.request_id)).toMatchObject({
+        route_mode: 'local',
+        charged_usd: '0.00000000',
+        input_tokens: 11,
+      });
     }, eventually);
   });
 
@@ -96,7 +118,12 @@ describe('local route through the real bridge', () => {
     // No prompt text in anything that carried the report: the SDK's queue, the requests, the bridge's outbox, the ledger.
     const secret = 'PROMPT-e2e-4b1d';
     expect(sentReports.length).toBeGreaterThanOrEqual(1);
-    for (const text of [JSON.stringify(faucet.local.pendingUsageReports()), ...sentReports, ...filesUnder(outboxDirectory), JSON.stringify(await faucet.listUsage())]) {
+    for (const text of [
+      JSON.stringify(faucet.local.pendingUsageReports()),
+      ...sentReports,
+      ...filesUnder(outboxDirectory),
+      JSON.stringify(await faucet.listUsage()),
+    ]) {
       expect(text).not.toContain(secret);
       expect(text).not.toContain('Hello from the fake');
     }
@@ -104,17 +131,32 @@ describe('local route through the real bridge', () => {
 
   it('streams a local answer through the bridge and ends with the metadata of the accepted report', async () => {
     const parts: ChatStreamPart[] = [];
-    for await (const part of client().chatStream({ feature: stack.featureKey, routeMode: 'local', model: 'ollama:llama3.2:3b', input: 'stream it' })) parts.push(part);
+    for await (const part of client().chatStream({
+      feature: stack.featureKey,
+      routeMode: 'local',
+      model: 'ollama:llama3.2:3b',
+      input: 'stream it',
+    }))
+      parts.push(part);
     expect(parts.flatMap((part) => (part.type === 'delta' ? [part.delta] : [])).join('')).toBe('Hello from the fake.');
     expect(parts.at(-1)).toEqual({
       type: 'metadata',
-      faucet: expect.objectContaining({ route_mode: 'local', provider: 'ollama', model: 'llama3.2:3b', input_tokens: 11, output_tokens: 5, usage_report_status: 'accepted' }),
+      faucet: expect.objectContaining({
+        route_mode: 'local',
+        provider: 'ollama',
+        model: 'llama3.2:3b',
+        input_tokens: 11,
+        output_tokens: 5,
+        usage_report_status: 'accepted',
+      }),
     });
   });
 
   it('reports a missing bridge as bridge_unavailable, and diagnose says how to start it', async () => {
     const faucet = client({ bridgeUrl: 'http://127.0.0.1:9' });
-    await expect(faucet.chat({ feature: stack.featureKey, routeMode: 'local', input: 'x' })).rejects.toMatchObject({ code: 'bridge_unavailable' });
+    await expect(faucet.chat({ feature: stack.featureKey, routeMode: 'local', input: 'x' })).rejects.toMatchObject({
+      code: 'bridge_unavailable',
+    });
     expect(await faucet.local.diagnose()).toMatchObject({ available: false, problems: [expect.stringContaining('faucet-bridge start')] });
   });
 

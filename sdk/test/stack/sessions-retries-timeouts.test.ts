@@ -91,7 +91,9 @@ describe('retries on the real stack', () => {
     const faucet = client({ onRetry: (event) => retries.push(event) });
     // Ten calls against a limit of four per window: at least two must be refused, whatever the window's phase.
     const answers = await Promise.all(Array.from({ length: 10 }, (_, index) => chat(faucet, `call ${index}`)));
-    expect(answers.map((answer) => answer.choices[0]!.message.content)).toEqual(Array.from({ length: 10 }, (_, index) => `Echo: call ${index}`));
+    expect(answers.map((answer) => answer.choices[0]!.message.content)).toEqual(
+      Array.from({ length: 10 }, (_, index) => `Echo: call ${index}`),
+    );
     const limited = retries.filter((event) => event.error.code === 'rate_limited');
     expect(limited.length).toBeGreaterThanOrEqual(2);
     for (const event of limited) {

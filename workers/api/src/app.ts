@@ -1,5 +1,5 @@
-import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
-import type { FetchFunction } from '../../shared/upstream/outbound-fetch.ts';
+import { createServiceApp, type ServiceApp } from '#shared/app.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 import { registerAdminProviderKeyRoutes } from './routes/admin-provider-keys.ts';
 import { registerDeveloperAppIdentityRoutes } from './routes/developer-app-identity.ts';
 import { registerDeveloperProviderKeyRoutes } from './routes/developer-provider-keys.ts';

@@ -1,4 +1,4 @@
-import type { Env } from '../../shared/env.ts';
+import type { Env } from '#shared/env.ts';
 import { createApiApp } from './app.ts';
 import { runMaintenance } from './maintenance.ts';
 

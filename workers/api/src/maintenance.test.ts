@@ -1,6 +1,6 @@
 import { createExecutionContext, createScheduledController, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bookUsage } from '../../shared/ledger/book-usage.ts';
+import { bookUsage } from '#shared/ledger/book-usage.ts';
 import { balanceOf, createTestUser, fund, ledgerViolations, openLedgerDatabase, platformCall } from '../../test/ledger-kit.ts';
 import { createTestEnv, demoFixture, sql, type TestEnv } from '../../test/harness.ts';
 import worker from './index.ts';

@@ -4,12 +4,12 @@
  * accounts' appended credits into their balance rows. Balances are exact without it; it keeps the
  * holds and deltas tables short.
  */
-import { sweepStaleCalls } from '../../shared/calls/sweep-stale-calls.ts';
-import { createDatabase } from '../../shared/db.ts';
-import type { Env } from '../../shared/env.ts';
-import { expireHolds } from '../../shared/ledger/holds.ts';
-import { rollUpBalances } from '../../shared/ledger/roll-up.ts';
-import { createLogger } from '../../shared/logger.ts';
+import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
+import { createDatabase } from '#shared/db.ts';
+import type { Env } from '#shared/env.ts';
+import { expireHolds } from '#shared/ledger/holds.ts';
+import { rollUpBalances } from '#shared/ledger/roll-up.ts';
+import { createLogger } from '#shared/logger.ts';
 
 export interface MaintenanceResult {
   /** Gateway calls past their deadline and grace that the gateway never settled: booked at their bound. */

@@ -4,7 +4,7 @@ import { registerDeveloperProviderKeyRoutes } from '../src/routes/developer-prov
 import { registerUserProviderKeyRoutes } from '../src/routes/user-provider-keys.ts';
 import { fakeUpstream, jsonResponse } from '../../test/fake-upstream.ts';
 import { createSession, createTestEnv, developerKey, sql, type TestEnv } from '../../test/harness.ts';
-import { createServiceApp } from '../../shared/app.ts';
+import { createServiceApp } from '#shared/app.ts';
 import { fakeOpenAiKey, send } from '../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
@@ -18,7 +18,12 @@ function apiWithProvider(status: number) {
     service: 'api',
     title: 'test',
     version: '0',
-    rateLimit: { maxRequestsSetting: 'API_RATE_LIMIT_MAX_REQUESTS', windowMsSetting: 'API_RATE_LIMIT_WINDOW_MS', defaultMaxRequests: 0, defaultWindowMs: 60_000 },
+    rateLimit: {
+      maxRequestsSetting: 'API_RATE_LIMIT_MAX_REQUESTS',
+      windowMsSetting: 'API_RATE_LIMIT_WINDOW_MS',
+      defaultMaxRequests: 0,
+      defaultWindowMs: 60_000,
+    },
     defaultMaxBodyBytes: 65_536,
   });
   registerUserProviderKeyRoutes(app, { fetch: provider.fetch });
@@ -31,7 +36,12 @@ describe('PROVIDER_KEY_LIVE_CHECK=true', () => {
     const { app, provider } = apiWithProvider(200);
     const session = await createSession(testEnv);
     const apiKey = fakeOpenAiKey();
-    const created = await send(testEnv, '/v1/user/provider-keys', { json: { provider: 'openai', api_key: apiKey }, token: session.token }, app);
+    const created = await send(
+      testEnv,
+      '/v1/user/provider-keys',
+      { json: { provider: 'openai', api_key: apiKey }, token: session.token },
+      app,
+    );
     expect(created.status).toBe(201);
     expect(provider.requests.map((request) => [request.url, request.headers.authorization])).toEqual([
       ['https://api.openai.com/v1/models', `Bearer ${apiKey}`],

@@ -1,4 +1,4 @@
-import { createServiceApp, type ServiceApp } from '../../shared/app.ts';
+import { createServiceApp, type ServiceApp } from '#shared/app.ts';
 import { defaultGatewayDependencies, type GatewayDependencies } from './gateway-dependencies.ts';
 import { registerChatCompletions } from './routes/chat-completions.ts';
 import { registerGatewayOpenApi } from './routes/gateway-openapi.ts';

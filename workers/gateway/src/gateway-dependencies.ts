@@ -2,8 +2,8 @@
  * What the gateway reaches outside itself, injectable so tests and the benchmark can intercept
  * upstreams or count database statements.
  */
-import { createDatabase, type OpenDatabase } from '../../shared/db.ts';
-import type { FetchFunction } from '../../shared/upstream/outbound-fetch.ts';
+import { createDatabase, type OpenDatabase } from '#shared/db.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 
 export interface GatewayDependencies {
   upstreamFetch: FetchFunction;

@@ -1,5 +1,5 @@
 /** Fixed-window request counting: the pure core of the rate limiter, clock passed in. */
-import type { WindowDecision } from '../../shared/durable-objects.ts';
+import type { WindowDecision } from '#shared/durable-objects.ts';
 
 export type { WindowDecision };
 

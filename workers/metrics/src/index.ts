@@ -1,8 +1,8 @@
 import { Hono } from 'hono';
-import type { AppEnv } from '../../shared/app-env.ts';
-import { FaucetError } from '../../shared/wire/errors.ts';
-import { requestId } from '../../shared/middleware/request-id.ts';
-import { renderError } from '../../shared/render-error.ts';
+import type { AppEnv } from '#shared/app-env.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { requestId } from '#shared/middleware/request-id.ts';
+import { renderError } from '#shared/render-error.ts';
 
 export { MetricsAggregator } from './metrics-aggregator.ts';
 export { RateLimiter } from './rate-limiter.ts';

@@ -1,7 +1,7 @@
 import { DurableObject } from 'cloudflare:workers';
-import type { Env } from '../../shared/env.ts';
+import type { Env } from '#shared/env.ts';
 import { renderPrometheus, type RequestSample } from './prometheus.ts';
-import type { MetricsObject } from '../../shared/durable-objects.ts';
+import type { MetricsObject } from '#shared/durable-objects.ts';
 
 interface SeriesState {
   service: string;

@@ -1,5 +1,5 @@
 /** Prometheus text exposition (version 0.0.4) of Faucet's HTTP counters. */
-import type { RequestSample } from '../../shared/durable-objects.ts';
+import type { RequestSample } from '#shared/durable-objects.ts';
 
 export type { RequestSample };
 

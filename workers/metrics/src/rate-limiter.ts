@@ -1,6 +1,6 @@
 import { DurableObject } from 'cloudflare:workers';
 import { FixedWindowCounter, type WindowDecision } from './fixed-window.ts';
-import type { RateLimiterObject } from '../../shared/durable-objects.ts';
+import type { RateLimiterObject } from '#shared/durable-objects.ts';
 
 /**
  * One object per limited key (service, route pattern, client IP): a fixed-window counter held in

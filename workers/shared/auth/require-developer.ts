@@ -9,9 +9,7 @@ export function requireDeveloper(): MiddlewareHandler<AppEnv> {
   return async function requireDeveloperMiddleware(c, next) {
     const token = bearerToken(c);
     if (!token.startsWith('fdk_') || token.length > 200) throw new FaucetError('unauthorized', 'Invalid developer key');
-    const { rows } = await c.var.database().pool.query('select id from developers where api_key_hash = $1', [
-      await sha256Hex(token),
-    ]);
+    const { rows } = await c.var.database().pool.query('select id from developers where api_key_hash = $1', [await sha256Hex(token)]);
     if (!rows[0]) throw new FaucetError('unauthorized', 'Invalid developer key');
     c.set('developer', { developerId: rows[0].id });
     await next();

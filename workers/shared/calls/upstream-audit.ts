@@ -52,12 +52,22 @@ export async function auditUpstreamCalls(db: LedgerDatabase, reported: ReportedU
       sql`select g.id::text as call_id, count(u.id)::int as bookings,
                  coalesce(sum(u.input_tokens), 0)::int as input_tokens, coalesce(sum(u.output_tokens), 0)::int as output_tokens
             from gateway_calls g left join usage_events u on u.request_id = g.money_key
-           where g.id::text in (${sql.join(slice.map((id) => sql`${id}`), sql`, `)})
+           where g.id::text in (${sql.join(
+             slice.map((id) => sql`${id}`),
+             sql`, `,
+           )})
            group by g.id`,
     );
     for (const row of rows) booked.set(row.call_id, row);
   }
-  const result: UpstreamAuditResult = { ok: true, upstreamCalls: reported.length, unbilledCalls: 0, unbilledTokens: 0, doubleBilledCalls: 0, findings: [] };
+  const result: UpstreamAuditResult = {
+    ok: true,
+    upstreamCalls: reported.length,
+    unbilledCalls: 0,
+    unbilledTokens: 0,
+    doubleBilledCalls: 0,
+    findings: [],
+  };
   const note = (finding: UpstreamAuditResult['findings'][number]) => {
     result.ok = false;
     if (result.findings.length < 20) result.findings.push(finding);

@@ -93,7 +93,12 @@ export async function adjustWallet(db: LedgerDatabase, input: AdjustWalletInput)
       metadata: { request },
       audit,
     });
-    await clawBackRevenue(db, { sourceTransactionId: debit.transactionId, userWalletId: input.walletId, spent: debit.spent, requestId: input.requestId });
+    await clawBackRevenue(db, {
+      sourceTransactionId: debit.transactionId,
+      userWalletId: input.walletId,
+      spent: debit.spent,
+      requestId: input.requestId,
+    });
     result = debit;
   } else {
     result = await postTransaction(db, {
@@ -110,7 +115,7 @@ export async function adjustWallet(db: LedgerDatabase, input: AdjustWalletInput)
     });
   }
   if (result.outcome === 'insufficient_balance') {
-    throw new FaucetError('insufficient_balance', 'the debit exceeds the wallet\'s available balance');
+    throw new FaucetError('insufficient_balance', "the debit exceeds the wallet's available balance");
   }
   // jsonb does not keep key order: compare field by field.
   const first = (result.metadata.request ?? {}) as Record<string, unknown>;

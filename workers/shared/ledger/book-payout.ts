@@ -7,9 +7,7 @@
 import { sql } from 'drizzle-orm';
 import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
 
-export type BookPayoutResult =
-  | { outcome: 'paid'; ledgerTransactionId: string }
-  | { outcome: 'invalid_state' | 'not_found' };
+export type BookPayoutResult = { outcome: 'paid'; ledgerTransactionId: string } | { outcome: 'invalid_state' | 'not_found' };
 
 export async function bookPayout(
   db: LedgerDatabase,
@@ -20,7 +18,5 @@ export async function bookPayout(
     sql`select outcome, ledger_transaction_id from faucet_mark_payout_paid(${requireUuid(input.payoutId, 'payout')}::uuid,
       ${input.operatorNote ?? null}, ${input.requestId})`,
   );
-  return row.outcome === 'paid'
-    ? { outcome: 'paid', ledgerTransactionId: row.ledger_transaction_id as string }
-    : { outcome: row.outcome };
+  return row.outcome === 'paid' ? { outcome: 'paid', ledgerTransactionId: row.ledger_transaction_id as string } : { outcome: row.outcome };
 }

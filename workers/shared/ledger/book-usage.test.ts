@@ -77,7 +77,9 @@ describe('bookUsage', () => {
     expect(results.filter((result) => result.outcome === 'booked')).toHaveLength(10);
     expect(results.filter((result) => result.outcome === 'insufficient_balance')).toHaveLength(40);
     expect(await balanceOf(testEnv, user.walletId)).toBe('0.00000000');
-    const [count] = await sql<{ events: number }>(testEnv, 'select count(*)::int as events from usage_events where end_user_id = $1', [user.endUserId]);
+    const [count] = await sql<{ events: number }>(testEnv, 'select count(*)::int as events from usage_events where end_user_id = $1', [
+      user.endUserId,
+    ]);
     expect(count!.events).toBe(10);
     expect(await ledgerViolations(testEnv)).toEqual({ unbalanced: 0, mismatched: 0, negative: 0 });
     expect((await reconcileLedger(database.db)).ok).toBe(true);
@@ -111,7 +113,7 @@ describe('bookUsage', () => {
     expect(row).toEqual({ events: 1, transactions: 1 });
   });
 
-  it("refuses a request id already booked for another end user, without revealing that booking", async () => {
+  it('refuses a request id already booked for another end user, without revealing that booking', async () => {
     const alice = await createTestUser(testEnv);
     const bob = await createTestUser(testEnv);
     await fund(database, alice.walletId, '1.00000000');
@@ -124,7 +126,9 @@ describe('bookUsage', () => {
 
   it('refuses token counts beyond what the usage record can hold as invalid_request, not a 500', async () => {
     const user = await createTestUser(testEnv);
-    const error = await bookUsage(database.db, booking(user, 'huge-tokens', platformCall(3_000_000_000, 1))).catch((caught: unknown) => caught);
+    const error = await bookUsage(database.db, booking(user, 'huge-tokens', platformCall(3_000_000_000, 1))).catch(
+      (caught: unknown) => caught,
+    );
     expect(FaucetError.isInstance(error) && error.code).toBe('invalid_request');
   });
 
@@ -145,7 +149,10 @@ describe('bookUsage', () => {
     const result = await bookUsage(database.db, booking(user, 'over-holds', chargeOf('3.00000000')));
     expect(result.outcome).toBe('insufficient_balance');
     expect(await balanceOf(testEnv, user.walletId)).toBe('10.00000000');
-    const [row] = await sql<{ events: number }>(testEnv, "select count(*)::int as events from usage_events where request_id = 'over-holds'");
+    const [row] = await sql<{ events: number }>(
+      testEnv,
+      "select count(*)::int as events from usage_events where request_id = 'over-holds'",
+    );
     expect(row!.events).toBe(0);
   });
 

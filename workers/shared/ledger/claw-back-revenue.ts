@@ -6,15 +6,7 @@
  * adjustments +amount) with a `revenue_clawbacks` row an operator reviews and may reverse.
  */
 import { sql } from 'drizzle-orm';
-import {
-  compareUsd,
-  formatUsd,
-  isZeroUsd,
-  multiplyByAmountRatio,
-  parseDatabaseAmount,
-  zeroUsd,
-  type Usd,
-} from '../money/index.ts';
+import { compareUsd, formatUsd, isZeroUsd, multiplyByAmountRatio, parseDatabaseAmount, zeroUsd, type Usd } from '../money/index.ts';
 import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
 
 export interface ClawbackBasis {

@@ -12,7 +12,3 @@ export const transactionKinds = [
   'revenue_clawback_reversal',
 ] as const;
 export type TransactionKind = (typeof transactionKinds)[number];
-
-/** The platform's own accounts (wallets without an owner). */
-export const systemAccounts = ['platform_revenue', 'platform_upstream_payable', 'payment_clearing', 'platform_adjustments'] as const;
-export type SystemAccount = (typeof systemAccounts)[number];

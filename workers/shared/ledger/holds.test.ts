@@ -3,7 +3,15 @@ import { createTestEnv, sql, type TestEnv } from '../../test/harness.ts';
 import { formatUsd, parseWireAmount } from '../money/index.ts';
 import { bookUsage } from './book-usage.ts';
 import { expireHolds, releaseHold, reserveHold } from './holds.ts';
-import { balanceOf, chargeOf, createTestUser, fund, ledgerViolations, openLedgerDatabase, type LedgerTestDatabase } from '../../test/ledger-kit.ts';
+import {
+  balanceOf,
+  chargeOf,
+  createTestUser,
+  fund,
+  ledgerViolations,
+  openLedgerDatabase,
+  type LedgerTestDatabase,
+} from '../../test/ledger-kit.ts';
 import { getWalletBalance } from './wallet-balance.ts';
 
 let testEnv: TestEnv;
@@ -91,7 +99,9 @@ describe('holds', () => {
     const first = await reserveHold(database.db, { endUserId: user.endUserId, requestId: 'h-twice', amount: usd('0.70000000') });
     const second = await reserveHold(database.db, { endUserId: user.endUserId, requestId: 'h-twice', amount: usd('0.70000000') });
     expect(second.outcome).toBe('duplicate');
-    expect(second.outcome !== 'insufficient_balance' && first.outcome !== 'insufficient_balance' && second.holdId === first.holdId).toBe(true);
+    expect(second.outcome !== 'insufficient_balance' && first.outcome !== 'insufficient_balance' && second.holdId === first.holdId).toBe(
+      true,
+    );
     expect((await view(user.walletId)).held).toBe('0.70000000');
   });
 

@@ -7,7 +7,14 @@ import { adjustWallet } from './adjust-wallet.ts';
 import { bookUsage } from './book-usage.ts';
 import { releaseHold, reserveHold } from './holds.ts';
 import { rollUpBalances } from './roll-up.ts';
-import { chargeOf, createTestUser, ledgerViolations, openLedgerDatabase, type LedgerTestDatabase, type TestUser } from '../../test/ledger-kit.ts';
+import {
+  chargeOf,
+  createTestUser,
+  ledgerViolations,
+  openLedgerDatabase,
+  type LedgerTestDatabase,
+  type TestUser,
+} from '../../test/ledger-kit.ts';
 import { getWalletBalance } from './wallet-balance.ts';
 
 let testEnv: TestEnv;
@@ -64,7 +71,9 @@ describe('ledger under random operation sequences', () => {
               const user = users[current.who]!;
               // A chargeback is booked even below zero (a receivable); other debits only within the available balance.
               const fits =
-                current.op === 'credit' || current.kind === 'chargeback' || model.balances[current.who]! - held(model, current.who) >= current.units;
+                current.op === 'credit' ||
+                current.kind === 'chargeback' ||
+                model.balances[current.who]! - held(model, current.who) >= current.units;
               const outcome = await adjustWallet(database.db, {
                 walletId: user.walletId,
                 kind: current.kind,

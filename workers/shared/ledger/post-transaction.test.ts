@@ -4,7 +4,15 @@ import { FaucetError } from '../wire/errors.ts';
 import { parseWireAmount, usdFromUnits } from '../money/index.ts';
 import { adjustWallet } from './adjust-wallet.ts';
 import { bookUsage } from './book-usage.ts';
-import { balanceOf, createTestUser, fund, ledgerViolations, openLedgerDatabase, platformCall, type LedgerTestDatabase } from '../../test/ledger-kit.ts';
+import {
+  balanceOf,
+  createTestUser,
+  fund,
+  ledgerViolations,
+  openLedgerDatabase,
+  platformCall,
+  type LedgerTestDatabase,
+} from '../../test/ledger-kit.ts';
 import { postTransaction } from './post-transaction.ts';
 import { rollUpBalances } from './roll-up.ts';
 
@@ -28,7 +36,9 @@ describe('postTransaction', () => {
       { walletId: user.walletId, amount: parseWireAmount('1.00000000') },
       { walletId: clearing!.id, amount: usdFromUnits(-99_999_999n) },
     ];
-    expect(codeOf(await postTransaction(database.db, { kind: 'top_up', entries: unbalanced }).catch((error) => error))).toBe('invalid_request');
+    expect(codeOf(await postTransaction(database.db, { kind: 'top_up', entries: unbalanced }).catch((error) => error))).toBe(
+      'invalid_request',
+    );
     const direct = await sql(
       testEnv,
       `select * from faucet_post_transaction('top_up', null, null, null, '{}', array[$1, $2]::uuid[], array[1, -0.99999999]::numeric[])`,

@@ -3,7 +3,15 @@ import { createTestEnv, demoFixture, sql, type TestEnv } from '../../test/harnes
 import { addUsd, formatUsd, parseDatabaseAmount, parseWireAmount } from '../money/index.ts';
 import { adjustWallet } from './adjust-wallet.ts';
 import { bookUsage } from './book-usage.ts';
-import { balanceOf, createTestUser, fund, ledgerViolations, openLedgerDatabase, platformCall, type LedgerTestDatabase } from '../../test/ledger-kit.ts';
+import {
+  balanceOf,
+  createTestUser,
+  fund,
+  ledgerViolations,
+  openLedgerDatabase,
+  platformCall,
+  type LedgerTestDatabase,
+} from '../../test/ledger-kit.ts';
 import { rollUpBalances } from './roll-up.ts';
 
 let testEnv: TestEnv;
@@ -32,7 +40,13 @@ describe('hot accounts', () => {
     const before = await balanceOf(testEnv, developerWalletId);
     const user = await createTestUser(testEnv);
     await fund(database, user.walletId, '1.00000000');
-    await bookUsage(database.db, { requestId: 'hot-1', appId: user.appId, endUserId: user.endUserId, featureKey: 'chat', rated: platformCall(1_000, 500) });
+    await bookUsage(database.db, {
+      requestId: 'hot-1',
+      appId: user.appId,
+      endUserId: user.endUserId,
+      featureKey: 'chat',
+      rated: platformCall(1_000, 500),
+    });
     expect(await cachedAndPending(developerWalletId)).toEqual({ cached: before, pending: '0.00020000' });
     expect(await balanceOf(testEnv, developerWalletId)).toBe(formatUsd(addUsd(parseDatabaseAmount(before), parseWireAmount('0.00020000'))));
   });
@@ -63,7 +77,13 @@ describe('hot accounts', () => {
     }
     const user = await createTestUser(testEnv);
     await fund(database, user.walletId, '1.00000000');
-    await bookUsage(database.db, { requestId: 'hot-2', appId: user.appId, endUserId: user.endUserId, featureKey: 'chat', rated: platformCall(1_000, 500) });
+    await bookUsage(database.db, {
+      requestId: 'hot-2',
+      appId: user.appId,
+      endUserId: user.endUserId,
+      featureKey: 'chat',
+      rated: platformCall(1_000, 500),
+    });
     expect(await cachedAndPending(developerWalletId)).toEqual({ cached: '0.00000000', pending: '0.00020000' });
     const result = await adjustWallet(database.db, {
       walletId: developerWalletId,

@@ -36,7 +36,9 @@ export function appCors(): MiddlewareHandler<AppEnv> {
     await next();
     if (origin === undefined) return;
     c.header('vary', 'Origin', { append: true });
-    const origins = c.var.appOrigins ?? (await listedSafely(() => originsFromBearer(c.req.header('authorization'), (hash) => originsOfSessionToken(c.env, defer, hash))));
+    const origins =
+      c.var.appOrigins ??
+      (await listedSafely(() => originsFromBearer(c.req.header('authorization'), (hash) => originsOfSessionToken(c.env, defer, hash))));
     if (Array.isArray(origins) && origins.includes(origin)) {
       c.header('access-control-allow-origin', origin);
       c.header('access-control-expose-headers', exposeHeaders);

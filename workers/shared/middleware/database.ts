@@ -41,7 +41,10 @@ export function database(open: OpenDatabase = createDatabase): MiddlewareHandler
       responded = true;
       if (handle) {
         const { pool } = handle;
-        waitUntil(c, idle.then(() => pool.end()).catch(() => {}));
+        waitUntil(
+          c,
+          idle.then(() => pool.end()).catch(() => {}),
+        );
         settle();
       }
     }

@@ -131,7 +131,9 @@ describe('arithmetic', () => {
     // exact results are not moved by either rounding
     expect(formatUsd(multiplyByAmountRatio(usd('7.00000000'), usd('0.25000000'), usd('1.00000000'), 'up'))).toBe('1.75000000');
     // products beyond 2^64 units stay exact (bigint): 99 999 999.99999999 × 1/3
-    expect(formatUsd(multiplyByAmountRatio(usd('99999999.99999999'), usd('0.00000001'), usd('0.00000003'), 'down'))).toBe('33333333.33333333');
+    expect(formatUsd(multiplyByAmountRatio(usd('99999999.99999999'), usd('0.00000001'), usd('0.00000003'), 'down'))).toBe(
+      '33333333.33333333',
+    );
     expect(() => multiplyByAmountRatio(usd('1.00000000'), usd('1.00000000'), usd('0.00000000'), 'down')).toThrowError(RangeError);
   });
 });

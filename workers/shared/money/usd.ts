@@ -105,7 +105,8 @@ export function sumExactThenRound(amounts: Usd[], rounding: Rounding): Usd {
 export function multiplyByAmountRatio(amount: Usd, numerator: Usd, denominator: Usd, rounding: Rounding): Usd {
   const top = usdToUnits(amount) * usdToUnits(numerator);
   const bottom = usdToUnits(denominator);
-  if (bottom <= 0n || usdToUnits(numerator) < 0n) throw new RangeError('ratio must have a positive denominator and a non-negative numerator');
+  if (bottom <= 0n || usdToUnits(numerator) < 0n)
+    throw new RangeError('ratio must have a positive denominator and a non-negative numerator');
   const quotient = top / bottom;
   const exact = quotient * bottom === top;
   // bigint division truncates toward zero; floor and ceil from there.

@@ -33,7 +33,11 @@ export interface CreateOptions {
   fetch: FetchFunction;
 }
 
-export async function createProviderKey(db: LedgerDatabase, input: CreateProviderKeyInput, options: CreateOptions): Promise<ProviderKeyRow> {
+export async function createProviderKey(
+  db: LedgerDatabase,
+  input: CreateProviderKeyInput,
+  options: CreateOptions,
+): Promise<ProviderKeyRow> {
   validateKeyFormat(input.provider, input.apiKey);
   if ((input.owner.type === 'developer') !== (input.monthlyBudgetUsd !== null)) {
     throw new FaucetError('invalid_request', 'monthly_budget_usd is required for developer keys and not accepted for user keys');

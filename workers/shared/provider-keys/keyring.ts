@@ -36,7 +36,10 @@ async function parseKeyring(secret: string): Promise<Keyring> {
     const bytes = match ? decodeBase64(match[2]!) : null;
     // The message never quotes the entry: it is key material.
     if (match === null || bytes === null || bytes.byteLength !== 32) {
-      throw new FaucetError('internal_error', 'PROVIDER_KEY_ENCRYPTION_KEY is malformed: expected "v<N>:<base64 of 32 bytes>" entries separated by commas');
+      throw new FaucetError(
+        'internal_error',
+        'PROVIDER_KEY_ENCRYPTION_KEY is malformed: expected "v<N>:<base64 of 32 bytes>" entries separated by commas',
+      );
     }
     const version = Number(match[1]);
     if (byVersion.has(version)) throw new FaucetError('internal_error', `PROVIDER_KEY_ENCRYPTION_KEY names version v${version} twice`);

@@ -41,7 +41,9 @@ describe('live key check (off unless PROVIDER_KEY_LIVE_CHECK=true)', () => {
       code: 'invalid_request',
     });
     const down = fakeUpstream(() => jsonResponse({}, 503));
-    await expect(checkKeyLive('openai', 'sk-proj-abcdefghijklmnopqrstuvwxyz', { fetch: down.fetch })).rejects.toMatchObject({ code: 'upstream_error' });
+    await expect(checkKeyLive('openai', 'sk-proj-abcdefghijklmnopqrstuvwxyz', { fetch: down.fetch })).rejects.toMatchObject({
+      code: 'upstream_error',
+    });
   });
 
   it.each(['http://127.0.0.1:8080/v1', 'http://169.254.169.254/latest', 'http://10.0.0.5/v1', 'http://[::1]/v1', 'http://localhost/v1'])(

@@ -22,10 +22,6 @@ export const providerKeyFormats = {
 export type KeyProvider = keyof typeof providerKeyFormats;
 export const keyProviders = Object.keys(providerKeyFormats) as [KeyProvider, ...KeyProvider[]];
 
-export function isKeyProvider(value: string): value is KeyProvider {
-  return Object.hasOwn(providerKeyFormats, value);
-}
-
 function matchedPrefix(provider: KeyProvider, apiKey: string): string | undefined {
   return providerKeyFormats[provider].prefixes.find((prefix) => apiKey.startsWith(prefix));
 }

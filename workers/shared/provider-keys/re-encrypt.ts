@@ -53,7 +53,13 @@ export async function reEncryptProviderKeys(
       try {
         const plaintext = await openKey(keyring, { ciphertext: row.ciphertext, iv: row.iv, keyVersion: row.key_version }, context);
         const sealed = await sealKey(keyring, plaintext, context);
-        replacements.push({ id: row.id, old_ciphertext: row.ciphertext, ciphertext: sealed.ciphertext, iv: sealed.iv, key_version: sealed.keyVersion });
+        replacements.push({
+          id: row.id,
+          old_ciphertext: row.ciphertext,
+          ciphertext: sealed.ciphertext,
+          iv: sealed.iv,
+          key_version: sealed.keyVersion,
+        });
       } catch {
         unreadable++;
       }

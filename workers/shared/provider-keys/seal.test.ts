@@ -45,7 +45,9 @@ describe('sealing a provider key (AES-256-GCM)', () => {
   it('does not open a ciphertext moved to another row or provider, or tampered with', async () => {
     const keyring = await keyringFrom(`v1:${keyText(1)}`);
     const sealed = await sealKey(keyring, 'sk-proj-secret', context);
-    await expect(openKey(keyring, sealed, { ...context, credentialId: '22222222-2222-4222-8222-222222222222' })).rejects.toThrow(/could not be decrypted/);
+    await expect(openKey(keyring, sealed, { ...context, credentialId: '22222222-2222-4222-8222-222222222222' })).rejects.toThrow(
+      /could not be decrypted/,
+    );
     await expect(openKey(keyring, sealed, { ...context, provider: 'anthropic' })).rejects.toThrow(/could not be decrypted/);
     const bytes = Uint8Array.from(atob(sealed.ciphertext), (char) => char.charCodeAt(0));
     bytes[0]! ^= 1;

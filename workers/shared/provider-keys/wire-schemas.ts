@@ -23,10 +23,13 @@ export const CreateDeveloperProviderKeyBody = z
     provider: z.enum(keyProviders),
     api_key: apiKey,
     label: label.optional(),
-    monthly_budget_usd: z.string().regex(WIRE_AMOUNT_PATTERN, 'must be a decimal string with exactly 8 fractional digits, e.g. "25.00000000"').openapi({
-      description: 'Most upstream cost this key may carry per calendar month (UTC)',
-      example: '25.00000000',
-    }),
+    monthly_budget_usd: z
+      .string()
+      .regex(WIRE_AMOUNT_PATTERN, 'must be a decimal string with exactly 8 fractional digits, e.g. "25.00000000"')
+      .openapi({
+        description: 'Most upstream cost this key may carry per calendar month (UTC)',
+        example: '25.00000000',
+      }),
   })
   .strict()
   .openapi('CreateDeveloperProviderKeyRequest');
@@ -49,5 +52,8 @@ export const DeveloperProviderKeySchema = ProviderKeySchema.extend({
 }).openapi('DeveloperProviderKey');
 
 export const ProviderKeyIdParam = z.object({
-  id: z.string().max(64).openapi({ param: { name: 'id', in: 'path' }, example: '3f1c…' }),
+  id: z
+    .string()
+    .max(64)
+    .openapi({ param: { name: 'id', in: 'path' }, example: '3f1c…' }),
 });

@@ -10,15 +10,7 @@
  * - developer_key, byok, local: platform fee = retail × fee share, rounded up; the developer
  *   gets retail − fee.
  */
-import {
-  addUsd,
-  applyBasisPoints,
-  priceTokensExact,
-  subtractUsd,
-  sumExactThenRound,
-  zeroUsd,
-  type Usd,
-} from '../money/index.ts';
+import { addUsd, applyBasisPoints, priceTokensExact, subtractUsd, sumExactThenRound, zeroUsd, type Usd } from '../money/index.ts';
 import { currentPriceCatalog, findModelPrice, type ModelPrice, type PriceCatalog } from './catalog.ts';
 import { isRouteMode, type RouteMode } from '../wire/route-modes.ts';
 import { RatingError } from './rating-error.ts';

@@ -20,7 +20,10 @@ export function ratingSettingsFor(env: RatingEnv, developerShareBps: number | nu
     platformMarkupBps: basisPoints(env.PLATFORM_MARKUP_BPS, defaultRatingSettings.platformMarkupBps, 100_000),
     platformFeeBps: basisPoints(env.PLATFORM_FEE_BPS, defaultRatingSettings.platformFeeBps, 10_000),
     channelShareBps:
-      typeof developerShareBps === 'number' && Number.isSafeInteger(developerShareBps) && developerShareBps >= 0 && developerShareBps <= 10_000
+      typeof developerShareBps === 'number' &&
+      Number.isSafeInteger(developerShareBps) &&
+      developerShareBps >= 0 &&
+      developerShareBps <= 10_000
         ? developerShareBps
         : defaultRatingSettings.channelShareBps,
   };

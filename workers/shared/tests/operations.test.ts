@@ -104,11 +104,7 @@ describe('error envelope', () => {
 
   it('401 for a wrong or missing admin token', async () => {
     await expectEnvelope(await call(api(), testEnv, '/v1/admin/reconciliation/ledger'), 401, 'unauthorized');
-    await expectEnvelope(
-      await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: `${adminToken}x` }),
-      401,
-      'unauthorized',
-    );
+    await expectEnvelope(await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: `${adminToken}x` }), 401, 'unauthorized');
   });
 });
 
@@ -179,11 +175,7 @@ describe('metrics', () => {
     }>;
     const names = families.map((family) => family.name);
     expect(names).toEqual(
-      expect.arrayContaining([
-        'service_http_requests_total',
-        'service_http_request_duration_ms_sum',
-        'service_rate_limited_total',
-      ]),
+      expect.arrayContaining(['service_http_requests_total', 'service_http_request_duration_ms_sum', 'service_rate_limited_total']),
     );
     const requests = families.find((family) => family.name === 'service_http_requests_total')!;
     const items = requests.metrics.find(

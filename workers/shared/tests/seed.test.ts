@@ -9,9 +9,7 @@ beforeAll(async () => {
 describe('seed', () => {
   it('opens the demo wallet with 10 USD booked as seed_opening_balance, and the ledger reconciles', async () => {
     const fixture = await demoFixture(testEnv);
-    const [wallet] = await sql<{ balance: string }>(testEnv, 'select balance from wallets where id = $1', [
-      fixture.demo_wallet_id,
-    ]);
+    const [wallet] = await sql<{ balance: string }>(testEnv, 'select balance from wallets where id = $1', [fixture.demo_wallet_id]);
     expect(wallet!.balance).toBe('10.00000000');
     const [opening] = await sql<{ kind: string; amount: string }>(
       testEnv,

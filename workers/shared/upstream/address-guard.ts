@@ -100,7 +100,7 @@ function parseDottedQuad(host: string): number | null {
 function refusedIpv4Reason(address: number): string | null {
   for (const [network, prefix, label] of refusedIpv4Ranges) {
     const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
-    if (((address & mask) >>> 0) === ((parseDottedQuad(network)! & mask) >>> 0)) return label;
+    if ((address & mask) >>> 0 === (parseDottedQuad(network)! & mask) >>> 0) return label;
   }
   return null;
 }

@@ -63,7 +63,16 @@ describe('the loopback allowance', () => {
   it('takes only one literal loopback host:port, never a range, a name or a private address', () => {
     const development = { ENVIRONMENT: 'development' };
     expect(loopbackAllowance({ ...development, UPSTREAM_ALLOW_LOOPBACK: `127.0.0.1:${fakePort}` })).toBe(`127.0.0.1:${fakePort}`);
-    for (const value of ['127.0.0.1', '127.0.0.1:*', 'localhost:8080', '10.0.0.1:80', '169.254.169.254:80', '127.0.0.1:0', '127.0.0.1:70000', '127.0.0.2:80']) {
+    for (const value of [
+      '127.0.0.1',
+      '127.0.0.1:*',
+      'localhost:8080',
+      '10.0.0.1:80',
+      '169.254.169.254:80',
+      '127.0.0.1:0',
+      '127.0.0.1:70000',
+      '127.0.0.2:80',
+    ]) {
       expect(loopbackAllowance({ ...development, UPSTREAM_ALLOW_LOOPBACK: value })).toBeNull();
     }
     expect(loopbackAllowance({ ENVIRONMENT: 'production', UPSTREAM_ALLOW_LOOPBACK: `127.0.0.1:${fakePort}` })).toBeNull();

@@ -23,7 +23,9 @@ export async function readBodyText(response: Response, maxBytes = maxUpstreamBod
     }
   } catch (error) {
     reader.cancel().catch(() => undefined);
-    throw FaucetError.isInstance(error) ? error : new FaucetError('upstream_error', 'The upstream answer could not be read.', { cause: error });
+    throw FaucetError.isInstance(error)
+      ? error
+      : new FaucetError('upstream_error', 'The upstream answer could not be read.', { cause: error });
   }
   return text + decoder.decode();
 }

@@ -48,5 +48,5 @@ async function upstreamMessage(response: Response): Promise<string> {
 
 /** Provider error messages sometimes quote part of a key; nothing key-shaped goes back out. */
 export function redactSecrets(text: string): string {
-  return text.replace(/\b(sk|pk|rk|fdk|fvs|key)[-_][A-Za-z0-9_\-*.]{6,}/gi, '[redacted]').replace(/[A-Za-z0-9_\-]{32,}/g, '[redacted]');
+  return text.replace(/\b(sk|pk|rk|fdk|fvs|key)[-_][A-Za-z0-9_\-*.]{6,}/gi, '[redacted]').replace(/[A-Za-z0-9_-]{32,}/g, '[redacted]');
 }

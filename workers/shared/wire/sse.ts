@@ -37,7 +37,11 @@ export class SseDecoder {
       this.buffer = this.buffer.slice(end.index + end.length);
       if (line === '') {
         if (this.data.length > 0) {
-          const event: SseEvent = { data: this.data.join('\n'), ...(this.event === undefined ? {} : { event: this.event }), ...(this.id === undefined ? {} : { id: this.id }) };
+          const event: SseEvent = {
+            data: this.data.join('\n'),
+            ...(this.event === undefined ? {} : { event: this.event }),
+            ...(this.id === undefined ? {} : { id: this.id }),
+          };
           events.push({ event, raw: this.raw });
         }
         this.data = [];

@@ -15,8 +15,16 @@ export const usageReportSchema = z.strictObject({
   user_id_hash: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (the session's user_ref)"),
   feature: z.string().min(1).max(128).regex(safeKey).optional(),
   route_mode: z.literal('local'),
-  provider: z.string().min(1).max(64).regex(/^[A-Za-z0-9._-]+$/),
-  model: z.string().min(1).max(256).regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters'),
+  provider: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[A-Za-z0-9._-]+$/),
+  model: z
+    .string()
+    .min(1)
+    .max(256)
+    .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters'),
   input_tokens: z.int().min(0).max(maxTokens),
   output_tokens: z.int().min(0).max(maxTokens),
   estimated: z.boolean(),

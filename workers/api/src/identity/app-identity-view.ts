@@ -1,12 +1,16 @@
 /** The developer's view of an app's identity settings, and the one query that reads it for its owner. */
 import { z } from '@hono/zod-openapi';
-import { FaucetError } from '../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import { findAppIdentity, SessionPolicySchema, type AppIdentity } from './session-policy.ts';
 
 type Pool = { query(text: string, params: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> };
 
 export const PublicAppIdParam = z.object({
-  public_app_id: z.string().min(1).max(128).regex(/^[A-Za-z0-9_-]+$/, 'must be letters, digits, _ or -'),
+  public_app_id: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[A-Za-z0-9_-]+$/, 'must be letters, digits, _ or -'),
 });
 
 export const AppIdentitySchema = z

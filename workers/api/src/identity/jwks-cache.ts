@@ -5,9 +5,9 @@
  * stream of tokens with made-up kids cannot turn into a stream of fetches.
  */
 import type { JSONWebKeySet } from 'jose';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { outboundFetch, type FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
-import { readBodyText } from '../../../shared/upstream/read-body.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { outboundFetch, type FetchFunction } from '#shared/upstream/outbound-fetch.ts';
+import { readBodyText } from '#shared/upstream/read-body.ts';
 
 const cacheTtlMs = 10 * 60_000;
 const refetchCooldownMs = 30_000;
@@ -25,7 +25,11 @@ const cache = new Map<string, CachedSet>();
 async function fetchJwks(url: string, fetch: FetchFunction): Promise<JSONWebKeySet> {
   // Key material over plain http could be swapped on the way; the guard below refuses private hosts.
   if (!url.startsWith('https://')) throw new FaucetError('upstream_error', 'A JWKS URL must be https');
-  const response = await outboundFetch(url, { method: 'GET', headers: { accept: 'application/json' } }, { fetch, timeoutMs: fetchTimeoutMs });
+  const response = await outboundFetch(
+    url,
+    { method: 'GET', headers: { accept: 'application/json' } },
+    { fetch, timeoutMs: fetchTimeoutMs },
+  );
   if (!response.ok) {
     await response.body?.cancel().catch(() => undefined);
     throw new FaucetError('upstream_error', `The JWKS answered HTTP ${response.status}`);

@@ -4,7 +4,8 @@ import { z } from '@hono/zod-openapi';
 export const sessionPolicies = ['server', 'signed', 'anonymous'] as const;
 export type SessionPolicy = (typeof sessionPolicies)[number];
 export const SessionPolicySchema = z.enum(sessionPolicies).openapi({
-  description: '`server`: only the developer backend (fdk_ key); `signed`: a user token the developer signed; `anonymous`: a random device id',
+  description:
+    '`server`: only the developer backend (fdk_ key); `signed`: a user token the developer signed; `anonymous`: a random device id',
 });
 
 /** Everything session creation needs to know about the app, read in one query. */

@@ -4,8 +4,8 @@
  * user token the developer signed (`signed`), or a random device id (`anonymous`). Returns the
  * stored form of the end user's identity; every refusal is a 401 or 403.
  */
-import { hashExternalUserId, sha256Hex } from '../../../shared/crypto.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
+import { hashExternalUserId, sha256Hex } from '#shared/crypto.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import type { AppIdentity } from './session-policy.ts';
 import { verifyUserToken, type UserTokenVerifier } from './verify-user-token.ts';
 
@@ -44,7 +44,10 @@ export async function provenUserHash(
     }
     case 'anonymous': {
       if (request.externalUserId !== undefined || request.userToken !== undefined) {
-        throw new FaucetError('forbidden', "This app's sessions are anonymous: send device_id only (naming a user needs the developer's key)");
+        throw new FaucetError(
+          'forbidden',
+          "This app's sessions are anonymous: send device_id only (naming a user needs the developer's key)",
+        );
       }
       if (request.deviceId === undefined) throw new FaucetError('unauthorized', "This app's sessions need a device_id");
       // Its own namespace: a device id can never collide with an external user id of the same app.

@@ -4,9 +4,9 @@
  * additional data) and shown to the developer once. A new secret becomes current; the previous ones
  * keep verifying until their `retires_at` (the rotation's overlap window), then never again.
  */
-import { randomToken } from '../../../shared/crypto.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { decodeBase64, encodeBase64, keyringFrom, type Keyring } from '../../../shared/provider-keys/keyring.ts';
+import { randomToken } from '#shared/crypto.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { decodeBase64, encodeBase64, keyringFrom, type Keyring } from '#shared/provider-keys/keyring.ts';
 
 type Pool = { query(text: string, params: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> };
 
@@ -34,7 +34,11 @@ async function open(keyring: Keyring, row: { id: string; app_id: string; ciphert
     throw new FaucetError('internal_error', 'A stored signing secret cannot be opened');
   }
   try {
-    const plaintext = await crypto.subtle.decrypt({ name: 'AES-GCM', iv, additionalData: additionalData(row.id, row.app_id) }, key, ciphertext);
+    const plaintext = await crypto.subtle.decrypt(
+      { name: 'AES-GCM', iv, additionalData: additionalData(row.id, row.app_id) },
+      key,
+      ciphertext,
+    );
     return new TextDecoder().decode(plaintext);
   } catch (error) {
     throw new FaucetError('internal_error', 'A stored signing secret could not be decrypted', { cause: error });

@@ -6,8 +6,8 @@
  * token "signed" with a public key's text) fail. Every failure is the same 401.
  */
 import { createLocalJWKSet, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 import { jwksFor } from './jwks-cache.ts';
 import type { AppIdentity } from './session-policy.ts';
 
@@ -34,7 +34,10 @@ export async function verifyUserToken(token: string, app: AppIdentity, verifier:
   } catch (error) {
     throw refused('not a signed JWT', error);
   }
-  const payload = app.jwksUrl === null ? await verifyWithSecrets(token, kid, app, verifier) : await verifyWithJwks(token, app.jwksUrl, app, verifier.fetch);
+  const payload =
+    app.jwksUrl === null
+      ? await verifyWithSecrets(token, kid, app, verifier)
+      : await verifyWithJwks(token, app.jwksUrl, app, verifier.fetch);
   const now = Math.floor(Date.now() / 1000);
   if (typeof payload.exp !== 'number' || payload.exp > now + maxLifetimeSeconds + clockToleranceSeconds) {
     throw refused(`exp must be at most ${maxLifetimeSeconds} seconds away`);
@@ -56,7 +59,12 @@ function options(app: AppIdentity, algorithms: string[]) {
   };
 }
 
-async function verifyWithSecrets(token: string, kid: string | undefined, app: AppIdentity, verifier: UserTokenVerifier): Promise<JWTPayload> {
+async function verifyWithSecrets(
+  token: string,
+  kid: string | undefined,
+  app: AppIdentity,
+  verifier: UserTokenVerifier,
+): Promise<JWTPayload> {
   const secrets = await verifier.secrets();
   // A kid naming one of the app's secrets picks it; otherwise each verifying secret is tried.
   const named = secrets.filter((secret) => secret.id === kid);

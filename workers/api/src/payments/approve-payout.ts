@@ -3,7 +3,7 @@
  * (faucet_approve_payout, migrations/0003): of concurrent approvals exactly one wins.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, requireUuid, type LedgerDatabase } from '../../../shared/ledger/database.ts';
+import { queryOne, requireUuid, type LedgerDatabase } from '#shared/ledger/database.ts';
 
 export type ApprovePayoutOutcome = 'approved' | 'invalid_state' | 'not_found';
 

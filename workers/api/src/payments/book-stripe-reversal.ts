@@ -8,9 +8,9 @@
  * debit, so a redelivery after a failure between the two finishes the clawback.
  */
 import { sql } from 'drizzle-orm';
-import { clawBackRevenue } from '../../../shared/ledger/claw-back-revenue.ts';
-import { queryOne, type LedgerDatabase } from '../../../shared/ledger/database.ts';
-import { isZeroUsd, parseDatabaseAmount } from '../../../shared/money/index.ts';
+import { clawBackRevenue } from '#shared/ledger/claw-back-revenue.ts';
+import { queryOne, type LedgerDatabase } from '#shared/ledger/database.ts';
+import { isZeroUsd, parseDatabaseAmount } from '#shared/money/index.ts';
 
 export type StripeReversalAction = 'refund' | 'dispute' | 'dispute_won';
 

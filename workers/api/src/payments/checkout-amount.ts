@@ -1,6 +1,6 @@
 /** Top-up amounts: whole cents between the documented limits (docs/payments.md). */
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { compareUsd, parseWireAmount, usdToUnits, type Usd } from '../../../shared/money/index.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { compareUsd, parseWireAmount, usdToUnits, type Usd } from '#shared/money/index.ts';
 
 export const MIN_TOP_UP_USD = '1.00000000';
 export const MAX_TOP_UP_USD = '1000.00000000';

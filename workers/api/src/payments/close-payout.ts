@@ -5,7 +5,7 @@
  * close is idempotent.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, requireUuid, type LedgerDatabase } from '../../../shared/ledger/database.ts';
+import { queryOne, requireUuid, type LedgerDatabase } from '#shared/ledger/database.ts';
 
 export type PayoutClosing = 'cancelled' | 'rejected';
 export type ClosePayoutOutcome = 'closed' | 'already_closed' | 'invalid_state' | 'not_found';

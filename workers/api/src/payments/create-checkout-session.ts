@@ -3,10 +3,10 @@
  * `checkout_sessions` row the webhook later completes. The row is written before the URL is handed
  * out, so nobody can pay a session the database does not know.
  */
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import type { Db } from '../../../shared/db.ts';
-import { schema } from '../../../shared/db.ts';
-import type { Env } from '../../../shared/env.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import type { Db } from '#shared/db.ts';
+import { schema } from '#shared/db.ts';
+import type { Env } from '#shared/env.ts';
 import { createStripeClient } from './stripe-client.ts';
 
 export interface CreateCheckoutInput {

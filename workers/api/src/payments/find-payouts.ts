@@ -1,7 +1,7 @@
 /** Read payouts for the admin API: one by id, or a page newest first. */
 import { sql } from 'drizzle-orm';
-import { queryRows, requireUuid, type LedgerDatabase } from '../../../shared/ledger/database.ts';
-import type { PayoutRow } from '../../../shared/ledger/reserve-payouts.ts';
+import { queryRows, requireUuid, type LedgerDatabase } from '#shared/ledger/database.ts';
+import type { PayoutRow } from '#shared/ledger/reserve-payouts.ts';
 
 const columns = sql`id, developer_id, wallet_id, amount::numeric(20, 8)::text as amount, status, operator_note,
   ledger_transaction_id, created_at, approved_at, paid_at, closed_at`;
@@ -11,10 +11,7 @@ export async function findPayout(db: LedgerDatabase, payoutId: string): Promise<
   return row;
 }
 
-export function listPayouts(
-  db: LedgerDatabase,
-  filter: { status?: PayoutRow['status']; limit: number },
-): Promise<PayoutRow[]> {
+export function listPayouts(db: LedgerDatabase, filter: { status?: PayoutRow['status']; limit: number }): Promise<PayoutRow[]> {
   return queryRows<PayoutRow>(
     db,
     sql`select ${columns} from payouts

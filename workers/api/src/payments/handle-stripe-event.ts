@@ -8,9 +8,9 @@
  */
 import { z } from '@hono/zod-openapi';
 import type Stripe from 'stripe';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { creditCheckout, type CreditCheckoutOutcome } from '../../../shared/ledger/credit-checkout.ts';
-import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { creditCheckout, type CreditCheckoutOutcome } from '#shared/ledger/credit-checkout.ts';
+import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { bookStripeReversal, type StripeReversalAction, type StripeReversalOutcome } from './book-stripe-reversal.ts';
 
 const CREDITING_EVENTS = new Set(['checkout.session.completed', 'checkout.session.async_payment_succeeded']);
@@ -65,15 +65,28 @@ function reversalOf(event: Stripe.Event): Omit<Parameters<typeof bookStripeRever
   const base = { eventId: event.id, eventType: event.type };
   if (event.type === 'charge.refunded') {
     const charge = parse(RefundedCharge, event.data.object, 'charge');
-    return { ...base, action: 'refund', paymentIntentId: charge.payment_intent ?? null, chargeId: charge.id, disputeId: null,
-      amountCents: charge.amount_refunded, currency: charge.currency };
+    return {
+      ...base,
+      action: 'refund',
+      paymentIntentId: charge.payment_intent ?? null,
+      chargeId: charge.id,
+      disputeId: null,
+      amountCents: charge.amount_refunded,
+      currency: charge.currency,
+    };
   }
   if (event.type === 'charge.dispute.created' || event.type === 'charge.dispute.closed') {
     const dispute = parse(Dispute, event.data.object, 'dispute');
     if (event.type === 'charge.dispute.closed' && dispute.status !== 'won') return undefined;
-    return { ...base, action: event.type === 'charge.dispute.created' ? 'dispute' : 'dispute_won',
-      paymentIntentId: dispute.payment_intent ?? null, chargeId: dispute.charge, disputeId: dispute.id,
-      amountCents: dispute.amount, currency: dispute.currency };
+    return {
+      ...base,
+      action: event.type === 'charge.dispute.created' ? 'dispute' : 'dispute_won',
+      paymentIntentId: dispute.payment_intent ?? null,
+      chargeId: dispute.charge,
+      disputeId: dispute.id,
+      amountCents: dispute.amount,
+      currency: dispute.currency,
+    };
   }
   return undefined;
 }

@@ -1,7 +1,7 @@
 /** A payout on the wire (docs/payments.md): amounts as 8-digit strings, times as ISO-8601. */
 import { z } from '@hono/zod-openapi';
-import type { PayoutRow } from '../../../shared/ledger/reserve-payouts.ts';
-import { formatUsd, parseDatabaseAmount, usdStringSchema } from '../../../shared/money/index.ts';
+import type { PayoutRow } from '#shared/ledger/reserve-payouts.ts';
+import { formatUsd, parseDatabaseAmount, usdStringSchema } from '#shared/money/index.ts';
 
 export const payoutStatuses = ['pending', 'processing', 'paid', 'cancelled', 'rejected'] as const;
 

@@ -4,8 +4,8 @@
  * `_PROTOCOL` to point it at the local fake (tests, offline `npm start`).
  */
 import Stripe from 'stripe';
-import type { Env } from '../../../shared/env.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
+import type { Env } from '#shared/env.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 
 export type StripeMode = 'test' | 'live';
 

@@ -3,8 +3,8 @@
  * sits in memory. The stream retains the request's database handle until it has been read
  * (or cancelled), so the pool outlives the handler's return.
  */
-import type { RequestDatabase } from '../../../shared/db.ts';
-import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
+import type { RequestDatabase } from '#shared/db.ts';
+import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { csvHeader, csvLine, type CsvColumn } from './csv.ts';
 import type { ReportRange } from './report-range.ts';
 

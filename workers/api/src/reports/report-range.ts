@@ -1,6 +1,6 @@
 /** The optional `from` (inclusive) / `to` (exclusive) filter of the CSV reports. */
 import { z } from '@hono/zod-openapi';
-import { FaucetError } from '../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/;

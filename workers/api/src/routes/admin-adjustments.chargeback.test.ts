@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bookUsage } from '../../../shared/ledger/book-usage.ts';
+import { bookUsage } from '#shared/ledger/book-usage.ts';
 import { balanceOf, chargeOf, createTestUser, fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
-import { reconcileLedger } from '../../../shared/ledger/reconcile.ts';
+import { reconcileLedger } from '#shared/ledger/reconcile.ts';
 import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
@@ -31,7 +31,11 @@ describe('POST /v1/admin/wallets/{id}/adjustments: chargeback after the money wa
     const response = await adjust(user.walletId, body);
     expect(response.status).toBe(201);
     expect(await balanceOf(testEnv, user.walletId)).toBe('-7.00000000');
-    const [receivable] = await sql<{ amount: string; kind: string }>(testEnv, 'select amount::text, kind from receivables where wallet_id = $1', [user.walletId]);
+    const [receivable] = await sql<{ amount: string; kind: string }>(
+      testEnv,
+      'select amount::text, kind from receivables where wallet_id = $1',
+      [user.walletId],
+    );
     expect(receivable).toEqual({ amount: '7.00000000', kind: 'chargeback' });
     const clawbacks = await sql<{ spent_usd: string; source_kind: string }>(
       testEnv,

@@ -1,9 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireAdmin } from '../../../shared/auth/require-admin.ts';
-import { adjustmentKinds, adjustWallet, requireUuid } from '../../../shared/ledger/index.ts';
-import { parseWireAmount, usdStringSchema, wireAmountSchema } from '../../../shared/money/index.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireAdmin } from '#shared/auth/require-admin.ts';
+import { adjustmentKinds, adjustWallet, requireUuid } from '#shared/ledger/index.ts';
+import { parseWireAmount, usdStringSchema, wireAmountSchema } from '#shared/money/index.ts';
+import { errorResponses } from '#shared/openapi.ts';
 
 const Body = z
   .strictObject({

@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chargeRefundedEvent } from '../../../../scripts/lib/stripe-events.ts';
-import { bookUsage } from '../../../shared/ledger/book-usage.ts';
-import { clawbackAmount } from '../../../shared/ledger/claw-back-revenue.ts';
+import { bookUsage } from '#shared/ledger/book-usage.ts';
+import { clawbackAmount } from '#shared/ledger/claw-back-revenue.ts';
 import { balanceOf, chargeOf, openLedgerDatabase, platformCall, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
-import { reconcileLedger } from '../../../shared/ledger/reconcile.ts';
-import { formatUsd, parseDatabaseAmount } from '../../../shared/money/index.ts';
+import { reconcileLedger } from '#shared/ledger/reconcile.ts';
+import { formatUsd, parseDatabaseAmount } from '#shared/money/index.ts';
 import { deliver, paidCheckout } from '../../../test/payments-kit.ts';
 import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
@@ -53,7 +53,12 @@ const reverse = (id: string, note = 'review: the chargeback was a bank error') =
   call(api(), testEnv, `/v1/admin/clawbacks/${id}/reverse`, { token: adminToken, json: { note } });
 
 async function refundAll(checkout: Awaited<ReturnType<typeof paidCheckout>>, cents = checkout.amountCents) {
-  const event = chargeRefundedEvent({ id: checkout.chargeId, payment_intent: checkout.paymentIntentId, amount: checkout.amountCents, amount_refunded: cents });
+  const event = chargeRefundedEvent({
+    id: checkout.chargeId,
+    payment_intent: checkout.paymentIntentId,
+    amount: checkout.amountCents,
+    amount_refunded: cents,
+  });
   expect((await deliver(testEnv, event)).body.outcome).toBe('refund_booked');
 }
 
@@ -85,7 +90,14 @@ describe('clawback of developer revenue after a refund of spent money', () => {
       retail_basis_usd: basis!.retail,
       amount_usd: expected,
     });
-    expect(formatUsd(clawbackAmount(parseDatabaseAmount(spent), { developerRevenue: parseDatabaseAmount(basis!.developer), retail: parseDatabaseAmount(basis!.retail) }))).toBe(expected);
+    expect(
+      formatUsd(
+        clawbackAmount(parseDatabaseAmount(spent), {
+          developerRevenue: parseDatabaseAmount(basis!.developer),
+          retail: parseDatabaseAmount(basis!.retail),
+        }),
+      ),
+    ).toBe(expected);
     const developerAfter = await balanceOf(testEnv, developerWalletId);
     expect(units(developerBefore) - units(developerAfter)).toBe(units(expected));
     const reconciliation = await reconcileLedger(database.db);
@@ -105,20 +117,20 @@ describe('clawback of developer revenue after a refund of spent money', () => {
     // Empty the developer wallet first (as if it had been paid out), then claw back.
     const balance = await balanceOf(testEnv, developerWalletId);
     if (balance !== '0.00000000') {
-      await sql(testEnv, `select faucet_post_transaction('payout', $1, null, 'test payout', '{}'::jsonb, array[$2::uuid, faucet_system_wallet('payment_clearing')], array[-$3::numeric, $3::numeric])`, [
-        `test-drain-${crypto.randomUUID()}`,
-        developerWalletId,
-        balance,
-      ]);
+      await sql(
+        testEnv,
+        `select faucet_post_transaction('payout', $1, null, 'test payout', '{}'::jsonb, array[$2::uuid, faucet_system_wallet('payment_clearing')], array[-$3::numeric, $3::numeric])`,
+        [`test-drain-${crypto.randomUUID()}`, developerWalletId, balance],
+      );
     }
     const checkout = await paidCheckout(testEnv, '10.00000000');
     await spend(checkout.endUserId, chargeOf('9.00000000'));
     const revenue = await balanceOf(testEnv, developerWalletId);
-    await sql(testEnv, `select faucet_post_transaction('payout', $1, null, 'test payout', '{}'::jsonb, array[$2::uuid, faucet_system_wallet('payment_clearing')], array[-$3::numeric, $3::numeric])`, [
-      `test-drain-${crypto.randomUUID()}`,
-      developerWalletId,
-      revenue,
-    ]);
+    await sql(
+      testEnv,
+      `select faucet_post_transaction('payout', $1, null, 'test payout', '{}'::jsonb, array[$2::uuid, faucet_system_wallet('payment_clearing')], array[-$3::numeric, $3::numeric])`,
+      [`test-drain-${crypto.randomUUID()}`, developerWalletId, revenue],
+    );
     await refundAll(checkout);
     const after = await balanceOf(testEnv, developerWalletId);
     expect(after.startsWith('-')).toBe(true);
@@ -145,7 +157,11 @@ describe('POST /v1/admin/clawbacks/{id}/reverse', () => {
     const body = (await results[0]!.json()) as Clawback;
     expect(body).toMatchObject({ id: clawback!.id, status: 'reversed', reversal_note: 'review: the chargeback was a bank error' });
     expect(units(await balanceOf(testEnv, clawback!.developer_wallet_id)) - units(before)).toBe(units(clawback!.amount_usd));
-    const audit = await sql(testEnv, `select action from audit_logs where target_type = 'revenue_clawback' and target_id = $1 order by id`, [clawback!.id]);
+    const audit = await sql(
+      testEnv,
+      `select action from audit_logs where target_type = 'revenue_clawback' and target_id = $1 order by id`,
+      [clawback!.id],
+    );
     expect(audit).toEqual([{ action: 'clawback.booked' }, { action: 'clawback.reversed' }]);
     expect((await listClawbacks('?status=reversed')).map((row) => row.id)).toContain(clawback!.id);
     const reconciliation = await reconcileLedger(database.db);
@@ -154,7 +170,9 @@ describe('POST /v1/admin/clawbacks/{id}/reverse', () => {
 
   it('answers 404 for an unknown clawback, 400 without a note, 401 without the admin token', async () => {
     expect((await reverse(crypto.randomUUID())).status).toBe(404);
-    expect((await call(api(), testEnv, `/v1/admin/clawbacks/${crypto.randomUUID()}/reverse`, { token: adminToken, json: {} })).status).toBe(400);
+    expect((await call(api(), testEnv, `/v1/admin/clawbacks/${crypto.randomUUID()}/reverse`, { token: adminToken, json: {} })).status).toBe(
+      400,
+    );
     expect((await call(api(), testEnv, '/v1/admin/clawbacks')).status).toBe(401);
   });
 });

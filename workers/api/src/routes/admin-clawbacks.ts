@@ -1,10 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireAdmin } from '../../../shared/auth/require-admin.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { ClawbackSchema, clawbackStatuses, findClawback, listClawbacks } from '../../../shared/ledger/find-clawbacks.ts';
-import { reverseClawback } from '../../../shared/ledger/reverse-clawback.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireAdmin } from '#shared/auth/require-admin.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { ClawbackSchema, clawbackStatuses, findClawback, listClawbacks } from '#shared/ledger/find-clawbacks.ts';
+import { reverseClawback } from '#shared/ledger/reverse-clawback.ts';
+import { errorResponses } from '#shared/openapi.ts';
 
 const ClawbackList = z.object({ data: z.array(ClawbackSchema) }).openapi('RevenueClawbackList');
 const json = <T extends z.ZodType>(schema: T) => ({ content: { 'application/json': { schema } } });
@@ -39,7 +39,11 @@ const reverse = createRoute({
 export function registerAdminClawbackRoutes(app: ServiceApp): void {
   app.openapi(list, async (c) => {
     const { status, developer_id: developerId, limit } = c.req.valid('query');
-    const data = await listClawbacks(c.var.database().db, { ...(status ? { status } : {}), ...(developerId ? { developerId } : {}), limit });
+    const data = await listClawbacks(c.var.database().db, {
+      ...(status ? { status } : {}),
+      ...(developerId ? { developerId } : {}),
+      limit,
+    });
     return c.json({ data }, 200);
   });
 

@@ -1,10 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireAdmin } from '../../../shared/auth/require-admin.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { creditTestBalance, getWalletBalance, requireUuid } from '../../../shared/ledger/index.ts';
-import { compareUsd, formatUsd, parseWireAmount, usdStringSchema, wireAmountSchema } from '../../../shared/money/index.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireAdmin } from '#shared/auth/require-admin.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { creditTestBalance, getWalletBalance, requireUuid } from '#shared/ledger/index.ts';
+import { compareUsd, formatUsd, parseWireAmount, usdStringSchema, wireAmountSchema } from '#shared/money/index.ts';
+import { errorResponses } from '#shared/openapi.ts';
 
 /** Test money is for development and test configurations only. */
 const TEST_ENVIRONMENTS = new Set(['development', 'test']);

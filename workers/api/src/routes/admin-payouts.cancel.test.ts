@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { getWalletBalance } from '../../../shared/ledger/wallet-balance.ts';
+import { getWalletBalance } from '#shared/ledger/wallet-balance.ts';
 import { fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
-import { formatUsd } from '../../../shared/money/index.ts';
+import { formatUsd } from '#shared/money/index.ts';
 import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
@@ -35,14 +35,20 @@ async function pendingPayout(balance = '120.00000000') {
   return payout;
 }
 
-const admin = (path: string, json?: unknown) => call(api(), testEnv, path, { method: 'POST', token: adminToken, ...(json === undefined ? {} : { json }) });
+const admin = (path: string, json?: unknown) =>
+  call(api(), testEnv, path, { method: 'POST', token: adminToken, ...(json === undefined ? {} : { json }) });
 const cancel = (id: string, note = 'developer asked to hold payouts') => admin(`/v1/admin/payouts/${id}/cancel`, { operator_note: note });
 const reject = (id: string, note = 'bank details failed review') => admin(`/v1/admin/payouts/${id}/reject`, { operator_note: note });
 const approve = (id: string) => admin(`/v1/admin/payouts/${id}/approve`, { operator_note: 'checked' });
 const available = async (walletId: string) => formatUsd((await getWalletBalance(database.db, walletId))!.availableUsd);
-const holdOf = async (id: string) => (await sql<{ status: string }>(testEnv, 'select status from balance_holds where request_id = $1', [`payout:${id}`]))[0]!.status;
+const holdOf = async (id: string) =>
+  (await sql<{ status: string }>(testEnv, 'select status from balance_holds where request_id = $1', [`payout:${id}`]))[0]!.status;
 const auditActions = async (id: string) =>
-  (await sql<{ action: string }>(testEnv, `select action from audit_logs where target_type = 'payout' and target_id = $1 order by id`, [id])).map((row) => row.action);
+  (
+    await sql<{ action: string }>(testEnv, `select action from audit_logs where target_type = 'payout' and target_id = $1 order by id`, [
+      id,
+    ])
+  ).map((row) => row.action);
 
 async function expectInvalidState(response: Response) {
   expect(response.status).toBe(409);

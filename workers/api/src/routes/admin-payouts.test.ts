@@ -1,17 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { getWalletBalance } from '../../../shared/ledger/wallet-balance.ts';
-import { postTransaction } from '../../../shared/ledger/post-transaction.ts';
-import { reconcileLedger } from '../../../shared/ledger/reconcile.ts';
-import { bookUsage } from '../../../shared/ledger/book-usage.ts';
-import {
-  balanceOf,
-  createTestUser,
-  fund,
-  openLedgerDatabase,
-  platformCall,
-  type LedgerTestDatabase,
-} from '../../../test/ledger-kit.ts';
-import { formatUsd, negateUsd, parseWireAmount } from '../../../shared/money/index.ts';
+import { getWalletBalance } from '#shared/ledger/wallet-balance.ts';
+import { postTransaction } from '#shared/ledger/post-transaction.ts';
+import { reconcileLedger } from '#shared/ledger/reconcile.ts';
+import { bookUsage } from '#shared/ledger/book-usage.ts';
+import { balanceOf, createTestUser, fund, openLedgerDatabase, platformCall, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
+import { formatUsd, negateUsd, parseWireAmount } from '#shared/money/index.ts';
 import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
@@ -54,11 +47,14 @@ const runMock = async (threshold: string) => {
 };
 const approve = (id: string, note = 'checked by operator') => admin(`/v1/admin/payouts/${id}/approve`, { operator_note: note });
 const markPaid = (id: string) => admin(`/v1/admin/payouts/${id}/mark-paid`);
-const statusOf = async (id: string) => (await sql<{ status: string }>(testEnv, 'select status from payouts where id = $1', [id]))[0]!.status;
+const statusOf = async (id: string) =>
+  (await sql<{ status: string }>(testEnv, 'select status from payouts where id = $1', [id]))[0]!.status;
 const auditActions = async (id: string) =>
-  (await sql<{ action: string }>(testEnv, `select action from audit_logs where target_type = 'payout' and target_id = $1 order by id`, [id])).map(
-    (row) => row.action,
-  );
+  (
+    await sql<{ action: string }>(testEnv, `select action from audit_logs where target_type = 'payout' and target_id = $1 order by id`, [
+      id,
+    ])
+  ).map((row) => row.action);
 const available = async (walletId: string) => formatUsd((await getWalletBalance(database.db, walletId))!.availableUsd);
 const balance = async (walletId: string) => formatUsd((await getWalletBalance(database.db, walletId))!.balanceUsd);
 
@@ -87,7 +83,10 @@ describe('POST /v1/admin/payouts/run-mock', () => {
       kind: 'adjustment',
       entries: [
         { walletId: rich.walletId, amount: negateUsd(parseWireAmount('1.00000000')) },
-        { walletId: (await sql<{ id: string }>(testEnv, `select faucet_system_wallet('platform_adjustments') as id`))[0]!.id, amount: parseWireAmount('1.00000000') },
+        {
+          walletId: (await sql<{ id: string }>(testEnv, `select faucet_system_wallet('platform_adjustments') as id`))[0]!.id,
+          amount: parseWireAmount('1.00000000'),
+        },
       ],
     });
     expect(debit.outcome).toBe('insufficient_balance');
@@ -137,7 +136,10 @@ describe('POST /v1/admin/payouts/run-mock', () => {
   });
 
   it('needs the admin token', async () => {
-    const response = await call(api(), testEnv, '/v1/admin/payouts/run-mock', { json: { threshold_usd: '1.00000000' }, token: 'wrong-token-0123456789' });
+    const response = await call(api(), testEnv, '/v1/admin/payouts/run-mock', {
+      json: { threshold_usd: '1.00000000' },
+      token: 'wrong-token-0123456789',
+    });
     expect(response.status).toBe(401);
   });
 });
@@ -149,7 +151,12 @@ describe('payout state machine', () => {
 
     const approved = await approve(payout!.id, 'KYC ok');
     expect(approved.status).toBe(200);
-    expect(await approved.json()).toMatchObject({ id: payout!.id, status: 'processing', operator_note: 'KYC ok', ledger_transaction_id: null });
+    expect(await approved.json()).toMatchObject({
+      id: payout!.id,
+      status: 'processing',
+      operator_note: 'KYC ok',
+      ledger_transaction_id: null,
+    });
     expect(await balance(developer.walletId)).toBe('42.50000000');
 
     const paid = await admin(`/v1/admin/payouts/${payout!.id}/mark-paid`, { operator_note: 'wire ref 123' });
@@ -168,7 +175,9 @@ describe('payout state machine', () => {
       { kind: 'developer', amount: '-42.50000000' },
       { kind: 'payment_clearing', amount: '42.50000000' },
     ]);
-    expect((await sql(testEnv, `select status from balance_holds where request_id = $1`, [`payout:${payout!.id}`]))[0]).toEqual({ status: 'settled' });
+    expect((await sql(testEnv, `select status from balance_holds where request_id = $1`, [`payout:${payout!.id}`]))[0]).toEqual({
+      status: 'settled',
+    });
     expect(await auditActions(payout!.id)).toEqual(['payout.created', 'payout.approved', 'payout.paid']);
 
     // Once paid, the wallet may get a new payout when it earns again.
@@ -187,7 +196,9 @@ describe('payout state machine', () => {
 
     expect((await approve(id)).status).toBe(200);
     await expectInvalidState(await approve(id, 'twice')); // processing → processing
-    expect((await sql(testEnv, 'select operator_note from payouts where id = $1', [id]))[0]).toEqual({ operator_note: 'checked by operator' });
+    expect((await sql(testEnv, 'select operator_note from payouts where id = $1', [id]))[0]).toEqual({
+      operator_note: 'checked by operator',
+    });
 
     expect((await markPaid(id)).status).toBe(200);
     await expectInvalidState(await markPaid(id)); // paid → paid
@@ -217,7 +228,11 @@ describe('payout state machine', () => {
     const payments = await Promise.all(Array.from({ length: 10 }, () => markPaid(payout!.id)));
     expect(payments.map((response) => response.status).sort()).toEqual([200, ...Array(9).fill(409)]);
     expect(await balance(developer.walletId)).toBe('0.00000000');
-    const [count] = await sql<{ n: number }>(testEnv, `select count(*)::int as n from ledger_transactions where kind = 'payout' and idempotency_key = $1`, [`payout:${payout!.id}`]);
+    const [count] = await sql<{ n: number }>(
+      testEnv,
+      `select count(*)::int as n from ledger_transactions where kind = 'payout' and idempotency_key = $1`,
+      [`payout:${payout!.id}`],
+    );
     expect(count!.n).toBe(1);
     expect(await auditActions(payout!.id)).toEqual(['payout.created', 'payout.approved', 'payout.paid']);
     const reconciliation = await reconcileLedger(database.db);

@@ -1,12 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireAdmin } from '../../../shared/auth/require-admin.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
-import { bookPayout } from '../../../shared/ledger/book-payout.ts';
-import { reservePayouts } from '../../../shared/ledger/reserve-payouts.ts';
-import { parseWireAmount, wireAmountSchema } from '../../../shared/money/index.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireAdmin } from '#shared/auth/require-admin.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import { bookPayout } from '#shared/ledger/book-payout.ts';
+import { reservePayouts } from '#shared/ledger/reserve-payouts.ts';
+import { parseWireAmount, wireAmountSchema } from '#shared/money/index.ts';
+import { errorResponses } from '#shared/openapi.ts';
 import { approvePayout } from '../payments/approve-payout.ts';
 import { closePayout, type PayoutClosing } from '../payments/close-payout.ts';
 import { findPayout, listPayouts } from '../payments/find-payouts.ts';
@@ -46,7 +46,10 @@ const approve = createRoute({
   middleware: [requireAdmin()] as const,
   request: {
     params: IdParam,
-    body: { required: true, ...json(z.strictObject({ operator_note: z.string().trim().min(1).max(1000) }).openapi('ApprovePayoutRequest')) },
+    body: {
+      required: true,
+      ...json(z.strictObject({ operator_note: z.string().trim().min(1).max(1000) }).openapi('ApprovePayoutRequest')),
+    },
   },
   responses: { 200: { description: 'Approved', ...json(PayoutSchema) }, ...errorResponses(400, 401, 404, 409, 429) },
 });
@@ -73,10 +76,17 @@ const closeRoute = (action: 'cancel' | 'reject', to: PayoutClosing) =>
       params: IdParam,
       body: {
         required: true,
-        ...json(z.strictObject({ operator_note: z.string().trim().min(1).max(1000) }).openapi(`${action === 'cancel' ? 'Cancel' : 'Reject'}PayoutRequest`)),
+        ...json(
+          z
+            .strictObject({ operator_note: z.string().trim().min(1).max(1000) })
+            .openapi(`${action === 'cancel' ? 'Cancel' : 'Reject'}PayoutRequest`),
+        ),
       },
     },
-    responses: { 200: { description: `${to[0]!.toUpperCase()}${to.slice(1)}`, ...json(PayoutSchema) }, ...errorResponses(400, 401, 404, 409, 429) },
+    responses: {
+      200: { description: `${to[0]!.toUpperCase()}${to.slice(1)}`, ...json(PayoutSchema) },
+      ...errorResponses(400, 401, 404, 409, 429),
+    },
   });
 const cancel = closeRoute('cancel', 'cancelled');
 const reject = closeRoute('reject', 'rejected');
@@ -113,11 +123,19 @@ export function registerAdminPayoutRoutes(app: ServiceApp): void {
     return c.json(await current(db, id), 200);
   });
 
-  for (const [route, to, verb] of [[cancel, 'cancelled', 'cancelled'], [reject, 'rejected', 'rejected']] as const) {
+  for (const [route, to, verb] of [
+    [cancel, 'cancelled', 'cancelled'],
+    [reject, 'rejected', 'rejected'],
+  ] as const) {
     app.openapi(route, async (c) => {
       const { id } = c.req.valid('param');
       const { db } = c.var.database();
-      const outcome = await closePayout(db, { payoutId: id, to, operatorNote: c.req.valid('json').operator_note, requestId: c.var.requestId });
+      const outcome = await closePayout(db, {
+        payoutId: id,
+        to,
+        operatorNote: c.req.valid('json').operator_note,
+        requestId: c.var.requestId,
+      });
       if (outcome === 'invalid_state' || outcome === 'not_found') refuse(outcome, verb);
       return c.json(await current(db, id), 200);
     });

@@ -4,11 +4,11 @@
  * per call; call again while `remaining` is above zero.
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireAdmin } from '../../../shared/auth/require-admin.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
-import { keyringFrom } from '../../../shared/provider-keys/keyring.ts';
-import { reEncryptProviderKeys } from '../../../shared/provider-keys/re-encrypt.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireAdmin } from '#shared/auth/require-admin.ts';
+import { errorResponses } from '#shared/openapi.ts';
+import { keyringFrom } from '#shared/provider-keys/keyring.ts';
+import { reEncryptProviderKeys } from '#shared/provider-keys/re-encrypt.ts';
 
 const ReEncryptResponse = z
   .object({
@@ -24,7 +24,10 @@ const route = createRoute({
   path: '/v1/admin/provider-keys/re-encrypt',
   summary: 'Re-encrypt stored provider keys under the current PROVIDER_KEY_ENCRYPTION_KEY version',
   middleware: [requireAdmin()] as const,
-  responses: { 200: { description: 'Batch done', content: { 'application/json': { schema: ReEncryptResponse } } }, ...errorResponses(401, 429) },
+  responses: {
+    200: { description: 'Batch done', content: { 'application/json': { schema: ReEncryptResponse } } },
+    ...errorResponses(401, 429),
+  },
 });
 
 export function registerAdminProviderKeyRoutes(app: ServiceApp): void {

@@ -55,7 +55,10 @@ describe('GET /v1/admin/reconciliation/ledger', () => {
       "insert into ledger_transactions (kind, reason) values ('adjustment', 'broken on purpose') returning id",
     );
     const [wallet] = await sql<{ id: string }>(testEnv, "select id from wallets where kind = 'platform_adjustments'");
-    await sql(testEnv, 'insert into ledger_entries (transaction_id, wallet_id, amount) values ($1, $2, 0.25)', [transaction!.id, wallet!.id]);
+    await sql(testEnv, 'insert into ledger_entries (transaction_id, wallet_id, amount) values ($1, $2, 0.25)', [
+      transaction!.id,
+      wallet!.id,
+    ]);
     await sql(testEnv, 'update wallets set balance = balance + 0.25 where id = $1', [wallet!.id]);
     const report = (await (await reconcile()).json()) as Report;
     expect(report.ok).toBe(false);

@@ -1,11 +1,11 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireAdmin } from '../../../shared/auth/require-admin.ts';
-import { callLimits } from '../../../shared/calls/call-limits.ts';
-import { auditGatewayCalls } from '../../../shared/calls/upstream-audit.ts';
-import { reconcileLedger } from '../../../shared/ledger/index.ts';
-import { usdStringSchema } from '../../../shared/money/index.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireAdmin } from '#shared/auth/require-admin.ts';
+import { callLimits } from '#shared/calls/call-limits.ts';
+import { auditGatewayCalls } from '#shared/calls/upstream-audit.ts';
+import { reconcileLedger } from '#shared/ledger/index.ts';
+import { usdStringSchema } from '#shared/money/index.ts';
+import { errorResponses } from '#shared/openapi.ts';
 
 const Reconciliation = z
   .object({
@@ -44,7 +44,10 @@ const route = createRoute({
 const UpstreamAudit = z
   .object({
     ok: z.boolean(),
-    paid_calls: z.number().int().describe('Calls on a paid route (platform, developer_key) settled, or past their deadline and settle grace'),
+    paid_calls: z
+      .number()
+      .int()
+      .describe('Calls on a paid route (platform, developer_key) settled, or past their deadline and settle grace'),
     unbilled_calls: z.number().int().describe('Of those, calls with no booking: upstream work the platform paid for and never billed'),
     in_flight: z.number().int().describe('Paid calls still within their deadline and grace (not judged yet)'),
     receivable_bookings: z.number().int().describe('Bookings written above what the wallet covered (a receivable)'),

@@ -12,13 +12,25 @@ let demoAppId: string;
 
 const FORMULA_APP_NAME = '=HYPERLINK("http://evil.example","click")';
 
-async function insertUsage(appId: string, createdAt: string, fields: { requestId: string; featureKey?: string; model?: string; routeMode?: string; retail?: string }) {
+async function insertUsage(
+  appId: string,
+  createdAt: string,
+  fields: { requestId: string; featureKey?: string; model?: string; routeMode?: string; retail?: string },
+) {
   await sql(
     testEnv,
     `insert into usage_events (request_id, app_id, feature_key, route_mode, provider, model, input_tokens, output_tokens,
        estimated, upstream_cost_usd, retail_usd, developer_revenue_usd, platform_share_usd, created_at)
      values ($1, $2, $3, $4, 'openai', $5, 10, 20, false, 0.001, $6, 0.002, 0.003, $7)`,
-    [fields.requestId, appId, fields.featureKey ?? 'chat', fields.routeMode ?? 'platform', fields.model ?? 'gpt-4o-mini', fields.retail ?? '0.006', createdAt],
+    [
+      fields.requestId,
+      appId,
+      fields.featureKey ?? 'chat',
+      fields.routeMode ?? 'platform',
+      fields.model ?? 'gpt-4o-mini',
+      fields.retail ?? '0.006',
+      createdAt,
+    ],
   );
 }
 
@@ -56,13 +68,39 @@ describe('GET /v1/admin/reports/usage.csv', () => {
     expect(report.contentType).toBe('text/csv; charset=utf-8');
     const [header, ...lines] = report.rows;
     expect(header).toEqual([
-      'created_at', 'request_id', 'app_public_id', 'feature_key', 'route_mode', 'provider', 'model', 'input_tokens',
-      'output_tokens', 'cached_tokens', 'estimated', 'upstream_cost_usd', 'retail_usd', 'developer_revenue_usd', 'platform_share_usd',
+      'created_at',
+      'request_id',
+      'app_public_id',
+      'feature_key',
+      'route_mode',
+      'provider',
+      'model',
+      'input_tokens',
+      'output_tokens',
+      'cached_tokens',
+      'estimated',
+      'upstream_cost_usd',
+      'retail_usd',
+      'developer_revenue_usd',
+      'platform_share_usd',
     ]);
     expect(lines.map((line) => line[1])).toEqual(['req-a', 'req-b', 'req-c']);
     expect(lines[0]).toEqual([
-      '2025-03-01T10:00:00.000000Z', 'req-a', 'app_demo_local', "'=1+1", 'platform', 'openai', 'model "x", y\nz', '10', '20', '0',
-      'false', '0.00100000', '0.00600000', '0.00200000', '0.00300000',
+      '2025-03-01T10:00:00.000000Z',
+      'req-a',
+      'app_demo_local',
+      "'=1+1",
+      'platform',
+      'openai',
+      'model "x", y\nz',
+      '10',
+      '20',
+      '0',
+      'false',
+      '0.00100000',
+      '0.00600000',
+      '0.00200000',
+      '0.00300000',
     ]);
     expect(lines[2]![3]).toBe("'@SUM(A1)");
     expect(report.text.split('\r\n')[0]).toBe(header!.join(','));
@@ -77,7 +115,13 @@ describe('GET /v1/admin/reports/usage.csv', () => {
   });
 
   it('refuses malformed or inverted ranges with 400 and needs the admin token', async () => {
-    for (const query of ['?from=yesterday', '?from=2025-02-30', '?to=2025-03-01T10:00:00', '?from=2025-03-02&to=2025-03-01', '?from=2025-03-01&to=2025-03-01']) {
+    for (const query of [
+      '?from=yesterday',
+      '?from=2025-02-30',
+      '?to=2025-03-01T10:00:00',
+      '?from=2025-03-02&to=2025-03-01',
+      '?from=2025-03-01&to=2025-03-01',
+    ]) {
       const response = await call(api(), testEnv, `/v1/admin/reports/usage.csv${query}`, { token: adminToken });
       expect(response.status, query).toBe(400);
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
@@ -113,7 +157,17 @@ describe('GET /v1/admin/reports/revenue.csv', () => {
     const report = await csv('/v1/admin/reports/revenue.csv?from=2025-03-01&to=2025-03-03');
     expect(report.status).toBe(200);
     const [header, ...lines] = report.rows;
-    expect(header).toEqual(['day', 'app_public_id', 'app_name', 'route_mode', 'requests', 'upstream_cost_usd', 'retail_usd', 'developer_revenue_usd', 'platform_share_usd']);
+    expect(header).toEqual([
+      'day',
+      'app_public_id',
+      'app_name',
+      'route_mode',
+      'requests',
+      'upstream_cost_usd',
+      'retail_usd',
+      'developer_revenue_usd',
+      'platform_share_usd',
+    ]);
     const byKey = Object.fromEntries(lines.map((line) => [`${line[0]} ${line[1]} ${line[3]}`, line]));
     expect(Object.keys(byKey).sort()).toEqual([
       '2025-03-01 app_demo_local byok',
@@ -155,12 +209,27 @@ describe('GET /v1/admin/reports/payouts.csv', () => {
     }
     const run = await call(api(), testEnv, '/v1/admin/payouts/run-mock', { token: adminToken, json: { threshold_usd: '70.00000000' } });
     const [payout] = ((await run.json()) as { data: { id: string }[] }).data;
-    await call(api(), testEnv, `/v1/admin/payouts/${payout!.id}/approve`, { token: adminToken, json: { operator_note: '+cmd|"/C calc"!A0, ok' } });
+    await call(api(), testEnv, `/v1/admin/payouts/${payout!.id}/approve`, {
+      token: adminToken,
+      json: { operator_note: '+cmd|"/C calc"!A0, ok' },
+    });
 
     const report = await csv('/v1/admin/reports/payouts.csv');
     expect(report.status).toBe(200);
     const [header, ...lines] = report.rows;
-    expect(header).toEqual(['created_at', 'payout_id', 'developer_id', 'developer_name', 'wallet_id', 'amount_usd', 'status', 'operator_note', 'approved_at', 'paid_at', 'ledger_transaction_id']);
+    expect(header).toEqual([
+      'created_at',
+      'payout_id',
+      'developer_id',
+      'developer_name',
+      'wallet_id',
+      'amount_usd',
+      'status',
+      'operator_note',
+      'approved_at',
+      'paid_at',
+      'ledger_transaction_id',
+    ]);
     const line = lines.find((row) => row[1] === payout!.id)!;
     expect(line[3]).toBe("'-2+3");
     expect(line[5]).toBe('77.00000000');

@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireAdmin } from '../../../shared/auth/require-admin.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireAdmin } from '#shared/auth/require-admin.ts';
+import { errorResponses } from '#shared/openapi.ts';
 import { streamReport, type PagedReport } from '../reports/csv-stream.ts';
 import { payoutsReport } from '../reports/payouts-report.ts';
 import { parseReportRange, ReportRangeQuery } from '../reports/report-range.ts';

@@ -24,9 +24,16 @@ describe('session policy and allowed origins of an app', () => {
 
   it('changes the policy for its developer only, with an audit row', async () => {
     const other = await createDeveloperApp(testEnv, { policy: 'server' });
-    const refused = await call(api(), testEnv, `${base}/session-policy`, { method: 'PATCH', json: { session_policy: 'anonymous' }, token: other.developerKey });
+    const refused = await call(api(), testEnv, `${base}/session-policy`, {
+      method: 'PATCH',
+      json: { session_policy: 'anonymous' },
+      token: other.developerKey,
+    });
     expect(refused.status).toBe(404);
-    const unauthenticated = await call(api(), testEnv, `${base}/session-policy`, { method: 'PATCH', json: { session_policy: 'anonymous' } });
+    const unauthenticated = await call(api(), testEnv, `${base}/session-policy`, {
+      method: 'PATCH',
+      json: { session_policy: 'anonymous' },
+    });
     expect(unauthenticated.status).toBe(401);
     expect(await sql(testEnv, `select 1 from apps where public_app_id = $1 and session_policy <> 'server'`, [demoPublicAppId])).toEqual([]);
 
@@ -49,31 +56,49 @@ describe('session policy and allowed origins of an app', () => {
   it('refuses signed without anything to verify with (409), then accepts it once a secret exists', async () => {
     const app = await createDeveloperApp(testEnv, { policy: 'server' });
     const path = `/v1/developer/apps/${app.publicAppId}`;
-    const early = await call(api(), testEnv, `${path}/session-policy`, { method: 'PATCH', json: { session_policy: 'signed' }, token: app.developerKey });
+    const early = await call(api(), testEnv, `${path}/session-policy`, {
+      method: 'PATCH',
+      json: { session_policy: 'signed' },
+      token: app.developerKey,
+    });
     expect(early.status).toBe(409);
     expect((await call(api(), testEnv, `${path}/signing-secrets`, { method: 'POST', token: app.developerKey })).status).toBe(201);
-    const later = await call(api(), testEnv, `${path}/session-policy`, { method: 'PATCH', json: { session_policy: 'signed' }, token: app.developerKey });
+    const later = await call(api(), testEnv, `${path}/session-policy`, {
+      method: 'PATCH',
+      json: { session_policy: 'signed' },
+      token: app.developerKey,
+    });
     expect(later.status).toBe(200);
   });
 
-  it.each(['http://auth.example.com/jwks.json', 'https://127.0.0.1/jwks.json', 'https://169.254.169.254/', 'https://metadata.internal/jwks', 'not a url'])(
-    'refuses the JWKS URL %s',
-    async (jwksUrl) => {
-      const app = await createDeveloperApp(testEnv, { policy: 'server' });
-      const response = await call(api(), testEnv, `/v1/developer/apps/${app.publicAppId}/session-policy`, {
-        method: 'PATCH',
-        json: { session_policy: 'signed', jwks_url: jwksUrl },
-        token: app.developerKey,
-      });
-      expect(response.status).toBe(400);
-      expect(await sql(testEnv, 'select jwks_url from apps where id = $1', [app.appId])).toEqual([{ jwks_url: null }]);
-    },
-  );
+  it.each([
+    'http://auth.example.com/jwks.json',
+    'https://127.0.0.1/jwks.json',
+    'https://169.254.169.254/',
+    'https://metadata.internal/jwks',
+    'not a url',
+  ])('refuses the JWKS URL %s', async (jwksUrl) => {
+    const app = await createDeveloperApp(testEnv, { policy: 'server' });
+    const response = await call(api(), testEnv, `/v1/developer/apps/${app.publicAppId}/session-policy`, {
+      method: 'PATCH',
+      json: { session_policy: 'signed', jwks_url: jwksUrl },
+      token: app.developerKey,
+    });
+    expect(response.status).toBe(400);
+    expect(await sql(testEnv, 'select jwks_url from apps where id = $1', [app.appId])).toEqual([{ jwks_url: null }]);
+  });
 
   it('sets allowed origins, canonical ones only, audited', async () => {
     const app = await createDeveloperApp(testEnv, { policy: 'server' });
     const path = `/v1/developer/apps/${app.publicAppId}/allowed-origins`;
-    for (const bad of ['https://app.example/', 'https://app.example/path', 'javascript:alert(1)', '*', 'https://user:pw@app.example', 'HTTPS://APP.EXAMPLE']) {
+    for (const bad of [
+      'https://app.example/',
+      'https://app.example/path',
+      'javascript:alert(1)',
+      '*',
+      'https://user:pw@app.example',
+      'HTTPS://APP.EXAMPLE',
+    ]) {
       const response = await call(api(), testEnv, path, { method: 'PUT', json: { allowed_origins: [bad] }, token: app.developerKey });
       expect(response.status, bad).toBe(400);
     }
@@ -83,7 +108,12 @@ describe('session policy and allowed origins of an app', () => {
       token: app.developerKey,
     });
     expect(response.status).toBe(200);
-    expect(((await response.json()) as { allowed_origins: string[] }).allowed_origins).toEqual(['https://app.example', 'http://localhost:5173']);
-    expect(await sql(testEnv, `select 1 from audit_logs where action = 'app.allowed_origins_changed' and target_id = $1`, [app.appId])).toHaveLength(1);
+    expect(((await response.json()) as { allowed_origins: string[] }).allowed_origins).toEqual([
+      'https://app.example',
+      'http://localhost:5173',
+    ]);
+    expect(
+      await sql(testEnv, `select 1 from audit_logs where action = 'app.allowed_origins_changed' and target_id = $1`, [app.appId]),
+    ).toHaveLength(1);
   });
 });

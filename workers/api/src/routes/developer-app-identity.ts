@@ -5,11 +5,11 @@
  * rotated with an overlap window). Every change writes an audit row in the same statement.
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireDeveloper } from '../../../shared/auth/require-developer.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
-import { checkUpstreamUrl } from '../../../shared/upstream/address-guard.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireDeveloper } from '#shared/auth/require-developer.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { errorResponses } from '#shared/openapi.ts';
+import { checkUpstreamUrl } from '#shared/upstream/address-guard.ts';
 import { appIdentityView, AppIdentitySchema, ownedApp, PublicAppIdParam } from '../identity/app-identity-view.ts';
 import { SessionPolicySchema } from '../identity/session-policy.ts';
 import { createSigningSecret } from '../identity/signing-secrets.ts';

@@ -59,7 +59,9 @@ describe('developer provider keys', () => {
     const response = await send(testEnv, path, { json: { provider: 'openai', api_key: fakeOpenAiKey(), ...extra }, token: key });
     expect(response.status).toBe(400);
     expect(response.body.error.code).toBe('invalid_request');
-    const [count] = await sql<{ n: number }>(testEnv, 'select count(*)::integer as n from provider_credentials where developer_id = $1', [developerId]);
+    const [count] = await sql<{ n: number }>(testEnv, 'select count(*)::integer as n from provider_credentials where developer_id = $1', [
+      developerId,
+    ]);
     expect(count!.n).toBe(0);
   });
 
@@ -94,7 +96,10 @@ describe('developer provider keys', () => {
 
   it('disables idempotently under concurrent requests: one audit row, every answer "disabled"', async () => {
     const { key } = await createDeveloper(testEnv);
-    const created = await send(testEnv, path, { json: { provider: 'openai', api_key: fakeOpenAiKey(), monthly_budget_usd: '1.00000000' }, token: key });
+    const created = await send(testEnv, path, {
+      json: { provider: 'openai', api_key: fakeOpenAiKey(), monthly_budget_usd: '1.00000000' },
+      token: key,
+    });
     const answers = await Promise.all(
       Array.from({ length: 6 }, () => send(testEnv, `${path}/${created.body.id}`, { method: 'DELETE', token: key })),
     );

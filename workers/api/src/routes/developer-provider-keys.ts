@@ -4,28 +4,24 @@
  * monthly budget on its recorded upstream cost. A developer sees and disables only their own keys.
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireDeveloper } from '../../../shared/auth/require-developer.ts';
-import { parseWireAmount } from '../../../shared/money/index.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
-import { createProviderKey } from '../../../shared/provider-keys/create-provider-key.ts';
-import { disableProviderKey } from '../../../shared/provider-keys/disable-provider-key.ts';
-import { listProviderKeys } from '../../../shared/provider-keys/list-provider-keys.ts';
-import type { KeyOwner } from '../../../shared/provider-keys/owner.ts';
-import { toDeveloperView } from '../../../shared/provider-keys/provider-key-view.ts';
-import {
-  CreateDeveloperProviderKeyBody,
-  DeveloperProviderKeySchema,
-  ProviderKeyIdParam,
-} from '../../../shared/provider-keys/wire-schemas.ts';
-import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireDeveloper } from '#shared/auth/require-developer.ts';
+import { parseWireAmount } from '#shared/money/index.ts';
+import { errorResponses } from '#shared/openapi.ts';
+import { createProviderKey } from '#shared/provider-keys/create-provider-key.ts';
+import { disableProviderKey } from '#shared/provider-keys/disable-provider-key.ts';
+import { listProviderKeys } from '#shared/provider-keys/list-provider-keys.ts';
+import type { KeyOwner } from '#shared/provider-keys/owner.ts';
+import { toDeveloperView } from '#shared/provider-keys/provider-key-view.ts';
+import { CreateDeveloperProviderKeyBody, DeveloperProviderKeySchema, ProviderKeyIdParam } from '#shared/provider-keys/wire-schemas.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 
 const createKey = createRoute({
   method: 'post',
   path: '/v1/developer/provider-keys',
-  summary: "Add a developer key for a provider with a monthly budget (stored encrypted; shown masked)",
+  summary: 'Add a developer key for a provider with a monthly budget (stored encrypted; shown masked)',
   middleware: [requireDeveloper()] as const,
   request: { body: { required: true, content: json(CreateDeveloperProviderKeyBody) } },
   responses: {

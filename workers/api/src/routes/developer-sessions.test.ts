@@ -1,5 +1,15 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { api, call, createSession, createTestEnv, demoPublicAppId, developerKey, gateway, sql, type TestEnv } from '../../../test/harness.ts';
+import {
+  api,
+  call,
+  createSession,
+  createTestEnv,
+  demoPublicAppId,
+  developerKey,
+  gateway,
+  sql,
+  type TestEnv,
+} from '../../../test/harness.ts';
 import { createDeveloperApp } from '../../../test/identity-kit.ts';
 
 let testEnv: TestEnv;

@@ -5,18 +5,22 @@
  * session is refused from the next request on, by the gateway and by /v1/user/*. Audited.
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireDeveloper } from '../../../shared/auth/require-developer.ts';
-import { hashExternalUserId } from '../../../shared/crypto.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireDeveloper } from '#shared/auth/require-developer.ts';
+import { hashExternalUserId } from '#shared/crypto.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { errorResponses } from '#shared/openapi.ts';
 import { ownedApp, PublicAppIdParam } from '../identity/app-identity-view.ts';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 
 const RevokeUserBody = z
   .object({
-    external_user_id: z.string().min(1).max(256).regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters'),
+    external_user_id: z
+      .string()
+      .min(1)
+      .max(256)
+      .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters'),
   })
   .strict()
   .openapi('RevokeUserSessionsRequest');
@@ -63,10 +67,12 @@ export function registerDeveloperSessionRoutes(app: ServiceApp): void {
     const developerId = c.var.developer.developerId;
     const owned = await ownedApp(pool, c.req.valid('param').public_app_id, developerId);
     const userHash = await hashExternalUserId(secret, c.req.valid('json').external_user_id);
-    const { rows } = await pool.query(
-      revokeSql('end_user_id = (select id from end_users where app_id = $1 and external_user_hash = $4)'),
-      [owned.appId, developerId, c.var.requestId, userHash],
-    );
+    const { rows } = await pool.query(revokeSql('end_user_id = (select id from end_users where app_id = $1 and external_user_hash = $4)'), [
+      owned.appId,
+      developerId,
+      c.var.requestId,
+      userHash,
+    ]);
     return c.json({ revoked_sessions: rows[0].revoked as number }, 200);
   });
 
@@ -75,7 +81,10 @@ export function registerDeveloperSessionRoutes(app: ServiceApp): void {
     const developerId = c.var.developer.developerId;
     const params = c.req.valid('param');
     const owned = await ownedApp(pool, params.public_app_id, developerId);
-    const { rows: found } = await pool.query('select 1 from virtual_sessions where id = $1 and app_id = $2', [params.session_id, owned.appId]);
+    const { rows: found } = await pool.query('select 1 from virtual_sessions where id = $1 and app_id = $2', [
+      params.session_id,
+      owned.appId,
+    ]);
     if (!found[0]) throw new FaucetError('not_found', 'Unknown session');
     const { rows } = await pool.query(revokeSql('id = $4'), [owned.appId, developerId, c.var.requestId, params.session_id]);
     return c.json({ revoked_sessions: rows[0].revoked as number }, 200);

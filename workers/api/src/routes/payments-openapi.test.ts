@@ -9,7 +9,9 @@ beforeAll(async () => {
 it('describes the payment, payout and report routes in the OpenAPI document', async () => {
   const response = await call(api(), testEnv, '/openapi.json');
   const document = (await response.json()) as { paths: Record<string, Record<string, unknown>> };
-  const operations = Object.entries(document.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`));
+  const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
+    Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`),
+  );
   expect(operations).toEqual(
     expect.arrayContaining([
       'POST /v1/user/stripe/checkout-sessions',

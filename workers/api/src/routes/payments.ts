@@ -1,4 +1,4 @@
-import type { ServiceApp } from '../../../shared/app.ts';
+import type { ServiceApp } from '#shared/app.ts';
 import { registerAdminClawbackRoutes } from './admin-clawbacks.ts';
 import { registerAdminPayoutRoutes } from './admin-payouts.ts';
 import { registerAdminReportRoutes } from './admin-reports.ts';

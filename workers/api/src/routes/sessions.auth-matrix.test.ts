@@ -5,7 +5,7 @@
  * writes no session, end user or wallet; the ways the developer chose work.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 import { api, call, createTestEnv, demoPublicAppId, developerKey as demoDeveloperKey, sql, type TestEnv } from '../../../test/harness.ts';
 import {
   askForSession,
@@ -71,9 +71,21 @@ describe('server policy (the default)', () => {
 
   it.each<[string, () => Attempt, 401 | 403]>([
     ['no proof at all', () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'alice' } }), 401],
-    ['an unknown developer key', () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'alice' }, token: unknownDeveloperKey }), 401],
-    ['another developer’s key', () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'alice' }, token: otherDeveloper.developerKey }), 403],
-    ['a session token instead of a developer key', () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'alice' }, token: `fvs_${'A'.repeat(43)}` }), 401],
+    [
+      'an unknown developer key',
+      () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'alice' }, token: unknownDeveloperKey }),
+      401,
+    ],
+    [
+      'another developer’s key',
+      () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'alice' }, token: otherDeveloper.developerKey }),
+      403,
+    ],
+    [
+      'a session token instead of a developer key',
+      () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'alice' }, token: `fvs_${'A'.repeat(43)}` }),
+      401,
+    ],
     ['a device id', () => ({ body: { public_app_id: app.publicAppId, device_id: 'd'.repeat(32) } }), 401],
   ])('refuses %s', async (_name, attempt, status) => {
     await expectRefused(attempt(), status);
@@ -107,25 +119,67 @@ describe('signed policy with an app signing secret (HS256)', () => {
   it.each<[string, () => Promise<Attempt>]>([
     ['no token', async () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'carol@example.com' } })],
     ['alg: none', async () => ({ body: { public_app_id: app.publicAppId, user_token: unsecured(claims()) } })],
-    ['a token signed with another secret', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256('fss_guessed', claims()) } })],
-    ['a wrong aud', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ aud: otherDeveloper.publicAppId })) } })],
+    [
+      'a token signed with another secret',
+      async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256('fss_guessed', claims()) } }),
+    ],
+    [
+      'a wrong aud',
+      async () => ({
+        body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ aud: otherDeveloper.publicAppId })) },
+      }),
+    ],
     ['no aud', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ aud: undefined })) } })],
-    ['an expired token', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ iat: now() - 400, nbf: now() - 400, exp: now() - 100 })) } })],
-    ['a token not valid yet (nbf)', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ nbf: now() + 120 })) } })],
-    ['a token issued in the future (iat)', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ iat: now() + 120 })) } })],
-    ['an exp more than 10 minutes out', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ exp: now() + 3600 })) } })],
+    [
+      'an expired token',
+      async () => ({
+        body: {
+          public_app_id: app.publicAppId,
+          user_token: await signHs256(secret, claims({ iat: now() - 400, nbf: now() - 400, exp: now() - 100 })),
+        },
+      }),
+    ],
+    [
+      'a token not valid yet (nbf)',
+      async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ nbf: now() + 120 })) } }),
+    ],
+    [
+      'a token issued in the future (iat)',
+      async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ iat: now() + 120 })) } }),
+    ],
+    [
+      'an exp more than 10 minutes out',
+      async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ exp: now() + 3600 })) } }),
+    ],
     ['no exp', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ exp: undefined })) } })],
     ['no nbf', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ nbf: undefined })) } })],
-    ['a sub that is not external_user_id', async () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'dave@example.com', user_token: await signHs256(secret, claims()) } })],
-    ['an oversized token', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ pad: 'x'.repeat(5000) })) } })],
-    ['an RS256 token (not the app’s algorithm)', async () => ({ body: { public_app_id: app.publicAppId, user_token: await signWith(await signingKey('RS256'), claims()) } })],
-    ['an unknown developer key', async () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'carol@example.com' }, token: unknownDeveloperKey })],
+    [
+      'a sub that is not external_user_id',
+      async () => ({
+        body: { public_app_id: app.publicAppId, external_user_id: 'dave@example.com', user_token: await signHs256(secret, claims()) },
+      }),
+    ],
+    [
+      'an oversized token',
+      async () => ({ body: { public_app_id: app.publicAppId, user_token: await signHs256(secret, claims({ pad: 'x'.repeat(5000) })) } }),
+    ],
+    [
+      'an RS256 token (not the app’s algorithm)',
+      async () => ({ body: { public_app_id: app.publicAppId, user_token: await signWith(await signingKey('RS256'), claims()) } }),
+    ],
+    [
+      'an unknown developer key',
+      async () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'carol@example.com' }, token: unknownDeveloperKey }),
+    ],
   ])('refuses %s with 401', async (_name, attempt) => {
     await expectRefused(await attempt(), 401);
   });
 
   it('refuses another developer’s key with 403', async () => {
-    await expectRefused({ body: { public_app_id: app.publicAppId, external_user_id: 'carol@example.com' }, token: otherDeveloper.developerKey }, 403);
+    await expectRefused(
+      { body: { public_app_id: app.publicAppId, external_user_id: 'carol@example.com' }, token: otherDeveloper.developerKey },
+      403,
+    );
   });
 
   it('mints a session for the sub of a token signed with the app secret, with or without external_user_id', async () => {
@@ -150,8 +204,13 @@ describe('signing secret rotation', () => {
     await expectSession({ body: { public_app_id: app.publicAppId, user_token: await signHs256(first.signing_secret, claims()) } });
     await expectSession({ body: { public_app_id: app.publicAppId, user_token: await signHs256(second.signing_secret, claims()) } });
     // A kid naming the secret picks it.
-    await expectSession({ body: { public_app_id: app.publicAppId, user_token: await signHs256(second.signing_secret, claims(), { kid: second.id }) } });
-    await expectRefused({ body: { public_app_id: app.publicAppId, user_token: await signHs256(first.signing_secret, claims(), { kid: second.id }) } }, 401);
+    await expectSession({
+      body: { public_app_id: app.publicAppId, user_token: await signHs256(second.signing_secret, claims(), { kid: second.id }) },
+    });
+    await expectRefused(
+      { body: { public_app_id: app.publicAppId, user_token: await signHs256(first.signing_secret, claims(), { kid: second.id }) } },
+      401,
+    );
 
     // The overlap window ends.
     await sql(testEnv, `update app_signing_secrets set retires_at = now() - interval '1 second' where id = $1`, [first.id]);
@@ -163,7 +222,15 @@ describe('signing secret rotation', () => {
     const app = await createDeveloperApp(testEnv, { policy: 'signed' });
     const leaked = await createSecret(app);
     await createSecret(app, 0);
-    await expectRefused({ body: { public_app_id: app.publicAppId, user_token: await signHs256(leaked.signing_secret, userTokenClaims(app.publicAppId, 'erin')) } }, 401);
+    await expectRefused(
+      {
+        body: {
+          public_app_id: app.publicAppId,
+          user_token: await signHs256(leaked.signing_secret, userTokenClaims(app.publicAppId, 'erin')),
+        },
+      },
+      401,
+    );
   });
 
   it('stores the secret sealed, never as written', async () => {
@@ -171,7 +238,9 @@ describe('signing secret rotation', () => {
     const created = await createSecret(app);
     const rows = await sql(testEnv, 'select * from app_signing_secrets where app_id = $1', [app.appId]);
     expect(JSON.stringify(rows)).not.toContain(created.signing_secret);
-    const audit = await sql(testEnv, `select * from audit_logs where action = 'app.signing_secret_created' and target_id = $1`, [app.appId]);
+    const audit = await sql(testEnv, `select * from audit_logs where action = 'app.signing_secret_created' and target_id = $1`, [
+      app.appId,
+    ]);
     expect(audit).toHaveLength(1);
     expect(JSON.stringify(audit)).not.toContain(created.signing_secret);
   });
@@ -183,19 +252,41 @@ describe('signed policy with the developer’s JWKS', () => {
     const key = await signingKey(alg);
     host.state.keys = [key.publicJwk];
     const app = await createDeveloperApp(testEnv, { policy: 'signed', jwksUrl: host.url });
-    await expectSession({ body: { public_app_id: app.publicAppId, user_token: await signWith(key, userTokenClaims(app.publicAppId, 'frank')) }, fetch: host.fetch });
+    await expectSession({
+      body: { public_app_id: app.publicAppId, user_token: await signWith(key, userTokenClaims(app.publicAppId, 'frank')) },
+      fetch: host.fetch,
+    });
     expect(host.requests.map((request) => request.url)).toEqual([host.url]);
   });
 
   it.each<[string, (context: { app: TestApp; key: Awaited<ReturnType<typeof signingKey>> }) => Promise<string>]>([
     ['alg: none', async ({ app }) => unsecured(userTokenClaims(app.publicAppId, 'frank'))],
     // Algorithm confusion: HMAC "signed" with the public key's text, which an attacker can read.
-    ['an HS256 token keyed with the public JWK text', async ({ app, key }) => signHs256(JSON.stringify(key.publicJwk), userTokenClaims(app.publicAppId, 'frank'), { kid: key.kid })],
-    ['an HS256 token keyed with the public key modulus', async ({ app, key }) => signHs256(String(key.publicJwk.n), userTokenClaims(app.publicAppId, 'frank'), { kid: key.kid })],
-    ['a token signed by a key the JWKS does not list', async ({ app, key }) => signWith({ ...(await signingKey('RS256')), kid: key.kid }, userTokenClaims(app.publicAppId, 'frank'))],
+    [
+      'an HS256 token keyed with the public JWK text',
+      async ({ app, key }) => signHs256(JSON.stringify(key.publicJwk), userTokenClaims(app.publicAppId, 'frank'), { kid: key.kid }),
+    ],
+    [
+      'an HS256 token keyed with the public key modulus',
+      async ({ app, key }) => signHs256(String(key.publicJwk.n), userTokenClaims(app.publicAppId, 'frank'), { kid: key.kid }),
+    ],
+    [
+      'a token signed by a key the JWKS does not list',
+      async ({ app, key }) => signWith({ ...(await signingKey('RS256')), kid: key.kid }, userTokenClaims(app.publicAppId, 'frank')),
+    ],
     ['a wrong aud', async ({ key }) => signWith(key, userTokenClaims(otherDeveloper.publicAppId, 'frank'))],
-    ['an expired token', async ({ app, key }) => signWith(key, userTokenClaims(app.publicAppId, 'frank', { iat: Math.floor(Date.now() / 1000) - 400, exp: Math.floor(Date.now() / 1000) - 60 }))],
-    ['an exp more than 10 minutes out', async ({ app, key }) => signWith(key, userTokenClaims(app.publicAppId, 'frank', { exp: Math.floor(Date.now() / 1000) + 86_400 }))],
+    [
+      'an expired token',
+      async ({ app, key }) =>
+        signWith(
+          key,
+          userTokenClaims(app.publicAppId, 'frank', { iat: Math.floor(Date.now() / 1000) - 400, exp: Math.floor(Date.now() / 1000) - 60 }),
+        ),
+    ],
+    [
+      'an exp more than 10 minutes out',
+      async ({ app, key }) => signWith(key, userTokenClaims(app.publicAppId, 'frank', { exp: Math.floor(Date.now() / 1000) + 86_400 })),
+    ],
   ])('refuses %s with 401', async (_name, forge) => {
     const host = jwksHost();
     const key = await signingKey('RS256');
@@ -204,24 +295,36 @@ describe('signed policy with the developer’s JWKS', () => {
     await expectRefused({ body: { public_app_id: app.publicAppId, user_token: await forge({ app, key }) }, fetch: host.fetch }, 401);
   });
 
-  it.each(['https://127.0.0.1/jwks.json', 'https://169.254.169.254/latest/meta-data', 'https://10.0.0.7/jwks.json', 'https://auth.localhost/jwks.json', 'http://auth.example.com/jwks.json'])(
-    'refuses every token when the JWKS URL is %s, without fetching it',
-    async (jwksUrl) => {
-      const host = jwksHost();
-      const key = await signingKey('RS256');
-      host.state.keys = [key.publicJwk];
-      const app = await createDeveloperApp(testEnv, { policy: 'signed', jwksUrl });
-      await expectRefused({ body: { public_app_id: app.publicAppId, user_token: await signWith(key, userTokenClaims(app.publicAppId, 'frank')) }, fetch: host.fetch }, 401);
-      expect(host.requests).toEqual([]);
-    },
-  );
+  it.each([
+    'https://127.0.0.1/jwks.json',
+    'https://169.254.169.254/latest/meta-data',
+    'https://10.0.0.7/jwks.json',
+    'https://auth.localhost/jwks.json',
+    'http://auth.example.com/jwks.json',
+  ])('refuses every token when the JWKS URL is %s, without fetching it', async (jwksUrl) => {
+    const host = jwksHost();
+    const key = await signingKey('RS256');
+    host.state.keys = [key.publicJwk];
+    const app = await createDeveloperApp(testEnv, { policy: 'signed', jwksUrl });
+    await expectRefused(
+      {
+        body: { public_app_id: app.publicAppId, user_token: await signWith(key, userTokenClaims(app.publicAppId, 'frank')) },
+        fetch: host.fetch,
+      },
+      401,
+    );
+    expect(host.requests).toEqual([]);
+  });
 
   it('follows a key rotation by kid: a new kid refetches the JWKS once, a made-up kid does not refetch again within the cooldown', async () => {
     const host = jwksHost();
     const oldKey = await signingKey('ES256');
     host.state.keys = [oldKey.publicJwk];
     const app = await createDeveloperApp(testEnv, { policy: 'signed', jwksUrl: host.url });
-    const ask = async (key: typeof oldKey) => ({ body: { public_app_id: app.publicAppId, user_token: await signWith(key, userTokenClaims(app.publicAppId, 'gina')) }, fetch: host.fetch });
+    const ask = async (key: typeof oldKey) => ({
+      body: { public_app_id: app.publicAppId, user_token: await signWith(key, userTokenClaims(app.publicAppId, 'gina')) },
+      fetch: host.fetch,
+    });
     await expectSession(await ask(oldKey));
     await expectSession(await ask(oldKey));
     expect(host.requests).toHaveLength(1); // cached
@@ -256,10 +359,26 @@ describe('anonymous policy', () => {
 
   it.each<[string, () => Attempt, 401 | 403]>([
     ['no device id', () => ({ body: { public_app_id: app.publicAppId } }), 401],
-    ['an external_user_id of its choosing', () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'victim@example.com' } }), 403],
-    ['an external_user_id beside a device id', () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'victim@example.com', device_id: deviceId() } }), 403],
-    ['an unknown developer key', () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'x' }, token: unknownDeveloperKey }), 401],
-    ['another developer’s key', () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'x' }, token: otherDeveloper.developerKey }), 403],
+    [
+      'an external_user_id of its choosing',
+      () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'victim@example.com' } }),
+      403,
+    ],
+    [
+      'an external_user_id beside a device id',
+      () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'victim@example.com', device_id: deviceId() } }),
+      403,
+    ],
+    [
+      'an unknown developer key',
+      () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'x' }, token: unknownDeveloperKey }),
+      401,
+    ],
+    [
+      'another developer’s key',
+      () => ({ body: { public_app_id: app.publicAppId, external_user_id: 'x' }, token: otherDeveloper.developerKey }),
+      403,
+    ],
   ])('refuses %s', async (_name, attempt, status) => {
     await expectRefused(attempt(), status);
   });
@@ -299,7 +418,10 @@ describe('browser origins', () => {
 
   it('refuses a browser origin for an app that lists none, even with the developer key', async () => {
     const app = await createDeveloperApp(testEnv, { policy: 'server' });
-    await expectRefused({ body: { public_app_id: app.publicAppId, external_user_id: 'x' }, token: app.developerKey, origin: 'https://any.example' }, 403);
+    await expectRefused(
+      { body: { public_app_id: app.publicAppId, external_user_id: 'x' }, token: app.developerKey, origin: 'https://any.example' },
+      403,
+    );
   });
 });
 

@@ -13,13 +13,20 @@ describe('POST /v1/sessions', () => {
       token: developerKey,
     });
     expect(response.status).toBe(201);
-    const body = (await response.json()) as { session_token: string; expires_at: string; token_type: string; session_id: string; user_ref: string };
+    const body = (await response.json()) as {
+      session_token: string;
+      expires_at: string;
+      token_type: string;
+      session_id: string;
+      user_ref: string;
+    };
     expect(body.session_token).toMatch(/^fvs_[A-Za-z0-9_-]{43,}$/);
     expect(body.session_id).toMatch(/^[0-9a-f-]{36}$/);
     // The user reference for usage reports is not a plain hash of the user id (guessable for emails).
     expect(body.user_ref).toMatch(/^[0-9a-f]{64}$/);
-    const plainHash = Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode('alice@example.com'))), (byte) =>
-      byte.toString(16).padStart(2, '0'),
+    const plainHash = Array.from(
+      new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode('alice@example.com'))),
+      (byte) => byte.toString(16).padStart(2, '0'),
     ).join('');
     expect(body.user_ref).not.toBe(plainHash);
     expect(body.token_type).toBe('Bearer');
@@ -33,7 +40,10 @@ describe('POST /v1/sessions', () => {
 
   it('upserts the end user and one wallet across sessions', async () => {
     for (let index = 0; index < 2; index++) {
-      await call(api(), testEnv, '/v1/sessions', { json: { public_app_id: demoPublicAppId, external_user_id: 'bob' }, token: developerKey });
+      await call(api(), testEnv, '/v1/sessions', {
+        json: { public_app_id: demoPublicAppId, external_user_id: 'bob' },
+        token: developerKey,
+      });
     }
     const [row] = await sql<{ users: string; wallets: string }>(
       testEnv,

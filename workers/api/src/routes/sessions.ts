@@ -6,20 +6,24 @@
  * holds.
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { userRef } from '../../../shared/auth/user-ref.ts';
-import { randomToken, sha256Hex } from '../../../shared/crypto.ts';
-import { intSetting } from '../../../shared/env.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
-import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { userRef } from '#shared/auth/user-ref.ts';
+import { randomToken, sha256Hex } from '#shared/crypto.ts';
+import { intSetting } from '#shared/env.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { errorResponses } from '#shared/openapi.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 import { provenUserHash } from '../identity/session-proof.ts';
 import { findAppIdentity } from '../identity/session-policy.ts';
 import { verifyingSigningSecrets } from '../identity/signing-secrets.ts';
 
 const CreateSessionBody = z
   .object({
-    public_app_id: z.string().min(1).max(128).regex(/^[A-Za-z0-9_-]+$/, 'must be letters, digits, _ or -'),
+    public_app_id: z
+      .string()
+      .min(1)
+      .max(128)
+      .regex(/^[A-Za-z0-9_-]+$/, 'must be letters, digits, _ or -'),
     external_user_id: z
       .string()
       .min(1)
@@ -54,7 +58,7 @@ const SessionResponse = z
 const route = createRoute({
   method: 'post',
   path: '/v1/sessions',
-  summary: 'Create a short-lived end-user session for an app (proof per the app\'s session policy)',
+  summary: "Create a short-lived end-user session for an app (proof per the app's session policy)",
   request: { body: { required: true, content: { 'application/json': { schema: CreateSessionBody } } } },
   responses: {
     201: { description: 'Session created', content: { 'application/json': { schema: SessionResponse } } },

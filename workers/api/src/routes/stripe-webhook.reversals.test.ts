@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chargeRefundedEvent, disputeEvent, randomStripeId } from '../../../../scripts/lib/stripe-events.ts';
-import { bookUsage } from '../../../shared/ledger/book-usage.ts';
+import { bookUsage } from '#shared/ledger/book-usage.ts';
 import { chargeOf, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
-import { reconcileLedger } from '../../../shared/ledger/reconcile.ts';
+import { reconcileLedger } from '#shared/ledger/reconcile.ts';
 import { deliver, paidCheckout, reversalState } from '../../../test/payments-kit.ts';
 import { createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
@@ -92,12 +92,21 @@ describe('POST /v1/webhooks/stripe: charge.refunded', () => {
 
   it('acknowledges a refund of an unknown charge with 200, records it and moves no money', async () => {
     const before = await sql(testEnv, `select (select count(*) from ledger_transactions) as transactions`);
-    const event = chargeRefundedEvent({ id: randomStripeId('ch'), payment_intent: randomStripeId('pi'), amount: 900, amount_refunded: 900 });
+    const event = chargeRefundedEvent({
+      id: randomStripeId('ch'),
+      payment_intent: randomStripeId('pi'),
+      amount: 900,
+      amount_refunded: 900,
+    });
     const result = await deliver(testEnv, event);
     expect(result).toEqual({ status: 200, body: { received: true, credited: false, outcome: 'unknown_charge' } });
     expect(await sql(testEnv, `select (select count(*) from ledger_transactions) as transactions`)).toEqual(before);
-    expect(await sql(testEnv, 'select type from processed_webhook_events where event_id = $1', [event.id])).toEqual([{ type: 'charge.refunded' }]);
-    const audit = await sql(testEnv, `select action from audit_logs where action = 'stripe.unknown_charge' and target_id = $1`, [event.data.object.id]);
+    expect(await sql(testEnv, 'select type from processed_webhook_events where event_id = $1', [event.id])).toEqual([
+      { type: 'charge.refunded' },
+    ]);
+    const audit = await sql(testEnv, `select action from audit_logs where action = 'stripe.unknown_charge' and target_id = $1`, [
+      event.data.object.id,
+    ]);
     expect(audit).toHaveLength(1);
   });
 
@@ -127,11 +136,17 @@ describe('POST /v1/webhooks/stripe: charge.dispute.*', () => {
     await expectReconciled();
 
     const won = disputeEvent({ ...dispute, status: 'won' }, { type: 'charge.dispute.closed' });
-    const results = await Promise.all([deliver(testEnv, won), deliver(testEnv, won), deliver(testEnv, disputeEvent({ ...dispute, status: 'won' }, { type: 'charge.dispute.closed' }))]);
+    const results = await Promise.all([
+      deliver(testEnv, won),
+      deliver(testEnv, won),
+      deliver(testEnv, disputeEvent({ ...dispute, status: 'won' }, { type: 'charge.dispute.closed' })),
+    ]);
     expect(results.filter((result) => result.body.outcome === 'chargeback_reversed')).toHaveLength(1);
     expect(results.find((result) => result.body.outcome === 'chargeback_reversed')!.body.credited).toBe(true);
     expect(await reversalState(testEnv, checkout.walletId)).toMatchObject({ balance: '2.00000000', chargebacks: 1, reversals: 1 });
-    const [after] = await sql<{ status: string }>(testEnv, 'select status from revenue_clawbacks where user_wallet_id = $1', [checkout.walletId]);
+    const [after] = await sql<{ status: string }>(testEnv, 'select status from revenue_clawbacks where user_wallet_id = $1', [
+      checkout.walletId,
+    ]);
     expect(after!.status).toBe('reversed');
     await expectReconciled();
   });
@@ -148,7 +163,10 @@ describe('POST /v1/webhooks/stripe: charge.dispute.*', () => {
   it('finds the wallet by the charge when the dispute names no payment intent, after a refund recorded it', async () => {
     const checkout = await paidCheckout(testEnv, '4.00000000');
     await deliver(testEnv, refund(checkout, 100));
-    const result = await deliver(testEnv, disputeEvent({ id: randomStripeId('dp'), charge: checkout.chargeId, payment_intent: null, amount: 300 }));
+    const result = await deliver(
+      testEnv,
+      disputeEvent({ id: randomStripeId('dp'), charge: checkout.chargeId, payment_intent: null, amount: 300 }),
+    );
     expect(result.body.outcome).toBe('chargeback_booked');
     expect((await reversalState(testEnv, checkout.walletId)).balance).toBe('0.00000000');
   });

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signStripePayload } from '../../../../scripts/lib/stripe-events.ts';
-import { reconcileLedger } from '../../../shared/ledger/reconcile.ts';
+import { reconcileLedger } from '#shared/ledger/reconcile.ts';
 import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
 import { completedEvent, createPendingCheckout, deliver, paymentState } from '../../../test/payments-kit.ts';
 import { createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
@@ -22,7 +22,11 @@ describe('POST /v1/webhooks/stripe: signature', () => {
       await deliver(testEnv, payload, 'garbage'),
       await deliver(testEnv, payload, await signStripePayload(payload, 'whsec_not_the_secret')),
       await deliver(testEnv, payload, await signStripePayload(payload, testEnv.STRIPE_WEBHOOK_SECRET as string, stale)),
-      await deliver(testEnv, payload.replace(`"amount_total":${checkout.amountCents}`, '"amount_total":999999'), await signStripePayload(payload, testEnv.STRIPE_WEBHOOK_SECRET as string)),
+      await deliver(
+        testEnv,
+        payload.replace(`"amount_total":${checkout.amountCents}`, '"amount_total":999999'),
+        await signStripePayload(payload, testEnv.STRIPE_WEBHOOK_SECRET as string),
+      ),
     ];
     for (const attempt of attempts) {
       expect(attempt.status).toBe(400);
@@ -41,8 +45,12 @@ describe('POST /v1/webhooks/stripe: checkout.session.completed', () => {
     const state = await paymentState(testEnv, checkout.walletId, checkout.stripeSessionId);
     expect(state).toMatchObject({ balance: '25.00000000', status: 'completed', top_ups: 1 });
     expect(state.completed_at).not.toBeNull();
-    const [audit] = await sql(testEnv, `select action from audit_logs where action = 'checkout.credited' and target_id =
-      (select id::text from checkout_sessions where stripe_session_id = $1)`, [checkout.stripeSessionId]);
+    const [audit] = await sql(
+      testEnv,
+      `select action from audit_logs where action = 'checkout.credited' and target_id =
+      (select id::text from checkout_sessions where stripe_session_id = $1)`,
+      [checkout.stripeSessionId],
+    );
     expect(audit).toEqual({ action: 'checkout.credited' });
   });
 
@@ -75,7 +83,9 @@ describe('POST /v1/webhooks/stripe: checkout.session.completed', () => {
     const checkout = await createPendingCheckout(testEnv, '5.00000000');
     const events = [
       ...Array.from({ length: 6 }, () => completedEvent(checkout.stripeSessionId, 500)),
-      ...Array.from({ length: 4 }, () => completedEvent(checkout.stripeSessionId, 500, {}, { type: 'checkout.session.async_payment_succeeded' })),
+      ...Array.from({ length: 4 }, () =>
+        completedEvent(checkout.stripeSessionId, 500, {}, { type: 'checkout.session.async_payment_succeeded' }),
+      ),
     ];
     const results = await Promise.all(events.map((event) => deliver(testEnv, event)));
     expect(results.filter((result) => result.body.credited)).toHaveLength(1);
@@ -87,30 +97,60 @@ describe('POST /v1/webhooks/stripe: checkout.session.completed', () => {
     const checkout = await createPendingCheckout(testEnv, '7.00000000');
     const unpaid = await deliver(testEnv, completedEvent(checkout.stripeSessionId, 700, { payment_status: 'unpaid' }));
     expect(unpaid.body).toMatchObject({ credited: false, outcome: 'payment_not_completed' });
-    expect(await paymentState(testEnv, checkout.walletId, checkout.stripeSessionId)).toMatchObject({ balance: '0.00000000', status: 'pending' });
-    const paid = await deliver(testEnv, completedEvent(checkout.stripeSessionId, 700, {}, { type: 'checkout.session.async_payment_succeeded' }));
+    expect(await paymentState(testEnv, checkout.walletId, checkout.stripeSessionId)).toMatchObject({
+      balance: '0.00000000',
+      status: 'pending',
+    });
+    const paid = await deliver(
+      testEnv,
+      completedEvent(checkout.stripeSessionId, 700, {}, { type: 'checkout.session.async_payment_succeeded' }),
+    );
     expect(paid.body).toMatchObject({ credited: true });
   });
 
   it('acknowledges an event for an unknown session without writing anything', async () => {
-    const before = await sql(testEnv, 'select (select count(*) from processed_webhook_events) as events, (select count(*) from ledger_transactions) as transactions');
+    const before = await sql(
+      testEnv,
+      'select (select count(*) from processed_webhook_events) as events, (select count(*) from ledger_transactions) as transactions',
+    );
     const result = await deliver(testEnv, completedEvent('cs_test_never_created', 2500));
     expect(result).toEqual({ status: 200, body: { received: true, credited: false, outcome: 'unknown_session' } });
-    expect(await sql(testEnv, 'select (select count(*) from processed_webhook_events) as events, (select count(*) from ledger_transactions) as transactions')).toEqual(before);
+    expect(
+      await sql(
+        testEnv,
+        'select (select count(*) from processed_webhook_events) as events, (select count(*) from ledger_transactions) as transactions',
+      ),
+    ).toEqual(before);
   });
 
   it('credits nothing when the amount or currency differs from the pending session', async () => {
     const checkout = await createPendingCheckout(testEnv, '10.00000000');
-    expect((await deliver(testEnv, completedEvent(checkout.stripeSessionId, 100000))).body).toMatchObject({ credited: false, outcome: 'amount_mismatch' });
-    expect((await deliver(testEnv, completedEvent(checkout.stripeSessionId, 1000, { currency: 'eur' }))).body).toMatchObject({ credited: false, outcome: 'amount_mismatch' });
-    expect(await paymentState(testEnv, checkout.walletId, checkout.stripeSessionId)).toMatchObject({ balance: '0.00000000', status: 'pending', top_ups: 0 });
+    expect((await deliver(testEnv, completedEvent(checkout.stripeSessionId, 100000))).body).toMatchObject({
+      credited: false,
+      outcome: 'amount_mismatch',
+    });
+    expect((await deliver(testEnv, completedEvent(checkout.stripeSessionId, 1000, { currency: 'eur' }))).body).toMatchObject({
+      credited: false,
+      outcome: 'amount_mismatch',
+    });
+    expect(await paymentState(testEnv, checkout.walletId, checkout.stripeSessionId)).toMatchObject({
+      balance: '0.00000000',
+      status: 'pending',
+      top_ups: 0,
+    });
   });
 
   it('acknowledges and ignores other event types and live-mode events', async () => {
     const checkout = await createPendingCheckout(testEnv, '3.00000000');
     const other = await deliver(testEnv, completedEvent(checkout.stripeSessionId, 300, {}, { type: 'checkout.session.expired' }));
     expect(other).toEqual({ status: 200, body: { received: true, credited: false, outcome: 'ignored' } });
-    const customer = await deliver(testEnv, { id: 'evt_customer', object: 'event', type: 'customer.created', livemode: false, data: { object: { id: 'cus_1' } } });
+    const customer = await deliver(testEnv, {
+      id: 'evt_customer',
+      object: 'event',
+      type: 'customer.created',
+      livemode: false,
+      data: { object: { id: 'cus_1' } },
+    });
     expect(customer.body).toMatchObject({ received: true, credited: false, outcome: 'ignored' });
     const live = await deliver(testEnv, completedEvent(checkout.stripeSessionId, 300, {}, { livemode: true }));
     expect(live.body).toMatchObject({ credited: false, outcome: 'livemode_refused' });
@@ -118,12 +158,21 @@ describe('POST /v1/webhooks/stripe: checkout.session.completed', () => {
   });
 
   it('acknowledges a completed session that charged nothing (setup mode) without a credit', async () => {
-    const result = await deliver(testEnv, completedEvent('cs_test_setup_mode', 0, { amount_total: null, currency: null, mode: 'setup', payment_status: 'no_payment_required' }));
+    const result = await deliver(
+      testEnv,
+      completedEvent('cs_test_setup_mode', 0, { amount_total: null, currency: null, mode: 'setup', payment_status: 'no_payment_required' }),
+    );
     expect(result).toEqual({ status: 200, body: { received: true, credited: false, outcome: 'ignored' } });
   });
 
   it('refuses a signed event that carries no checkout session with 400', async () => {
-    const result = await deliver(testEnv, { id: 'evt_bad', object: 'event', type: 'checkout.session.completed', livemode: false, data: { object: { id: 7 } } });
+    const result = await deliver(testEnv, {
+      id: 'evt_bad',
+      object: 'event',
+      type: 'checkout.session.completed',
+      livemode: false,
+      data: { object: { id: 7 } },
+    });
     expect(result.status).toBe(400);
   });
 });

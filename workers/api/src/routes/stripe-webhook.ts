@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { errorResponses } from '#shared/openapi.ts';
 import { handleStripeEvent } from '../payments/handle-stripe-event.ts';
 import { liveModeAllowed, verifyStripeEvent } from '../payments/stripe-client.ts';
 

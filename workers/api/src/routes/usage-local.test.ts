@@ -1,6 +1,16 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../../shared/crypto.ts';
-import { api, adminToken, call, createSession, createTestEnv, demoFixture, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
+import { sha256Hex } from '#shared/crypto.ts';
+import {
+  api,
+  adminToken,
+  call,
+  createSession,
+  createTestEnv,
+  demoFixture,
+  demoPublicAppId,
+  sql,
+  type TestEnv,
+} from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -62,7 +72,9 @@ describe('POST /v1/usage/local', () => {
     const replay = await send(session.token, body);
     expect(replay.status).toBe(200);
     expect(((await replay.json()) as { recorded: boolean }).recorded).toBe(false);
-    const [row] = await sql<{ events: number }>(testEnv, 'select count(*)::int as events from usage_events where client_request_id = $1', [body.request_id]);
+    const [row] = await sql<{ events: number }>(testEnv, 'select count(*)::int as events from usage_events where client_request_id = $1', [
+      body.request_id,
+    ]);
     expect(row!.events).toBe(1);
   });
 
@@ -115,7 +127,9 @@ describe('POST /v1/usage/local', () => {
     const response = await send(session.token, body);
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
-    const [row] = await sql<{ events: number }>(testEnv, 'select count(*)::int as events from usage_events where end_user_id = $1', [session.endUserId]);
+    const [row] = await sql<{ events: number }>(testEnv, 'select count(*)::int as events from usage_events where end_user_id = $1', [
+      session.endUserId,
+    ]);
     expect(row!.events).toBe(0);
   });
 

@@ -1,15 +1,15 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { sql } from 'drizzle-orm';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireSession } from '../../../shared/auth/require-session.ts';
-import { userRef } from '../../../shared/auth/user-ref.ts';
-import { timingSafeEqual } from '../../../shared/crypto.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { bookUsage, queryRows } from '../../../shared/ledger/index.ts';
-import { formatUsd, usdStringSchema } from '../../../shared/money/index.ts';
-import { usageReportSchema } from '../../../shared/wire/usage-report.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
-import { featurePricingFromRow, rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireSession } from '#shared/auth/require-session.ts';
+import { userRef } from '#shared/auth/user-ref.ts';
+import { timingSafeEqual } from '#shared/crypto.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { bookUsage, queryRows } from '#shared/ledger/index.ts';
+import { formatUsd, usdStringSchema } from '#shared/money/index.ts';
+import { usageReportSchema } from '#shared/wire/usage-report.ts';
+import { errorResponses } from '#shared/openapi.ts';
+import { featurePricingFromRow, rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 
 /** Feature key recorded when a local report names none. */
 const UNSPECIFIED_FEATURE = 'unspecified';

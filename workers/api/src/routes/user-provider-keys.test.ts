@@ -45,7 +45,11 @@ describe('POST /v1/user/provider-keys', () => {
       const session = await createSession(testEnv);
       ids.push((await create(session.token, { provider: 'openai', api_key: apiKey })).body.id);
     }
-    const rows = await sql<{ ciphertext: string; iv: string }>(testEnv, 'select ciphertext, iv from provider_credentials where id = any($1)', [ids]);
+    const rows = await sql<{ ciphertext: string; iv: string }>(
+      testEnv,
+      'select ciphertext, iv from provider_credentials where id = any($1)',
+      [ids],
+    );
     expect(rows).toHaveLength(2);
     expect(rows[0]!.iv).not.toBe(rows[1]!.iv);
     expect(rows[0]!.ciphertext).not.toBe(rows[1]!.ciphertext);
@@ -78,11 +82,9 @@ describe('POST /v1/user/provider-keys', () => {
     expect(second.status).toBe(409);
     expect(second.body.error.code).toBe('conflict');
     expect((await create(session.token, { provider: 'anthropic', api_key: fakeAnthropicKey() })).status).toBe(201);
-    const [count] = await sql<{ n: number }>(
-      testEnv,
-      `select count(*)::integer as n from provider_credentials where end_user_id = $1`,
-      [session.endUserId],
-    );
+    const [count] = await sql<{ n: number }>(testEnv, `select count(*)::integer as n from provider_credentials where end_user_id = $1`, [
+      session.endUserId,
+    ]);
     expect(count!.n).toBe(2);
   });
 
@@ -101,8 +103,11 @@ describe('POST /v1/user/provider-keys', () => {
     const response = await create(session.token, json);
     expect(response.status).toBe(400);
     expect(response.body.error.code).toBe('invalid_request');
-    if (typeof (json as { api_key?: unknown }).api_key === 'string') expect(response.text).not.toContain((json as { api_key: string }).api_key.trim());
-    const [count] = await sql<{ n: number }>(testEnv, 'select count(*)::integer as n from provider_credentials where end_user_id = $1', [session.endUserId]);
+    if (typeof (json as { api_key?: unknown }).api_key === 'string')
+      expect(response.text).not.toContain((json as { api_key: string }).api_key.trim());
+    const [count] = await sql<{ n: number }>(testEnv, 'select count(*)::integer as n from provider_credentials where end_user_id = $1', [
+      session.endUserId,
+    ]);
     expect(count!.n).toBe(0);
   });
 

@@ -3,23 +3,23 @@
  * `DELETE /v1/user/provider-keys/{id}`. A user sees and disables only their own keys.
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireSession } from '../../../shared/auth/require-session.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
-import { createProviderKey } from '../../../shared/provider-keys/create-provider-key.ts';
-import { disableProviderKey } from '../../../shared/provider-keys/disable-provider-key.ts';
-import { listProviderKeys } from '../../../shared/provider-keys/list-provider-keys.ts';
-import type { KeyOwner } from '../../../shared/provider-keys/owner.ts';
-import { toView } from '../../../shared/provider-keys/provider-key-view.ts';
-import { CreateUserProviderKeyBody, ProviderKeyIdParam, ProviderKeySchema } from '../../../shared/provider-keys/wire-schemas.ts';
-import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireSession } from '#shared/auth/require-session.ts';
+import { errorResponses } from '#shared/openapi.ts';
+import { createProviderKey } from '#shared/provider-keys/create-provider-key.ts';
+import { disableProviderKey } from '#shared/provider-keys/disable-provider-key.ts';
+import { listProviderKeys } from '#shared/provider-keys/list-provider-keys.ts';
+import type { KeyOwner } from '#shared/provider-keys/owner.ts';
+import { toView } from '#shared/provider-keys/provider-key-view.ts';
+import { CreateUserProviderKeyBody, ProviderKeyIdParam, ProviderKeySchema } from '#shared/provider-keys/wire-schemas.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 
 const createKey = createRoute({
   method: 'post',
   path: '/v1/user/provider-keys',
-  summary: "Add a BYOK key for a provider (stored encrypted; the response shows it masked)",
+  summary: 'Add a BYOK key for a provider (stored encrypted; the response shows it masked)',
   middleware: [requireSession()] as const,
   request: { body: { required: true, content: json(CreateUserProviderKeyBody) } },
   responses: { 201: { description: 'Key stored', content: json(ProviderKeySchema) }, ...errorResponses(400, 401, 409, 413, 429, 502) },

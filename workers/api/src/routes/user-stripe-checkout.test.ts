@@ -31,7 +31,9 @@ describe('POST /v1/user/stripe/checkout-sessions', () => {
     const created = await createPendingCheckout(testEnv, '25.50000000');
     expect(created.stripeSessionId).toMatch(/^cs_test_/);
     expect(created.amountCents).toBe(2550);
-    expect(await checkoutRows(created.walletId)).toEqual([{ stripe_session_id: created.stripeSessionId, amount_cents: 2550, status: 'pending' }]);
+    expect(await checkoutRows(created.walletId)).toEqual([
+      { stripe_session_id: created.stripeSessionId, amount_cents: 2550, status: 'pending' },
+    ]);
 
     const remote = await stripe().checkout.sessions.retrieve(created.stripeSessionId);
     expect(remote).toMatchObject({
@@ -69,7 +71,9 @@ describe('POST /v1/user/stripe/checkout-sessions', () => {
     expect((await checkout(testEnv, session.token, { amount_usd: '5.00000000', return_url: 'javascript:alert(1)' })).status).toBe(400);
     expect((await checkout(testEnv, session.token, { amount_usd: '5.00000000', extra: true })).status).toBe(400);
     expect(await checkoutRows(session.walletId)).toEqual([]);
-    expect((await checkout(testEnv, session.token, { amount_usd: '1000.00000000', return_url: 'https://app.example.test/' })).status).toBe(201);
+    expect((await checkout(testEnv, session.token, { amount_usd: '1000.00000000', return_url: 'https://app.example.test/' })).status).toBe(
+      201,
+    );
   });
 
   it('needs a return URL when the deployment configures none (CHECKOUT_RETURN_URL, API_BASE_URL)', async () => {

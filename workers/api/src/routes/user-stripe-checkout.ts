@@ -1,16 +1,19 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireSession } from '../../../shared/auth/require-session.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { formatUsd, usdStringSchema, wireAmountSchema } from '../../../shared/money/index.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireSession } from '#shared/auth/require-session.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { formatUsd, usdStringSchema, wireAmountSchema } from '#shared/money/index.ts';
+import { errorResponses } from '#shared/openapi.ts';
 import { MAX_TOP_UP_USD, MIN_TOP_UP_USD, parseTopUpAmount } from '../payments/checkout-amount.ts';
 import { createCheckoutSession } from '../payments/create-checkout-session.ts';
 
 const Body = z
   .strictObject({
     amount_usd: wireAmountSchema.describe(`Whole cents between ${MIN_TOP_UP_USD} and ${MAX_TOP_UP_USD}`),
-    return_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+    return_url: z
+      .url({ protocol: /^https?$/ })
+      .max(2048)
+      .optional(),
   })
   .openapi('CreateCheckoutSessionRequest');
 

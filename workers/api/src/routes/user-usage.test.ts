@@ -41,7 +41,13 @@ describe('GET /v1/user/usage', () => {
     expect(response.status).toBe(200);
     const { data } = (await response.json()) as UsageList;
     expect(data.map((record) => record.request_id)).toEqual([`${alice.endUserId}-u-3`, `${alice.endUserId}-u-2`, `${alice.endUserId}-u-1`]);
-    expect(data[0]).toMatchObject({ route_mode: 'local', charged_usd: '0.00000000', input_tokens: 3, estimated: false, feature_key: 'chat' });
+    expect(data[0]).toMatchObject({
+      route_mode: 'local',
+      charged_usd: '0.00000000',
+      input_tokens: 3,
+      estimated: false,
+      feature_key: 'chat',
+    });
   });
 
   it('honours limit', async () => {

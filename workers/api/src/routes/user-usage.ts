@@ -1,11 +1,11 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { sql } from 'drizzle-orm';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireSession } from '../../../shared/auth/require-session.ts';
-import { queryRows } from '../../../shared/ledger/index.ts';
-import { formatUsd, parseDatabaseAmount, usdStringSchema } from '../../../shared/money/index.ts';
-import { routeModeSchema } from '../../../shared/wire/route-modes.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireSession } from '#shared/auth/require-session.ts';
+import { queryRows } from '#shared/ledger/index.ts';
+import { formatUsd, parseDatabaseAmount, usdStringSchema } from '#shared/money/index.ts';
+import { routeModeSchema } from '#shared/wire/route-modes.ts';
+import { errorResponses } from '#shared/openapi.ts';
 
 const UsageQuery = z.object({
   limit: z

@@ -1,10 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { requireSession } from '../../../shared/auth/require-session.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { getWalletBalance } from '../../../shared/ledger/index.ts';
-import { formatUsd, usdStringSchema } from '../../../shared/money/index.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { requireSession } from '#shared/auth/require-session.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { getWalletBalance } from '#shared/ledger/index.ts';
+import { formatUsd, usdStringSchema } from '#shared/money/index.ts';
+import { errorResponses } from '#shared/openapi.ts';
 
 const WalletResponse = z
   .object({

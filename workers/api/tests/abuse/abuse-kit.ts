@@ -4,8 +4,8 @@
  * valid body per route to mutate, two tenants with resources, and a fingerprint of every row of the
  * database to prove a refused request changed nothing.
  */
-import { sha256Hex } from '../../../shared/crypto.ts';
-import type { Database } from '../../../shared/db.ts';
+import { sha256Hex } from '#shared/crypto.ts';
+import type { Database } from '#shared/db.ts';
 import { adminToken, api, call, createDatabase, createSession, developerKey, gateway, sql, type TestEnv } from '../../../test/harness.ts';
 import { createApiApp } from '../../src/app.ts';
 
@@ -97,7 +97,13 @@ async function tenant(testEnv: TestEnv): Promise<Tenant> {
   });
   if (response.status !== 201) throw new Error(`user key: ${response.status} ${await response.text()}`);
   const key = (await response.json()) as { id: string };
-  return { sessionToken: session.token, walletId: session.walletId, endUserId: session.endUserId, userRef: session.userRef, userKeyId: key.id };
+  return {
+    sessionToken: session.token,
+    walletId: session.walletId,
+    endUserId: session.endUserId,
+    userRef: session.userRef,
+    userKeyId: key.id,
+  };
 }
 
 /** Two end users with a key each, an expired session, two developers (B is a second tenant) with a key of A. */
@@ -141,7 +147,10 @@ export async function databaseFingerprint(testEnv: TestEnv): Promise<Record<stri
         where table_schema = 'public' and table_type = 'BASE TABLE' and table_name <> 'schema_migrations' order by 1`,
     );
     entry.query = tables
-      .map(({ table_name }) => `select '${table_name}' as name, md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as digest from "${table_name}" t`)
+      .map(
+        ({ table_name }) =>
+          `select '${table_name}' as name, md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as digest from "${table_name}" t`,
+      )
       .join(' union all ');
   }
   const { rows } = await entry.pool.query<{ name: string; digest: string }>(entry.query);

@@ -57,7 +57,14 @@ async function send(endpoint: Endpoint, token: string | undefined) {
 describe('auth matrix', () => {
   it('covers the routes that need credentials on both workers', () => {
     const names = protectedEndpoints.map((endpoint) => `${endpoint.method} ${endpoint.path}`);
-    expect(names).toEqual(expect.arrayContaining(['GET /v1/user/wallet', 'GET /v1/admin/reconciliation/ledger', 'POST /v1/chat/completions', 'GET /v1/developer/provider-keys']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'GET /v1/user/wallet',
+        'GET /v1/admin/reconciliation/ledger',
+        'POST /v1/chat/completions',
+        'GET /v1/developer/provider-keys',
+      ]),
+    );
   });
 
   it('refuses every protected route without the right credential, with 401 and the envelope, changing nothing', async () => {
@@ -67,7 +74,11 @@ describe('auth matrix', () => {
       for (const [label, token] of refusedCredentials(endpoint)) {
         const response = await send(endpoint, token);
         const body = (await response.json().catch(() => null)) as { error?: { code: string; request_id: string } } | null;
-        if (response.status !== 401 || body?.error?.code !== 'unauthorized' || body.error.request_id !== response.headers.get('x-request-id')) {
+        if (
+          response.status !== 401 ||
+          body?.error?.code !== 'unauthorized' ||
+          body.error.request_id !== response.headers.get('x-request-id')
+        ) {
           failures.push(`${endpoint.method} ${endpoint.path} with ${label}: ${response.status} ${JSON.stringify(body)}`);
         }
       }
@@ -101,7 +112,7 @@ describe('auth matrix', () => {
     expect(row?.status).toBe('active');
   });
 
-  it("shows each end user only their own wallet and usage", async () => {
+  it('shows each end user only their own wallet and usage', async () => {
     const walletB = await call(api(), testEnv, '/v1/user/wallet', { token: world.b.sessionToken });
     expect(((await walletB.json()) as { wallet_id: string }).wallet_id).toBe(world.b.walletId);
     const usageB = await call(api(), testEnv, '/v1/user/usage', { token: world.b.sessionToken });

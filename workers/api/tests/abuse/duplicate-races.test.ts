@@ -43,7 +43,9 @@ describe('duplicate requests racing each other', () => {
       }),
     );
     expect(statuses(responses)).toEqual(Array(racers).fill(201));
-    const ids = new Set(await Promise.all(responses.map(async (response) => ((await response.json()) as { transaction_id: string }).transaction_id)));
+    const ids = new Set(
+      await Promise.all(responses.map(async (response) => ((await response.json()) as { transaction_id: string }).transaction_id)),
+    );
     expect(ids.size).toBe(1);
     const [wallet] = await sql<{ balance: string }>(testEnv, 'select balance::text from wallets where id = $1', [session.walletId]);
     expect(wallet?.balance).toBe('1.00000000');
@@ -61,7 +63,10 @@ describe('duplicate requests racing each other', () => {
   it('sessions for one new external user created at once: all 201, one end user, one wallet', async () => {
     const externalUserId = `race-${crypto.randomUUID()}`;
     const responses = await race(() =>
-      call(api(), testEnv, '/v1/sessions', { json: { public_app_id: 'app_demo_local', external_user_id: externalUserId }, token: developerKey }),
+      call(api(), testEnv, '/v1/sessions', {
+        json: { public_app_id: 'app_demo_local', external_user_id: externalUserId },
+        token: developerKey,
+      }),
     );
     expect(statuses(responses)).toEqual(Array(racers).fill(201));
     const [counts] = await sql<{ users: number; wallets: number }>(
@@ -101,7 +106,9 @@ describe('duplicate requests racing each other', () => {
     });
     const created = await call(api(), testEnv, '/v1/admin/payouts/run-mock', { token: adminToken, json: { threshold_usd: '1.00000000' } });
     const [payout] = ((await created.json()) as { data: Array<{ id: string }> }).data;
-    const approvals = await race(() => call(api(), testEnv, `/v1/admin/payouts/${payout!.id}/approve`, { token: adminToken, json: { operator_note: 'race' } }));
+    const approvals = await race(() =>
+      call(api(), testEnv, `/v1/admin/payouts/${payout!.id}/approve`, { token: adminToken, json: { operator_note: 'race' } }),
+    );
     expect(statuses(approvals)).toEqual([200, ...Array(racers - 1).fill(409)]);
     const payments = await race(() => call(api(), testEnv, `/v1/admin/payouts/${payout!.id}/mark-paid`, { token: adminToken, json: {} }));
     expect(statuses(payments)).toEqual([200, ...Array(racers - 1).fill(409)]);

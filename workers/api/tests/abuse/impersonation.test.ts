@@ -41,11 +41,16 @@ describe('minting a session for someone else’s user with only the public app I
     const before = await sessionRowCounts(testEnv);
     for (const guess of ['secret', app.publicAppId, 'fss_']) {
       const response = await call(api(), testEnv, '/v1/sessions', {
-        json: { public_app_id: app.publicAppId, user_token: await signHs256(guess, userTokenClaims(app.publicAppId, 'victim@example.com')) },
+        json: {
+          public_app_id: app.publicAppId,
+          user_token: await signHs256(guess, userTokenClaims(app.publicAppId, 'victim@example.com')),
+        },
       });
       expect(response.status).toBe(401);
     }
-    const bare = await call(api(), testEnv, '/v1/sessions', { json: { public_app_id: app.publicAppId, external_user_id: 'victim@example.com' } });
+    const bare = await call(api(), testEnv, '/v1/sessions', {
+      json: { public_app_id: app.publicAppId, external_user_id: 'victim@example.com' },
+    });
     expect(bare.status).toBe(401);
     expect(await sessionRowCounts(testEnv)).toEqual(before);
   });

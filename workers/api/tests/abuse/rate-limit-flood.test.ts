@@ -14,7 +14,9 @@ describe('rate-limit flood', () => {
   it('serves exactly the limit out of 60 concurrent requests, refuses the rest with 429, spares other clients', async () => {
     const session = await createSession(testEnv);
     const flood = await Promise.all(
-      Array.from({ length: 60 }, () => call(api(), testEnv, '/v1/user/wallet', { token: session.token, headers: { 'cf-connecting-ip': '198.51.100.7' } })),
+      Array.from({ length: 60 }, () =>
+        call(api(), testEnv, '/v1/user/wallet', { token: session.token, headers: { 'cf-connecting-ip': '198.51.100.7' } }),
+      ),
     );
     const served = flood.filter((response) => response.status === 200);
     const refused = flood.filter((response) => response.status === 429);

@@ -30,10 +30,20 @@ const logs: string[] = [];
 const responses: Array<{ label: string; text: string; exempt?: 'session_token' | 'model_answer' }> = [];
 let sessionToken = '';
 
-async function send(label: string, app: Parameters<typeof call>[0], path: string, options: Parameters<typeof call>[3] = {}, exempt?: 'session_token' | 'model_answer') {
+async function send(
+  label: string,
+  app: Parameters<typeof call>[0],
+  path: string,
+  options: Parameters<typeof call>[3] = {},
+  exempt?: 'session_token' | 'model_answer',
+) {
   const response = await call(app, testEnv, path, options);
   const text = await response.text();
-  responses.push({ label: `${label} (${response.status})`, text: `${JSON.stringify(Object.fromEntries(response.headers))}\n${text}`, ...(exempt ? { exempt } : {}) });
+  responses.push({
+    label: `${label} (${response.status})`,
+    text: `${JSON.stringify(Object.fromEntries(response.headers))}\n${text}`,
+    ...(exempt ? { exempt } : {}),
+  });
   return { status: response.status, text };
 }
 
@@ -49,14 +59,29 @@ afterAll(() => vi.restoreAllMocks());
 
 describe('secret scan', () => {
   it('leaves no secret, token, raw user id or prompt text in logs, responses, CSVs or database columns', async () => {
-    const session = await send('session', api(), '/v1/sessions', { json: { public_app_id: 'app_demo_local', external_user_id: canary.externalUserId }, token: developerKey }, 'session_token');
+    const session = await send(
+      'session',
+      api(),
+      '/v1/sessions',
+      { json: { public_app_id: 'app_demo_local', external_user_id: canary.externalUserId }, token: developerKey },
+      'session_token',
+    );
     const { session_token: issued, user_ref: userRef } = JSON.parse(session.text) as { session_token: string; user_ref: string };
     sessionToken = issued;
     const bearer = { token: sessionToken };
 
-    await send('user key', api(), '/v1/user/provider-keys', { ...bearer, json: { provider: 'openai', api_key: userProviderKey, label: 'mine' } });
-    await send('user key again (conflict)', api(), '/v1/user/provider-keys', { ...bearer, json: { provider: 'openai', api_key: userProviderKey } });
-    await send('user key bad format', api(), '/v1/user/provider-keys', { ...bearer, json: { provider: 'anthropic', api_key: userProviderKey } });
+    await send('user key', api(), '/v1/user/provider-keys', {
+      ...bearer,
+      json: { provider: 'openai', api_key: userProviderKey, label: 'mine' },
+    });
+    await send('user key again (conflict)', api(), '/v1/user/provider-keys', {
+      ...bearer,
+      json: { provider: 'openai', api_key: userProviderKey },
+    });
+    await send('user key bad format', api(), '/v1/user/provider-keys', {
+      ...bearer,
+      json: { provider: 'anthropic', api_key: userProviderKey },
+    });
     await send('developer key', api(), '/v1/developer/provider-keys', {
       token: developerKey,
       json: { provider: 'anthropic', api_key: developerProviderKey, monthly_budget_usd: '5.00000000' },
@@ -65,7 +90,10 @@ describe('secret scan', () => {
     await send('developer keys', api(), '/v1/developer/provider-keys', { token: developerKey });
 
     const wallet = JSON.parse((await send('wallet', api(), '/v1/user/wallet', bearer)).text) as { wallet_id: string };
-    await send('credit', api(), `/v1/admin/wallets/${wallet.wallet_id}/credit-test-balance`, { token: adminToken, json: { amount_usd: '2.00000000' } });
+    await send('credit', api(), `/v1/admin/wallets/${wallet.wallet_id}/credit-test-balance`, {
+      token: adminToken,
+      json: { amount_usd: '2.00000000' },
+    });
 
     const messages = [{ role: 'user', content: canary.prompt }];
     const upstream = fakeUpstream((request) => {
@@ -75,8 +103,14 @@ describe('secret scan', () => {
         return jsonResponse({ error: { message: `Incorrect API key provided: ${request.headers.authorization}. ${canary.prompt}` } }, 401);
       }
       if (body.stream) {
-        const events = [openAiChunk({ content: 'ok' }), openAiChunk({}, 'stop'), openAiChunk({}, null, { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 })];
-        return new Response(events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join('') + 'data: [DONE]\n\n', { headers: { 'content-type': 'text/event-stream' } });
+        const events = [
+          openAiChunk({ content: 'ok' }),
+          openAiChunk({}, 'stop'),
+          openAiChunk({}, null, { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }),
+        ];
+        return new Response(`${events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join('')}data: [DONE]\n\n`, {
+          headers: { 'content-type': 'text/event-stream' },
+        });
       }
       return jsonResponse(openAiCompletion('ok'));
     });
@@ -89,21 +123,31 @@ describe('secret scan', () => {
     await chat('byok stream', { model: 'openai:gpt-4o-mini', route_mode: 'byok', stream: true }, 'model_answer');
     await chat('byok refused by provider', { model: 'openai:gpt-4.1-mini', route_mode: 'byok' });
     await chat('invalid body with the prompt', { model: 'mock:echo', max_tokens: 'many' });
-    await send('chat with a bad token', gateway, '/v1/chat/completions', { token: adminToken, json: { model: 'mock:echo', feature: 'chat', messages } });
+    await send('chat with a bad token', gateway, '/v1/chat/completions', {
+      token: adminToken,
+      json: { model: 'mock:echo', feature: 'chat', messages },
+    });
 
     const report = localUsageReport(`local-${random()}`, userRef);
     await send('local usage with a prompt field', api(), '/v1/usage/local', { ...bearer, json: { ...report, prompt: canary.prompt } });
     await send('local usage', api(), '/v1/usage/local', { ...bearer, json: report });
     await send('usage', api(), '/v1/user/usage', bearer);
 
-    const checkout = await send('checkout', api(), '/v1/user/stripe/checkout-sessions', { ...bearer, json: { amount_usd: '5.00000000', return_url: 'https://app.example.test/billing' } });
-    const { checkout_session_id: checkoutId, amount_cents: cents } = JSON.parse(checkout.text) as { checkout_session_id: string; amount_cents: number };
+    const checkout = await send('checkout', api(), '/v1/user/stripe/checkout-sessions', {
+      ...bearer,
+      json: { amount_usd: '5.00000000', return_url: 'https://app.example.test/billing' },
+    });
+    const { checkout_session_id: checkoutId, amount_cents: cents } = JSON.parse(checkout.text) as {
+      checkout_session_id: string;
+      amount_cents: number;
+    };
     const receipt = await deliver(testEnv, completedEvent(checkoutId, cents));
     expect(receipt.body.credited).toBe(true);
 
     await send('payouts', api(), '/v1/admin/payouts/run-mock', { token: adminToken, json: { threshold_usd: '0.00000001' } });
     await send('wrong admin token', api(), '/v1/admin/payouts', { token: `${adminToken}x` });
-    for (const name of ['usage', 'revenue', 'payouts']) await send(`${name} csv`, api(), `/v1/admin/reports/${name}.csv`, { token: adminToken });
+    for (const name of ['usage', 'revenue', 'payouts'])
+      await send(`${name} csv`, api(), `/v1/admin/reports/${name}.csv`, { token: adminToken });
     await send('reconciliation', api(), '/v1/admin/reconciliation/ledger', { token: adminToken });
 
     const tables = await sql<{ table_name: string }>(
@@ -143,10 +187,21 @@ describe('secret scan', () => {
     }
     expect(leaks).toEqual([]);
     // The scan can see: the exempted places do hold what it looks for, and the paths were really taken.
-    expect(responses.some((response) => response.exempt === 'session_token' && response.text.includes(sessionToken.slice(4))), 'session token visible').toBe(true);
-    expect(responses.some((response) => response.exempt === 'model_answer' && response.text.includes(canary.prompt.slice(0, 24))), 'echo visible').toBe(true);
+    expect(
+      responses.some((response) => response.exempt === 'session_token' && response.text.includes(sessionToken.slice(4))),
+      'session token visible',
+    ).toBe(true);
+    expect(
+      responses.some((response) => response.exempt === 'model_answer' && response.text.includes(canary.prompt.slice(0, 24))),
+      'echo visible',
+    ).toBe(true);
     const labels = responses.map((response) => response.label);
-    expect(labels).toEqual(expect.arrayContaining(['byok (200)', 'byok stream (200)', 'user key (201)', 'developer key (201)', 'local usage (200)']));
-    expect(upstream.requests.some((request) => request.headers.authorization?.includes(canary.userProviderKeyBody)), 'key upstream').toBe(true);
+    expect(labels).toEqual(
+      expect.arrayContaining(['byok (200)', 'byok stream (200)', 'user key (201)', 'developer key (201)', 'local usage (200)']),
+    );
+    expect(
+      upstream.requests.some((request) => request.headers.authorization?.includes(canary.userProviderKeyBody)),
+      'key upstream',
+    ).toBe(true);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { env as cloudflareEnv } from 'cloudflare:test';
-import type { Env } from '../../../shared/env.ts';
+import type { Env } from '#shared/env.ts';
 import { adminToken, api, call, createSession, createTestEnv, gateway, type TestEnv } from '../../../test/harness.ts';
 import { fund } from '../../../test/gateway-kit.ts';
 

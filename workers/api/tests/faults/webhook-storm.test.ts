@@ -17,18 +17,28 @@ beforeAll(async () => {
 describe('webhook storm', () => {
   it('credits each paid session exactly once under concurrent redeliveries and hostile events; books reconcile', async () => {
     const checkouts = await Promise.all(Array.from({ length: 8 }, (_, index) => createPendingCheckout(testEnv, `${index + 1}.00000000`)));
-    const [before] = await sql<{ clearing: string }>(testEnv, `select balance::text as clearing from wallets where kind = 'payment_clearing'`);
+    const [before] = await sql<{ clearing: string }>(
+      testEnv,
+      `select balance::text as clearing from wallets where kind = 'payment_clearing'`,
+    );
 
     const deliveries: Array<Promise<{ status: number; body: { credited?: boolean; error?: { code: string } } }>> = [];
     for (const checkout of checkouts) {
       const completed = completedEvent(checkout.stripeSessionId, checkout.amountCents);
-      const asyncSucceeded = completedEvent(checkout.stripeSessionId, checkout.amountCents, {}, { type: 'checkout.session.async_payment_succeeded' });
+      const asyncSucceeded = completedEvent(
+        checkout.stripeSessionId,
+        checkout.amountCents,
+        {},
+        { type: 'checkout.session.async_payment_succeeded' },
+      );
       for (let copy = 0; copy < 6; copy++) deliveries.push(deliver(testEnv, completed));
       deliveries.push(deliver(testEnv, asyncSucceeded), deliver(testEnv, asyncSucceeded));
       // Hostile or irrelevant: must move nothing.
       deliveries.push(deliver(testEnv, completedEvent(checkout.stripeSessionId, checkout.amountCents * 10)));
       deliveries.push(deliver(testEnv, completed, await signStripePayload(JSON.stringify(completed), 'whsec_forged')));
-      deliveries.push(deliver(testEnv, completed, await signStripePayload(JSON.stringify(completed), testEnv.STRIPE_WEBHOOK_SECRET as string, 1_000_000)));
+      deliveries.push(
+        deliver(testEnv, completed, await signStripePayload(JSON.stringify(completed), testEnv.STRIPE_WEBHOOK_SECRET as string, 1_000_000)),
+      );
       deliveries.push(deliver(testEnv, completed, null));
       deliveries.push(deliver(testEnv, completedEvent(randomStripeId('cs_test'), checkout.amountCents)));
       deliveries.push(deliver(testEnv, completedEvent(checkout.stripeSessionId, checkout.amountCents, {}, { type: 'charge.refunded' })));

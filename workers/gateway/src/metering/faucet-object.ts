@@ -1,7 +1,7 @@
 /** Builds the `faucet` object (its schema: workers/shared/wire/faucet-object.ts). */
-import { formatUsd, type Usd } from '../../../shared/money/index.ts';
-import type { FaucetObject } from '../../../shared/wire/faucet-object.ts';
-import type { RouteMode } from '../../../shared/wire/route-modes.ts';
+import { formatUsd, type Usd } from '#shared/money/index.ts';
+import type { FaucetObject } from '#shared/wire/faucet-object.ts';
+import type { RouteMode } from '#shared/wire/route-modes.ts';
 
 export type { FaucetObject };
 

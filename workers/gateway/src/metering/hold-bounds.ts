@@ -1,7 +1,7 @@
 /** What a call holds before its upstream: the worst-case retail price, per route. */
-import type { Env } from '../../../shared/env.ts';
-import type { Usd } from '../../../shared/money/index.ts';
-import { RatingError, rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
+import type { Env } from '#shared/env.ts';
+import type { Usd } from '#shared/money/index.ts';
+import { RatingError, rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { refuseUnacceptedFields } from '../providers/accepted-fields.ts';
 import type { ModelReference } from '../routing/parse-model.ts';

@@ -8,7 +8,10 @@ export interface MeteredUsage {
   estimated: boolean;
 }
 
-export function meteredUsage(reported: ChatUsage | null | undefined, estimate: () => { inputTokens: number; outputTokens: number }): MeteredUsage {
+export function meteredUsage(
+  reported: ChatUsage | null | undefined,
+  estimate: () => { inputTokens: number; outputTokens: number },
+): MeteredUsage {
   if (reported != null) {
     const cached = reported.prompt_tokens_details?.cached_tokens ?? 0;
     return {

@@ -3,11 +3,11 @@
  * call's own hold, close of its call record) in one statement; or, when the upstream never accepted
  * the call, abandon it so nothing is charged and its request id can be retried.
  */
-import { abandonCall as abandonCallByKey } from '../../../shared/calls/abandon-call.ts';
-import type { Env } from '../../../shared/env.ts';
-import { bookUsage } from '../../../shared/ledger/book-usage.ts';
-import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
-import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
+import { abandonCall as abandonCallByKey } from '#shared/calls/abandon-call.ts';
+import type { Env } from '#shared/env.ts';
+import { bookUsage } from '#shared/ledger/book-usage.ts';
+import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { faucetObject, type FaucetObject } from './faucet-object.ts';
@@ -18,23 +18,30 @@ import type { MeteredUsage } from './metered-usage.ts';
  * outgrew what the gateway could bound, or the hold lapsed), the booking is still written and the
  * shortfall recorded as a receivable: content delivered is never left unbilled.
  */
-export async function settleCall(db: LedgerDatabase, env: Env, plan: CallPlan, reference: ModelReference, usage: MeteredUsage): Promise<FaucetObject> {
+export async function settleCall(
+  db: LedgerDatabase,
+  env: Env,
+  plan: CallPlan,
+  reference: ModelReference,
+  usage: MeteredUsage,
+): Promise<FaucetObject> {
   const rated = rateUsage(
     { routeMode: plan.routeMode, provider: reference.provider, model: reference.model, ...usage },
     plan.featurePricing,
     ratingSettingsFor(env, plan.developerShareBps),
   );
-  const book = () => bookUsage(db, {
-    requestId: plan.keys.moneyKey,
-    clientRequestId: plan.keys.clientRequestId,
-    callId: plan.keys.callId,
-    appId: plan.appId,
-    endUserId: plan.endUserId,
-    featureKey: plan.featureKey,
-    rated,
-    providerCredentialId: plan.providerCredentialId,
-    allowReceivable: true,
-  });
+  const book = () =>
+    bookUsage(db, {
+      requestId: plan.keys.moneyKey,
+      clientRequestId: plan.keys.clientRequestId,
+      callId: plan.keys.callId,
+      appId: plan.appId,
+      endUserId: plan.endUserId,
+      featureKey: plan.featureKey,
+      rated,
+      providerCredentialId: plan.providerCredentialId,
+      allowReceivable: true,
+    });
   // One retry (idempotent by the money key) for a cut connection; a call still unbooked after it is
   // booked at its bound by the API's sweeper once its deadline has passed.
   const booking = await book().catch(() => book());

@@ -6,9 +6,9 @@
  * catalog. A part that cannot be bounded is refused with 400. Output is bounded by the request's
  * max tokens or the model's cap.
  */
-import { FaucetError } from '../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
-import { imageTokenBound, outputTokenCap } from '../../../shared/providers/provider-catalog.ts';
+import { imageTokenBound, outputTokenCap } from '#shared/providers/provider-catalog.ts';
 import { messageText } from '../tokens/count-prompt-tokens.ts';
 
 const framingTokensPerMessage = 4;

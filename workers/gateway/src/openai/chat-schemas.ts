@@ -17,7 +17,9 @@ const refusedFieldReasons: Record<string, string> = {
 
 function notAccepted(issue: z.core.$ZodRawIssue): string | undefined {
   if (issue.code !== 'unrecognized_keys') return undefined;
-  return issue.keys.map((key) => `field "${key}" is not accepted${refusedFieldReasons[key] ? `: ${refusedFieldReasons[key]}` : ''}`).join('; ');
+  return issue.keys
+    .map((key) => `field "${key}" is not accepted${refusedFieldReasons[key] ? `: ${refusedFieldReasons[key]}` : ''}`)
+    .join('; ');
 }
 
 /** An object that refuses every key it does not name. */
@@ -69,8 +71,6 @@ export const chatMessageSchema = closedObject({
 });
 
 export type ChatMessage = z.infer<typeof chatMessageSchema>;
-export type ContentPart = z.infer<typeof contentPart>;
-export type TextPart = z.infer<typeof textPart>;
 
 const responseFormat = z.discriminatedUnion('type', [
   closedObject({ type: z.literal('text') }),
@@ -109,7 +109,10 @@ export const chatRequestSchema = closedObject({
   verbosity: z.enum(['low', 'medium', 'high']).nullish(),
   tools: z.array(closedObject({ type: z.literal('function'), function: functionDefinition })).optional(),
   tool_choice: z
-    .union([z.enum(['none', 'auto', 'required']), closedObject({ type: z.literal('function'), function: closedObject({ name: z.string() }) })])
+    .union([
+      z.enum(['none', 'auto', 'required']),
+      closedObject({ type: z.literal('function'), function: closedObject({ name: z.string() }) }),
+    ])
     .optional(),
   parallel_tool_calls: z.boolean().optional(),
   /** Legacy (pre-tools) function calling; counted in the hold like tools. */
@@ -118,9 +121,13 @@ export const chatRequestSchema = closedObject({
   user: z.string().optional(),
   safety_identifier: z.string().optional(),
   service_tier: z
-    .enum(['auto', 'default'], { error: 'service_tier must be "auto" or "default": other tiers are billed at a different price than the catalog' })
+    .enum(['auto', 'default'], {
+      error: 'service_tier must be "auto" or "default": other tiers are billed at a different price than the catalog',
+    })
     .nullish(),
-  store: z.literal(false, { error: "store must be false: the gateway does not keep end users' prompts in the platform's provider account" }).nullish(),
+  store: z
+    .literal(false, { error: "store must be false: the gateway does not keep end users' prompts in the platform's provider account" })
+    .nullish(),
   modalities: z.array(z.literal('text', { error: 'only text output is accepted: audio output is priced differently from text' })).nullish(),
 });
 
@@ -154,7 +161,13 @@ export const chatCompletionSchema = z.looseObject({
         role: z.string(),
         content: z.string().nullish(),
         tool_calls: z
-          .array(z.looseObject({ id: z.string(), type: z.string().optional(), function: z.looseObject({ name: z.string(), arguments: z.string() }) }))
+          .array(
+            z.looseObject({
+              id: z.string(),
+              type: z.string().optional(),
+              function: z.looseObject({ name: z.string(), arguments: z.string() }),
+            }),
+          )
           .optional(),
         refusal: z.string().nullish(),
       }),

@@ -5,9 +5,9 @@
  * list an adapter builds its upstream body from, so a field added to the schema later cannot reach
  * a provider until someone adds it here.
  */
-import { FaucetError } from '../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatMessage, ChatRequest } from '../openai/chat-schemas.ts';
-import type { ProviderProtocol } from '../../../shared/providers/provider-catalog.ts';
+import type { ProviderProtocol } from '#shared/providers/provider-catalog.ts';
 
 interface AcceptedFields {
   request: ReadonlyArray<keyof ChatRequest>;
@@ -17,10 +17,35 @@ interface AcceptedFields {
 
 const openAiCompatible: AcceptedFields = {
   request: [
-    'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n', 'temperature', 'top_p', 'stop',
-    'frequency_penalty', 'presence_penalty', 'seed', 'logit_bias', 'logprobs', 'top_logprobs', 'response_format', 'reasoning_effort',
-    'verbosity', 'tools', 'tool_choice', 'parallel_tool_calls', 'functions', 'function_call', 'user', 'safety_identifier',
-    'service_tier', 'store', 'modalities',
+    'model',
+    'messages',
+    'stream',
+    'stream_options',
+    'max_tokens',
+    'max_completion_tokens',
+    'n',
+    'temperature',
+    'top_p',
+    'stop',
+    'frequency_penalty',
+    'presence_penalty',
+    'seed',
+    'logit_bias',
+    'logprobs',
+    'top_logprobs',
+    'response_format',
+    'reasoning_effort',
+    'verbosity',
+    'tools',
+    'tool_choice',
+    'parallel_tool_calls',
+    'functions',
+    'function_call',
+    'user',
+    'safety_identifier',
+    'service_tier',
+    'store',
+    'modalities',
   ],
   message: ['role', 'content', 'name', 'tool_calls', 'tool_call_id', 'function_call', 'refusal'],
   roles: ['system', 'developer', 'user', 'assistant', 'tool', 'function'],
@@ -29,8 +54,20 @@ const openAiCompatible: AcceptedFields = {
 /** The fields `to-anthropic-request.ts` maps; anything else would be dropped silently, so it is refused. */
 const anthropic: AcceptedFields = {
   request: [
-    'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'n', 'temperature', 'top_p', 'stop',
-    'tools', 'tool_choice', 'parallel_tool_calls', 'user',
+    'model',
+    'messages',
+    'stream',
+    'stream_options',
+    'max_tokens',
+    'max_completion_tokens',
+    'n',
+    'temperature',
+    'top_p',
+    'stop',
+    'tools',
+    'tool_choice',
+    'parallel_tool_calls',
+    'user',
   ],
   message: ['role', 'content', 'tool_calls', 'tool_call_id'],
   roles: ['system', 'developer', 'user', 'assistant', 'tool'],
@@ -53,7 +90,8 @@ export function refuseUnacceptedFields(protocol: ProviderProtocol, provider: str
       throw new FaucetError('invalid_request', `messages[${index}]: role "${message.role}" is not accepted for ${provider} models.`);
     }
     const field = presentKeys(message).find((key) => !(accepted.message as readonly string[]).includes(key));
-    if (field !== undefined) throw new FaucetError('invalid_request', `messages[${index}]: field "${field}" is not accepted for ${provider} models.`);
+    if (field !== undefined)
+      throw new FaucetError('invalid_request', `messages[${index}]: field "${field}" is not accepted for ${provider} models.`);
   });
 }
 

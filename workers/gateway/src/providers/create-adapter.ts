@@ -1,7 +1,7 @@
 import { createAnthropicAdapter } from './anthropic/anthropic-adapter.ts';
 import { createMockAdapter } from './mock/mock-adapter.ts';
 import { createOpenAiCompatibleAdapter } from './openai-compatible/openai-compatible-adapter.ts';
-import type { ProviderProtocol } from '../../../shared/providers/provider-catalog.ts';
+import type { ProviderProtocol } from '#shared/providers/provider-catalog.ts';
 import type { ProviderAdapter, ProviderContext } from './provider.ts';
 
 const factories: Record<ProviderProtocol, (context: ProviderContext) => ProviderAdapter> = {

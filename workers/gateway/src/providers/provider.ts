@@ -4,7 +4,7 @@
  * OpenAI completion or chunk stream, translating to and from their upstream's own protocol.
  */
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest } from '../openai/chat-schemas.ts';
-import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 
 export interface ProviderCredential {
   /** Sent in the provider's auth header; null for providers that need none (mock). */

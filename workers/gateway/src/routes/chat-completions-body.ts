@@ -1,9 +1,7 @@
 /** The gateway's request body: an OpenAI chat request plus Faucet's `feature` and `route_mode`. */
 import { z } from 'zod';
-import { routeModeSchema } from '../../../shared/wire/route-modes.ts';
+import { routeModeSchema } from '#shared/wire/route-modes.ts';
 import { chatRequestSchema } from '../openai/chat-schemas.ts';
-
-export type { RouteMode as RequestedRouteMode } from '../../../shared/wire/route-modes.ts';
 
 export const chatCompletionsBodySchema = chatRequestSchema.extend({
   model: z

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { addUsd, formatUsd, parseWireAmount, subtractUsd, zeroUsd } from '../../../shared/money/index.ts';
+import { addUsd, formatUsd, parseWireAmount, subtractUsd, zeroUsd } from '#shared/money/index.ts';
 import { createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith, newRequestId, userMessage, wallet } from '../../../test/gateway-kit.ts';

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
-import type { FetchFunction } from '../../../shared/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -103,7 +103,10 @@ describe('request validation', () => {
   it('refuses a model that has no platform price on the platform route', async () => {
     const upstream = forbiddenUpstream();
     const session = await fundedSession(testEnv);
-    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { ...hello, model: 'openai:gpt-unpriced' });
+    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, {
+      ...hello,
+      model: 'openai:gpt-unpriced',
+    });
     expect(await errorOf(response)).toMatchObject({ status: 400, code: 'invalid_request' });
     expect(upstream.requests).toEqual([]);
   });
@@ -114,14 +117,20 @@ describe('balance', () => {
     const upstream = forbiddenUpstream();
     const session = await createSession(testEnv);
     const requestId = newRequestId();
-    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini' }, requestId);
+    const response = await chat(
+      gatewayWith({ upstreamFetch: upstream.fetch }),
+      testEnv,
+      session.token,
+      { ...hello, model: 'openai:gpt-4o-mini' },
+      requestId,
+    );
     expect(await errorOf(response)).toMatchObject({ status: 402, code: 'insufficient_balance' });
     expect(upstream.requests).toEqual([]);
     expect(await holdStatus(testEnv, requestId)).toBeUndefined();
     expect(await usageRows(testEnv, requestId)).toEqual([]);
   });
 
-  it("refuses a call whose worst case exceeds the available balance, even if the actual cost would fit", async () => {
+  it('refuses a call whose worst case exceeds the available balance, even if the actual cost would fit', async () => {
     const session = await fundedSession(testEnv, '0.00010000');
     // No max_tokens: the hold is the model's full output cap, far above 0.0001 USD.
     const response = await chat(gatewayWith(), testEnv, session.token, hello);
@@ -141,7 +150,13 @@ describe('upstream failures', () => {
   it.each(failures)('when the upstream %s: the envelope, the hold released, nothing charged', async (_case, fetch, status, code) => {
     const session = await fundedSession(testEnv, '1.00000000');
     const requestId = newRequestId();
-    const response = await chat(gatewayWith({ upstreamFetch: fetch }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini' }, requestId);
+    const response = await chat(
+      gatewayWith({ upstreamFetch: fetch }),
+      testEnv,
+      session.token,
+      { ...hello, model: 'openai:gpt-4o-mini' },
+      requestId,
+    );
     expect(await errorOf(response)).toMatchObject({ status, code, request_id: requestId });
     expect(await holdStatus(testEnv, requestId)).toBe('released');
     expect(await usageRows(testEnv, requestId)).toEqual([]);
@@ -149,22 +164,35 @@ describe('upstream failures', () => {
   });
 
   it('when the upstream never answers: the 504 envelope, and the call billed at its bound (the provider had the request and may be generating)', async () => {
-    const hang: FetchFunction = (request) => new Promise((_resolve, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason)));
+    const hang: FetchFunction = (request) =>
+      new Promise((_resolve, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason)));
     const session = await fundedSession(testEnv, '1.00000000');
     const requestId = newRequestId();
-    const response = await chat(gatewayWith({ upstreamFetch: hang }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini', max_tokens: 40 }, requestId);
+    const response = await chat(
+      gatewayWith({ upstreamFetch: hang }),
+      testEnv,
+      session.token,
+      { ...hello, model: 'openai:gpt-4o-mini', max_tokens: 40 },
+      requestId,
+    );
     expect(await errorOf(response)).toMatchObject({ status: 504, code: 'upstream_timeout', request_id: requestId });
     expect(await holdStatus(testEnv, requestId)).toBe('settled');
     const [row] = await usageRows(testEnv, requestId);
     expect(row).toMatchObject({ estimated: true, output_tokens: 40 });
     // A retry is refused: the timed-out call was billed, and retrying it must not be billed again.
-    expect((await chat(gatewayWith({ upstreamFetch: hang }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini' }, requestId)).status).toBe(409);
+    expect(
+      (await chat(gatewayWith({ upstreamFetch: hang }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini' }, requestId))
+        .status,
+    ).toBe(409);
   });
 
   it('passes an upstream rate limit on as 429 with its retry-after', async () => {
     const upstream = fakeUpstream(() => jsonResponse({ error: { message: 'slow down' } }, 429, { 'retry-after': '7' }));
     const session = await fundedSession(testEnv);
-    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini' });
+    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, {
+      ...hello,
+      model: 'openai:gpt-4o-mini',
+    });
     expect(response.headers.get('retry-after')).toBe('7');
     expect(await errorOf(response)).toMatchObject({ status: 429, code: 'rate_limited' });
   });

@@ -4,8 +4,8 @@
  * fields reach the upstream. Images and legacy functions are held at their true worst case.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compareUsd, formatUsd, parseWireAmount } from '../../../shared/money/index.ts';
-import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
+import { compareUsd, formatUsd, parseWireAmount } from '#shared/money/index.ts';
+import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
@@ -27,7 +27,11 @@ async function errorOf(response: Response) {
 
 describe('a smuggled field', () => {
   it.each([
-    ['service_tier "priority", billed above the catalog price', { ...gpt, service_tier: 'priority' }, /service_tier.*priced|service_tier.*price/],
+    [
+      'service_tier "priority", billed above the catalog price',
+      { ...gpt, service_tier: 'priority' },
+      /service_tier.*priced|service_tier.*price/,
+    ],
     ['service_tier "flex", billed below it', { ...gpt, service_tier: 'flex' }, /service_tier/],
     ['store: true, which keeps the prompt in the platform account', { ...gpt, store: true }, /store must be false/],
     ['an unknown top-level field', { ...gpt, x_upstream_option: 1 }, /field "x_upstream_option" is not accepted/],
@@ -36,17 +40,53 @@ describe('a smuggled field', () => {
     ['web_search_options', { ...gpt, web_search_options: {} }, /field "web_search_options" is not accepted/],
     ['metadata', { ...gpt, metadata: { who: 'me' } }, /field "metadata" is not accepted/],
     ['prompt_cache_key', { ...gpt, prompt_cache_key: 'k' }, /field "prompt_cache_key" is not accepted/],
-    ['an unknown field inside a message', { ...gpt, messages: [{ ...userMessage('hi'), cache_control: { type: 'ephemeral' } }] }, /field "cache_control"/],
-    ['an unknown field inside a content part', { ...gpt, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', extra: 1 }] }] }, /field "extra"/],
-    ['an unknown field inside an image part', { ...gpt, messages: withPart({ ...image, image_url: { url: 'https://example.com/a.png', size: 'xl' } }) }, /field "size"/],
+    [
+      'an unknown field inside a message',
+      { ...gpt, messages: [{ ...userMessage('hi'), cache_control: { type: 'ephemeral' } }] },
+      /field "cache_control"/,
+    ],
+    [
+      'an unknown field inside a content part',
+      { ...gpt, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', extra: 1 }] }] },
+      /field "extra"/,
+    ],
+    [
+      'an unknown field inside an image part',
+      { ...gpt, messages: withPart({ ...image, image_url: { url: 'https://example.com/a.png', size: 'xl' } }) },
+      /field "size"/,
+    ],
     ['an unknown field inside a tool', { ...gpt, tools: [{ type: 'function', function: { name: 'f', hidden: 'x' } }] }, /field "hidden"/],
     ['a tool that is not a function', { ...gpt, tools: [{ type: 'web_search_preview' }] }, /tools/],
-    ['an input_audio part', { ...gpt, messages: withPart({ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }) }, /messages\.0\.content: part 1\.type: .*cannot be bounded/],
-    ['a file part', { ...gpt, messages: withPart({ type: 'file', file: { file_id: 'file-1' } }) }, /messages\.0\.content: part 1\.type: .*cannot be bounded/],
-    ['an image for a model with no image bound', { ...gpt, model: 'openai:gpt-4o', messages: withPart(image) }, /messages\[0\]\.content\[1\]: image parts cannot be bounded for model "openai:gpt-4o"/],
-    ['seed on an Anthropic model, which has nowhere to carry it', { ...claude, seed: 1 }, /field "seed" is not accepted for anthropic models/],
-    ['response_format on an Anthropic model', { ...claude, response_format: { type: 'json_object' } }, /field "response_format" is not accepted for anthropic/],
-    ['a message name on an Anthropic model', { ...claude, messages: [{ ...userMessage('hi'), name: 'mallory' }] }, /messages\[0\]: field "name"/],
+    [
+      'an input_audio part',
+      { ...gpt, messages: withPart({ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }) },
+      /messages\.0\.content: part 1\.type: .*cannot be bounded/,
+    ],
+    [
+      'a file part',
+      { ...gpt, messages: withPart({ type: 'file', file: { file_id: 'file-1' } }) },
+      /messages\.0\.content: part 1\.type: .*cannot be bounded/,
+    ],
+    [
+      'an image for a model with no image bound',
+      { ...gpt, model: 'openai:gpt-4o', messages: withPart(image) },
+      /messages\[0\]\.content\[1\]: image parts cannot be bounded for model "openai:gpt-4o"/,
+    ],
+    [
+      'seed on an Anthropic model, which has nowhere to carry it',
+      { ...claude, seed: 1 },
+      /field "seed" is not accepted for anthropic models/,
+    ],
+    [
+      'response_format on an Anthropic model',
+      { ...claude, response_format: { type: 'json_object' } },
+      /field "response_format" is not accepted for anthropic/,
+    ],
+    [
+      'a message name on an Anthropic model',
+      { ...claude, messages: [{ ...userMessage('hi'), name: 'mallory' }] },
+      /messages\[0\]: field "name"/,
+    ],
   ])('is refused with 400 before any hold: %s', async (_case, body, message) => {
     const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('should not happen')));
     const session = await fundedSession(testEnv, '1.00000000');
@@ -82,7 +122,10 @@ describe('the fields an ordinary OpenAI client sends', () => {
       service_tier: 'default',
       store: false,
       n: 1,
-      response_format: { type: 'json_schema', json_schema: { name: 'answer', strict: true, schema: { type: 'object', properties: { city: { type: 'string' } } } } },
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'answer', strict: true, schema: { type: 'object', properties: { city: { type: 'string' } } } },
+      },
       tools: [{ type: 'function', function: { name: 'lookup', description: 'Looks up', parameters: { type: 'object' }, strict: false } }],
       tool_choice: 'auto',
       parallel_tool_calls: false,
@@ -110,8 +153,11 @@ describe('the hold of a call', () => {
   }
 
   const retailOf = (inputTokens: number, outputTokens: number) =>
-    rateUsage({ routeMode: 'platform', provider: 'openai', model: 'gpt-4o-mini', inputTokens, outputTokens, estimated: true }, {}, ratingSettingsFor(testEnv, null))
-      .retailUsd;
+    rateUsage(
+      { routeMode: 'platform', provider: 'openai', model: 'gpt-4o-mini', inputTokens, outputTokens, estimated: true },
+      {},
+      ratingSettingsFor(testEnv, null),
+    ).retailUsd;
 
   it("holds every image on gpt-4o-mini at OpenAI's high-detail maximum (2,833 + 8 tiles × 5,667 tokens)", async () => {
     const held = await heldDuringCall({ ...gpt, max_tokens: 1, messages: [{ role: 'user', content: [image, image, image, image] }] });

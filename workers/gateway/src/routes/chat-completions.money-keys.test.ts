@@ -6,8 +6,27 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { api, call, createTestEnv, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, openSseResponse, sseResponse } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, openStream, sseData, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import {
+  fakeUpstream,
+  jsonResponse,
+  openAiChunk,
+  openAiCompletion,
+  openAiSse,
+  openSseResponse,
+  sseResponse,
+} from '../../../test/fake-upstream.ts';
+import {
+  chat,
+  fundedSession,
+  gatewayWith,
+  holdStatus,
+  newRequestId,
+  openStream,
+  sseData,
+  usageRows,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 let shortCalls: TestEnv;
@@ -69,11 +88,21 @@ describe('defect 1: the money key is the server’s, not the client’s x-reques
   });
 
   it('streamed too: the stream’s booking is its own, never a duplicate of the $0 report', async () => {
-    const upstream = fakeUpstream(() => sseResponse(openAiSse([openAiChunk({ role: 'assistant', content: 'Hi' }), openAiChunk({}, 'stop'), openAiChunk({}, null, usage)])));
+    const upstream = fakeUpstream(() =>
+      sseResponse(openAiSse([openAiChunk({ role: 'assistant', content: 'Hi' }), openAiChunk({}, 'stop'), openAiChunk({}, null, usage)])),
+    );
     const session = await fundedSession(testEnv);
     const requestId = newRequestId();
-    expect((await call(api(), testEnv, '/v1/usage/local', { json: localReport(requestId, session.userRef), token: session.token })).status).toBe(200);
-    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { ...platformBody, stream: true }, requestId);
+    expect(
+      (await call(api(), testEnv, '/v1/usage/local', { json: localReport(requestId, session.userRef), token: session.token })).status,
+    ).toBe(200);
+    const response = await chat(
+      gatewayWith({ upstreamFetch: upstream.fetch }),
+      testEnv,
+      session.token,
+      { ...platformBody, stream: true },
+      requestId,
+    );
     const events = sseData(await response.text());
     expect(events.at(-1)).toBe('[DONE]');
     expect(JSON.parse(events.at(-2)!)).toMatchObject({ faucet: { route_mode: 'platform', input_tokens: 12, output_tokens: 9 } });
@@ -92,7 +121,11 @@ describe('defect 1: the money key is the server’s, not the client’s x-reques
     for (const id of [requestId, `call:${callId}`]) {
       expect((await call(api(), testEnv, '/v1/usage/local', { json: localReport(id, bob.userRef), token: bob.token })).status).toBe(200);
     }
-    const [booking] = await sql<{ route_mode: string; end_user_id: string }>(testEnv, 'select route_mode, end_user_id::text from usage_events where request_id = $1', [`call:${callId}`]);
+    const [booking] = await sql<{ route_mode: string; end_user_id: string }>(
+      testEnv,
+      'select route_mode, end_user_id::text from usage_events where request_id = $1',
+      [`call:${callId}`],
+    );
     expect(booking).toMatchObject({ route_mode: 'platform', end_user_id: alice.endUserId });
   });
 });
@@ -100,7 +133,9 @@ describe('defect 1: the money key is the server’s, not the client’s x-reques
 describe('defect 7: retries', () => {
   it('a retry of a call that was never billed is served; a retry of a billed call gets 409 and no second charge', async () => {
     let fail = true;
-    const upstream = fakeUpstream(() => (fail ? jsonResponse({ error: { message: 'overloaded' } }, 503) : jsonResponse(openAiCompletion('ok', usage))));
+    const upstream = fakeUpstream(() =>
+      fail ? jsonResponse({ error: { message: 'overloaded' } }, 503) : jsonResponse(openAiCompletion('ok', usage)),
+    );
     const app = gatewayWith({ upstreamFetch: upstream.fetch });
     const session = await fundedSession(testEnv);
     const requestId = newRequestId();
@@ -125,8 +160,15 @@ describe('defect 7: retries', () => {
     const app = gatewayWith({ upstreamFetch: upstream.fetch });
     const session = await fundedSession(testEnv, '5.00000000');
     const requestId = newRequestId();
-    const bodies = [platformBody, { ...platformBody, model: 'mock:echo' }, { ...platformBody, route_mode: 'platform' }, { ...platformBody, max_tokens: 7 }];
-    const responses = await Promise.all(Array.from({ length: 12 }, (_, index) => chat(app, testEnv, session.token, bodies[index % bodies.length]!, requestId)));
+    const bodies = [
+      platformBody,
+      { ...platformBody, model: 'mock:echo' },
+      { ...platformBody, route_mode: 'platform' },
+      { ...platformBody, max_tokens: 7 },
+    ];
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, (_, index) => chat(app, testEnv, session.token, bodies[index % bodies.length]!, requestId)),
+    );
     const statuses = responses.map((response) => response.status).sort();
     expect(statuses.filter((status) => status === 200)).toHaveLength(1);
     expect(statuses.filter((status) => status !== 200).every((status) => status === 409)).toBe(true);
@@ -137,9 +179,18 @@ describe('defect 7: retries', () => {
 
 describe('defect 2: a hold lives as long as its call', () => {
   it('holds until past the call’s deadline, and the gateway ends a stream at that deadline and bills it', async () => {
-    const upstream = fakeUpstream((_request, signal) => openSseResponse(openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: 'a very long story' })], false), signal).response);
+    const upstream = fakeUpstream(
+      (_request, signal) =>
+        openSseResponse(
+          openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: 'a very long story' })], false),
+          signal,
+        ).response,
+    );
     const session = await fundedSession(shortCalls);
-    const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), shortCalls, session.token, { ...platformBody, max_tokens: 64_000 - 1 });
+    const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), shortCalls, session.token, {
+      ...platformBody,
+      max_tokens: 64_000 - 1,
+    });
     const [times] = await sql<{ deadline_ok: boolean }>(
       shortCalls,
       `select h.expires_at > g.deadline_at as deadline_ok from gateway_calls g join balance_holds h on h.request_id = g.money_key where g.client_request_id = $1`,
@@ -159,14 +210,25 @@ describe('defect 2: a hold lives as long as its call', () => {
       return open.response;
     });
     const session = await fundedSession(testEnv, '0.00100000');
-    const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { ...platformBody, max_tokens: 1_000 });
+    const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, {
+      ...platformBody,
+      max_tokens: 1_000,
+    });
     const reader = await readUntil(response, 'Part one');
     // The hold lapses (as the old 300 s TTL did under a long stream) and the money is spent elsewhere.
-    await sql(testEnv, `update balance_holds h set expires_at = now() - interval '1 second' from gateway_calls g where g.money_key = h.request_id and g.client_request_id = $1`, [requestId]);
+    await sql(
+      testEnv,
+      `update balance_holds h set expires_at = now() - interval '1 second' from gateway_calls g where g.money_key = h.request_id and g.client_request_id = $1`,
+      [requestId],
+    );
     await sql(testEnv, `update wallets set balance = 0 where id = $1`, [session.walletId]);
     await reader.cancel();
     await finished();
-    const [row] = await sql<{ receivable_usd: string; retail_usd: string }>(testEnv, 'select receivable_usd::text, retail_usd::text from usage_events where client_request_id = $1', [requestId]);
+    const [row] = await sql<{ receivable_usd: string; retail_usd: string }>(
+      testEnv,
+      'select receivable_usd::text, retail_usd::text from usage_events where client_request_id = $1',
+      [requestId],
+    );
     expect(row).toBeDefined();
     expect(row!.receivable_usd).toBe(row!.retail_usd);
     expect(Number.parseFloat((await wallet(testEnv, session.walletId)).balance)).toBeLessThan(0);
@@ -184,7 +246,15 @@ describe('defect 4: aborts do not cut the bill', () => {
           async start(controller) {
             controller.enqueue(encoder.encode(openAiSse([openAiChunk({ role: 'assistant', content: '' })], false).join('')));
             await gate;
-            controller.enqueue(encoder.encode(openAiSse([openAiChunk({ content: '你好世界' }), openAiChunk({}, 'stop'), openAiChunk({}, null, { prompt_tokens: 40, completion_tokens: 6, total_tokens: 46 })]).join('')));
+            controller.enqueue(
+              encoder.encode(
+                openAiSse([
+                  openAiChunk({ content: '你好世界' }),
+                  openAiChunk({}, 'stop'),
+                  openAiChunk({}, null, { prompt_tokens: 40, completion_tokens: 6, total_tokens: 46 }),
+                ]).join(''),
+              ),
+            );
             controller.close();
           },
         }),
@@ -192,7 +262,12 @@ describe('defect 4: aborts do not cut the bill', () => {
       );
     });
     const session = await fundedSession(testEnv);
-    const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, platformBody);
+    const { response, requestId, finished } = await openStream(
+      gatewayWith({ upstreamFetch: upstream.fetch }),
+      testEnv,
+      session.token,
+      platformBody,
+    );
     const reader = await readUntil(response, '"role":"assistant"');
     await reader.cancel();
     release();
@@ -203,10 +278,20 @@ describe('defect 4: aborts do not cut the bill', () => {
   });
 
   it('an abort with no count to be had bills upper bounds (CJK is never under-counted), marked estimated', async () => {
-    const upstream = fakeUpstream((_request, signal) => openSseResponse(openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: '日本語の長い物語' })], false), signal).response);
+    const upstream = fakeUpstream(
+      (_request, signal) =>
+        openSseResponse(
+          openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: '日本語の長い物語' })], false),
+          signal,
+        ).response,
+    );
     const session = await fundedSession(shortCalls);
     const prompt = '日本語で長い物語を書いてください 🎌🎌';
-    const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), shortCalls, session.token, { ...platformBody, messages: [userMessage(prompt)], max_tokens: 200 });
+    const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), shortCalls, session.token, {
+      ...platformBody,
+      messages: [userMessage(prompt)],
+      max_tokens: 200,
+    });
     const reader = await readUntil(response, '物語');
     await reader.cancel();
     await finished();

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adjustWallet } from '../../../shared/ledger/adjust-wallet.ts';
-import { createDatabase } from '../../../shared/db.ts';
-import { parseWireAmount } from '../../../shared/money/index.ts';
+import { adjustWallet } from '#shared/ledger/adjust-wallet.ts';
+import { createDatabase } from '#shared/db.ts';
+import { parseWireAmount } from '#shared/money/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream } from '../../../test/fake-upstream.ts';
 import { chat, fund, fundedSession, gatewayWith, holdStatus, newRequestId, userMessage, wallet } from '../../../test/gateway-kit.ts';
@@ -17,7 +17,14 @@ const hello = { model: 'mock:echo', feature: 'chat', messages: [userMessage('hel
 async function chargeBack(walletId: string, amount: string) {
   const { db, pool } = createDatabase(testEnv);
   try {
-    await adjustWallet(db, { walletId, kind: 'chargeback', direction: 'debit', amount: parseWireAmount(amount), reason: 'bank chargeback', requestId: newRequestId() });
+    await adjustWallet(db, {
+      walletId,
+      kind: 'chargeback',
+      direction: 'debit',
+      amount: parseWireAmount(amount),
+      reason: 'bank chargeback',
+      requestId: newRequestId(),
+    });
   } finally {
     await pool.end();
   }

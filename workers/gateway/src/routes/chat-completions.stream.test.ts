@@ -1,16 +1,31 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { formatUsd } from '../../../shared/money/index.ts';
-import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
+import { formatUsd } from '#shared/money/index.ts';
+import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiSse, openSseResponse, sseResponse } from '../../../test/fake-upstream.ts';
-import { formatSseEvent } from '../../../shared/wire/format-sse.ts';
-import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, openStream, sseData, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import { formatSseEvent } from '#shared/wire/format-sse.ts';
+import {
+  chat,
+  fundedSession,
+  gatewayWith,
+  holdStatus,
+  newRequestId,
+  openStream,
+  sseData,
+  usageRows,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
 import { countPromptTokens } from '../tokens/count-prompt-tokens.ts';
 import { countTokens } from '../tokens/tokenize.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', ANTHROPIC_API_KEY: 'sk-ant-platform-pool-test', UPSTREAM_DRAIN_MS: '200' });
+  testEnv = await createTestEnv({
+    OPENAI_API_KEY: 'sk-platform-pool-test',
+    ANTHROPIC_API_KEY: 'sk-ant-platform-pool-test',
+    UPSTREAM_DRAIN_MS: '200',
+  });
 });
 
 interface FaucetEvent {
@@ -24,14 +39,22 @@ describe('streaming', () => {
     const session = await fundedSession(testEnv);
     const requestId = newRequestId();
     const messages = [userMessage('stream me please')];
-    const response = await chat(gatewayWith(), testEnv, session.token, { model: 'mock:echo', feature: 'chat', messages, stream: true }, requestId);
+    const response = await chat(
+      gatewayWith(),
+      testEnv,
+      session.token,
+      { model: 'mock:echo', feature: 'chat', messages, stream: true },
+      requestId,
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(response.headers.get('x-request-id')).toBe(requestId);
 
     const events = sseData(await response.text());
     expect(events.at(-1)).toBe('[DONE]');
-    const chunks = events.slice(0, -2).map((data) => JSON.parse(data) as { object: string; choices: Array<{ delta: { content?: string } }>; usage?: unknown });
+    const chunks = events
+      .slice(0, -2)
+      .map((data) => JSON.parse(data) as { object: string; choices: Array<{ delta: { content?: string } }>; usage?: unknown });
     expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk')).toBe(true);
     expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe('Echo: stream me please');
     // The client did not ask for usage, so the upstream's usage chunk is not forwarded.
@@ -46,7 +69,12 @@ describe('streaming', () => {
     );
     expect(last.object).toBe('faucet.usage');
     expect(last.choices).toEqual([]);
-    expect(last.faucet).toMatchObject({ request_id: requestId, output_tokens: outputTokens, estimated: false, charge: { amount_usd: formatUsd(rated.retailUsd) } });
+    expect(last.faucet).toMatchObject({
+      request_id: requestId,
+      output_tokens: outputTokens,
+      estimated: false,
+      charge: { amount_usd: formatUsd(rated.retailUsd) },
+    });
     expect((await usageRows(testEnv, requestId))[0]?.retail_usd).toBe(formatUsd(rated.retailUsd));
     expect(await holdStatus(testEnv, requestId)).toBe('settled');
   });
@@ -79,7 +107,15 @@ describe('streaming', () => {
   });
 
   it('streams an Anthropic model as OpenAI chunks and settles on the usage Anthropic reported', async () => {
-    const message = { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-haiku-4-5', content: [], stop_reason: null, usage: { input_tokens: 30, output_tokens: 1 } };
+    const message = {
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-haiku-4-5',
+      content: [],
+      stop_reason: null,
+      usage: { input_tokens: 30, output_tokens: 1 },
+    };
     const upstream = fakeUpstream(() =>
       sseResponse([
         formatSseEvent('message_start', { type: 'message_start', message }),
@@ -100,16 +136,27 @@ describe('streaming', () => {
     });
     const events = sseData(await response.text());
     expect(events.at(-1)).toBe('[DONE]');
-    const chunks = events.slice(0, -2).map((data) => JSON.parse(data) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }> });
+    const chunks = events
+      .slice(0, -2)
+      .map((data) => JSON.parse(data) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }> });
     expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe('Salut');
     expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe('stop');
-    expect(JSON.parse(events.at(-2)!)).toMatchObject({ object: 'faucet.usage', faucet: { provider: 'anthropic', input_tokens: 30, output_tokens: 4, estimated: false } });
+    expect(JSON.parse(events.at(-2)!)).toMatchObject({
+      object: 'faucet.usage',
+      faucet: { provider: 'anthropic', input_tokens: 30, output_tokens: 4, estimated: false },
+    });
   });
 
   it('bills a client abort mid-stream at upper bounds when the upstream gives no count within the drain, and stops the upstream', async () => {
     let upstreamCancelled: Promise<void> | undefined;
     const upstream = fakeUpstream((_request, signal) => {
-      const open = openSseResponse(openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: 'The first' }), openAiChunk({ content: ' few words' })], false), signal);
+      const open = openSseResponse(
+        openAiSse(
+          [openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: 'The first' }), openAiChunk({ content: ' few words' })],
+          false,
+        ),
+        signal,
+      );
       upstreamCancelled = open.cancelled;
       return open.response;
     });
@@ -141,7 +188,14 @@ describe('streaming', () => {
     expect(row).toMatchObject({ output_tokens: 300, estimated: true });
     expect(row!.input_tokens).toBeGreaterThanOrEqual(new TextEncoder().encode('Tell me a very long story').byteLength);
     const rated = rateUsage(
-      { routeMode: 'platform', provider: 'openai', model: 'gpt-4o-mini', inputTokens: row!.input_tokens, outputTokens: 300, estimated: true },
+      {
+        routeMode: 'platform',
+        provider: 'openai',
+        model: 'gpt-4o-mini',
+        inputTokens: row!.input_tokens,
+        outputTokens: 300,
+        estimated: true,
+      },
       {},
       ratingSettingsFor(testEnv, 5000),
     );
@@ -155,7 +209,13 @@ describe('streaming', () => {
     const upstream = fakeUpstream(() => jsonResponse({ error: { message: 'down' } }, 503));
     const session = await fundedSession(testEnv, '1.00000000');
     const requestId = newRequestId();
-    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('hi')], stream: true }, requestId);
+    const response = await chat(
+      gatewayWith({ upstreamFetch: upstream.fetch }),
+      testEnv,
+      session.token,
+      { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('hi')], stream: true },
+      requestId,
+    );
     expect(response.status).toBe(502);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
     expect(await holdStatus(testEnv, requestId)).toBe('released');
@@ -163,14 +223,25 @@ describe('streaming', () => {
   });
 
   it('ends a stream that breaks mid-way with the charge for what was delivered and an error event', async () => {
-    const upstream = fakeUpstream(() => sseResponse([...openAiSse([openAiChunk({ content: 'Half an' })], false), 'data: {"error":{"message":"overloaded"}}\n\n']));
+    const upstream = fakeUpstream(() =>
+      sseResponse([...openAiSse([openAiChunk({ content: 'Half an' })], false), 'data: {"error":{"message":"overloaded"}}\n\n']),
+    );
     const session = await fundedSession(testEnv);
     const requestId = newRequestId();
-    const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('hi')], stream: true }, requestId);
+    const response = await chat(
+      gatewayWith({ upstreamFetch: upstream.fetch }),
+      testEnv,
+      session.token,
+      { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('hi')], stream: true },
+      requestId,
+    );
     const events = sseData(await response.text());
     expect(events).not.toContain('[DONE]');
     // Output without the provider's count: the UTF-8 bytes delivered, an upper bound of their tokens.
-    expect(JSON.parse(events.at(-2)!)).toMatchObject({ object: 'faucet.usage', faucet: { output_tokens: 'Half an'.length, estimated: true } });
+    expect(JSON.parse(events.at(-2)!)).toMatchObject({
+      object: 'faucet.usage',
+      faucet: { output_tokens: 'Half an'.length, estimated: true },
+    });
     expect(JSON.parse(events.at(-1)!)).toMatchObject({ error: { code: 'upstream_error', request_id: requestId } });
     expect((await usageRows(testEnv, requestId))[0]?.output_tokens).toBe('Half an'.length);
   });

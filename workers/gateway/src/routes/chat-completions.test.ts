@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FaucetObject } from '../metering/faucet-object.ts';
-import { formatUsd, parseWireAmount, subtractUsd } from '../../../shared/money/index.ts';
-import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
+import { formatUsd, parseWireAmount, subtractUsd } from '#shared/money/index.ts';
+import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
@@ -74,7 +74,9 @@ describe('POST /v1/chat/completions on the platform route', () => {
   });
 
   it('passes OpenAI fields through to an OpenAI upstream with the platform pool key, and takes its token counts', async () => {
-    const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('Paris.', { prompt_tokens: 14, completion_tokens: 2, total_tokens: 16 })));
+    const upstream = fakeUpstream(() =>
+      jsonResponse(openAiCompletion('Paris.', { prompt_tokens: 14, completion_tokens: 2, total_tokens: 16 })),
+    );
     const session = await fundedSession(testEnv);
     const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, {
       model: 'openai:gpt-4o-mini',
@@ -148,10 +150,7 @@ describe('POST /v1/chat/completions on the platform route', () => {
       model: 'anthropic:claude-haiku-4-5',
       feature: 'chat',
       max_tokens: 50,
-      messages: [
-        { role: 'system', content: 'Answer in French.' },
-        userMessage('Hello'),
-      ],
+      messages: [{ role: 'system', content: 'Answer in French.' }, userMessage('Hello')],
     });
     expect(response.status).toBe(200);
     const body = (await response.json()) as CompletionBody & { choices: Array<{ finish_reason: string }> };

@@ -5,17 +5,17 @@
  * server's (`call:<uuid>`); the client's x-request-id is only echoed and used as an idempotency key.
  */
 import type { Context } from 'hono';
-import type { AppEnv } from '../../../shared/app-env.ts';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { bearerToken } from '../../../shared/auth/bearer.ts';
-import { hashSessionToken } from '../../../shared/auth/require-session.ts';
-import { callLimits, type CallLimits } from '../../../shared/calls/call-limits.ts';
-import { sha256Hex } from '../../../shared/crypto.ts';
-import { intSetting } from '../../../shared/env.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { waitUntil } from '../../../shared/wait-until.ts';
-import { describeZodError } from '../../../shared/render-error.ts';
-import type { LedgerDatabase } from '../../../shared/ledger/database.ts';
+import type { AppEnv } from '#shared/app-env.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { bearerToken } from '#shared/auth/bearer.ts';
+import { hashSessionToken } from '#shared/auth/require-session.ts';
+import { callLimits, type CallLimits } from '#shared/calls/call-limits.ts';
+import { sha256Hex } from '#shared/crypto.ts';
+import { intSetting } from '#shared/env.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { waitUntil } from '#shared/wait-until.ts';
+import { describeZodError } from '#shared/render-error.ts';
+import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import type { GatewayDependencies } from '../gateway-dependencies.ts';
 import { meteredUsage } from '../metering/metered-usage.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
@@ -25,9 +25,9 @@ import { createAdapter } from '../providers/create-adapter.ts';
 import type { ProviderAdapter } from '../providers/provider.ts';
 import { authorizeCall, type CallKeys, type CallPlan } from '../routing/authorize-call.ts';
 import { parseModel, type ModelReference } from '../routing/parse-model.ts';
-import { sseHeaders } from '../../../shared/wire/format-sse.ts';
+import { sseHeaders } from '#shared/wire/format-sse.ts';
 import { meteredStream } from '../streaming/metered-stream.ts';
-import { defaultUpstreamTimeoutMs } from '../../../shared/upstream/outbound-fetch.ts';
+import { defaultUpstreamTimeoutMs } from '#shared/upstream/outbound-fetch.ts';
 import { chatCompletionsBodySchema, type ChatCompletionsBody } from './chat-completions-body.ts';
 
 interface Call {
@@ -56,7 +56,10 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     if (tokenHash === undefined) throw new FaucetError('unauthorized', 'Invalid session token');
     const body = await readBody(c);
     if (body.route_mode === 'local') {
-      throw new FaucetError('invalid_request', 'route_mode "local" is not served by the cloud gateway: local calls go to the Faucet bridge on the user\'s machine.');
+      throw new FaucetError(
+        'invalid_request',
+        'route_mode "local" is not served by the cloud gateway: local calls go to the Faucet bridge on the user\'s machine.',
+      );
     }
     const reference = parseModel(body.model);
     const { feature, route_mode: requestedRoute, model: _qualified, ...openAiFields } = body;
@@ -146,7 +149,14 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
     // Without the provider's count: upper bounds (the hold's input bound; the answer's UTF-8 bytes).
     const usage = meteredUsage(completion.usage, () => ({
       inputTokens: call.bounds.inputTokens,
-      outputTokens: Math.min(call.bounds.outputTokens, utf8Bytes(completion.choices.map((choice) => (choice.message.content ?? '') + (choice.message.tool_calls ? JSON.stringify(choice.message.tool_calls) : '')).join(''))),
+      outputTokens: Math.min(
+        call.bounds.outputTokens,
+        utf8Bytes(
+          completion.choices
+            .map((choice) => (choice.message.content ?? '') + (choice.message.tool_calls ? JSON.stringify(choice.message.tool_calls) : ''))
+            .join(''),
+        ),
+      ),
     }));
     const settleStarted = performance.now();
     const faucet = await settleCall(database, c.env, plan, reference, usage);
@@ -184,7 +194,10 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
     stopUpstream: () => upstream.abort(),
     defer: call.defer,
     onSettleFailure: (error) =>
-      c.var.logger?.error('stream settlement failed', { request_id: requestId, code: FaucetError.isInstance(error) ? error.code : 'internal_error' }),
+      c.var.logger?.error('stream settlement failed', {
+        request_id: requestId,
+        code: FaucetError.isInstance(error) ? error.code : 'internal_error',
+      }),
   });
   return new Response(stream, { status: 200, headers: { ...sseHeaders, 'x-request-id': requestId, 'x-faucet-call-id': plan.keys.callId } });
 }
@@ -209,7 +222,9 @@ async function endUnanswered(call: Call, error: unknown, signal: AbortSignal): P
     estimated: true,
   }).catch((settleError: unknown) => {
     // Left in flight: the sweeper books it at the same bound after its deadline.
-    call.c.var.logger?.error('booking an unanswered call failed', { code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error' });
+    call.c.var.logger?.error('booking an unanswered call failed', {
+      code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error',
+    });
   });
 }
 

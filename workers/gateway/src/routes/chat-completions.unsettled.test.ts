@@ -6,7 +6,7 @@
  */
 import { createExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sweepStaleCalls } from '../../../shared/calls/sweep-stale-calls.ts';
+import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
 import { createDatabase, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
@@ -82,7 +82,11 @@ describe('a call whose isolate ended before its booking', () => {
     );
     expect(response.status).toBe(400);
     // Simulate the refusal's own abandon having been lost with its connection.
-    await sql(testEnv, `update gateway_calls set status = 'in_flight', deadline_at = now() - interval '1 hour' where client_request_id = $1`, [requestId]);
+    await sql(
+      testEnv,
+      `update gateway_calls set status = 'in_flight', deadline_at = now() - interval '1 hour' where client_request_id = $1`,
+      [requestId],
+    );
     expect(await sweep()).toEqual({ booked: 0, abandoned: 1 });
     expect(await usageRows(testEnv, requestId)).toEqual([]);
   });

@@ -4,12 +4,11 @@
  * registered from the same zod schemas rather than through `app.openapi()`.
  */
 import { z } from '@hono/zod-openapi';
-import type { ServiceApp } from '../../../shared/app.ts';
-import { errorResponses } from '../../../shared/openapi.ts';
-import { faucetObjectSchema } from '../../../shared/wire/faucet-object.ts';
+import type { ServiceApp } from '#shared/app.ts';
+import { errorResponses } from '#shared/openapi.ts';
+import { faucetObjectSchema } from '#shared/wire/faucet-object.ts';
 import { chatCompletionSchema } from '../openai/chat-schemas.ts';
 import { chatCompletionsBodySchema } from './chat-completions-body.ts';
-
 
 export function registerGatewayOpenApi(app: ServiceApp): void {
   app.openAPIRegistry.registerPath({
@@ -20,7 +19,8 @@ export function registerGatewayOpenApi(app: ServiceApp): void {
     request: { body: { required: true, content: { 'application/json': { schema: chatCompletionsBodySchema } } } },
     responses: {
       200: {
-        description: 'The completion plus the `faucet` object; with `stream: true`, `text/event-stream` whose last event before `[DONE]` carries it',
+        description:
+          'The completion plus the `faucet` object; with `stream: true`, `text/event-stream` whose last event before `[DONE]` carries it',
         content: {
           'application/json': { schema: chatCompletionSchema.extend({ faucet: faucetObjectSchema }) },
           'text/event-stream': { schema: z.string() },
@@ -47,5 +47,9 @@ export function registerGatewayOpenApi(app: ServiceApp): void {
       },
     },
   });
-  app.openAPIRegistry.registerComponent('securitySchemes', 'sessionToken', { type: 'http', scheme: 'bearer', description: 'fvs_… session token' });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'sessionToken', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'fvs_… session token',
+  });
 }

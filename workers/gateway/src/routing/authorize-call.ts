@@ -7,14 +7,14 @@
  * This file supplies the prices (from the money module) and turns the outcome into a plan or an error.
  */
 import { sql } from 'drizzle-orm';
-import type { Env } from '../../../shared/env.ts';
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { abandonCall } from '../../../shared/calls/abandon-call.ts';
-import { queryOne, type LedgerDatabase } from '../../../shared/ledger/database.ts';
-import { formatUsd, type Usd } from '../../../shared/money/index.ts';
-import { openStoredKey } from '../../../shared/provider-keys/open-stored-key.ts';
-import { featurePricingFromRow, type FeaturePricing } from '../../../shared/rating/index.ts';
-import type { CloudRouteMode } from '../../../shared/wire/route-modes.ts';
+import type { Env } from '#shared/env.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { abandonCall } from '#shared/calls/abandon-call.ts';
+import { queryOne, type LedgerDatabase } from '#shared/ledger/database.ts';
+import { formatUsd, type Usd } from '#shared/money/index.ts';
+import { openStoredKey } from '#shared/provider-keys/open-stored-key.ts';
+import { featurePricingFromRow, type FeaturePricing } from '#shared/rating/index.ts';
+import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
 import type { ModelReference } from './parse-model.ts';
@@ -143,15 +143,30 @@ function refusal(outcome: Exclude<Outcome, 'authorized'>, input: AuthorizeInput)
         'This request id is in use by a call in flight or already billed; a retry gets this answer instead of a second charge. Send a new x-request-id for a new call.',
       );
     case 'byok_missing':
-      return new FaucetError('invalid_request', `route_mode "byok" needs an active BYOK key of yours for provider "${provider}", and there is none.`);
+      return new FaucetError(
+        'invalid_request',
+        `route_mode "byok" needs an active BYOK key of yours for provider "${provider}", and there is none.`,
+      );
     case 'developer_key_missing':
-      return new FaucetError('invalid_request', `route_mode "developer_key" needs an active key of the app's developer for provider "${provider}", and there is none.`);
+      return new FaucetError(
+        'invalid_request',
+        `route_mode "developer_key" needs an active key of the app's developer for provider "${provider}", and there is none.`,
+      );
     case 'unpriced':
       return input.requestedRoute === 'developer_key'
-        ? new FaucetError('invalid_request', "This model has no catalog price, so its upstream cost cannot be counted against the developer key's budget.")
-        : new FaucetError('invalid_request', `Model "${provider}:${model}" has no platform price; it cannot be used on the platform route.`);
+        ? new FaucetError(
+            'invalid_request',
+            "This model has no catalog price, so its upstream cost cannot be counted against the developer key's budget.",
+          )
+        : new FaucetError(
+            'invalid_request',
+            `Model "${provider}:${model}" has no platform price; it cannot be used on the platform route.`,
+          );
     case 'no_pool':
-      return new FaucetError('invalid_request', `The platform has no key for provider "${provider}"; this model is not available on the platform route.`);
+      return new FaucetError(
+        'invalid_request',
+        `The platform has no key for provider "${provider}"; this model is not available on the platform route.`,
+      );
     case 'budget_exceeded':
       return new FaucetError(
         'budget_exceeded',

@@ -5,8 +5,8 @@
  * route for the same tokens, so the hold is exactly the worst-case charge, never less.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { formatUsd, parseWireAmount } from '../../../shared/money/index.ts';
-import { rateUsage } from '../../../shared/rating/index.ts';
+import { formatUsd, parseWireAmount } from '#shared/money/index.ts';
+import { rateUsage } from '#shared/rating/index.ts';
 import { createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
@@ -33,7 +33,10 @@ describe('faucet_developer_price', () => {
       { routeMode: 'developer_key', provider: 'openai', model: 'gpt-4o-mini', inputTokens: input, outputTokens: output, estimated: true },
       { developerPrice: { inputPerMillion: parseWireAmount(price), outputPerMillion: parseWireAmount(price) } },
     );
-    const [row] = await sql<{ amount: string }>(testEnv, 'select faucet_developer_price($1::numeric, $2::bigint)::text as amount', [price, input + output]);
+    const [row] = await sql<{ amount: string }>(testEnv, 'select faucet_developer_price($1::numeric, $2::bigint)::text as amount', [
+      price,
+      input + output,
+    ]);
     expect(row?.amount).toBe(formatUsd(rated.retailUsd));
   });
 });

@@ -1,5 +1,5 @@
-import { FaucetError } from '../../../shared/wire/errors.ts';
-import { isProviderName, providerCatalog, type ProviderEntry, type ProviderName } from '../../../shared/providers/provider-catalog.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { isProviderName, providerCatalog, type ProviderEntry, type ProviderName } from '#shared/providers/provider-catalog.ts';
 
 export interface ModelReference {
   provider: ProviderName;
@@ -15,7 +15,10 @@ export function parseModel(qualified: string): ModelReference {
   const model = qualified.slice(colon + 1);
   if (colon <= 0 || model === '') throw new FaucetError('invalid_request', 'model must be "provider:model", e.g. "mock:echo".');
   if (!isProviderName(provider)) {
-    throw new FaucetError('invalid_request', `Unknown provider "${provider}"; known providers: ${Object.keys(providerCatalog).join(', ')}.`);
+    throw new FaucetError(
+      'invalid_request',
+      `Unknown provider "${provider}"; known providers: ${Object.keys(providerCatalog).join(', ')}.`,
+    );
   }
   return { provider, model, entry: providerCatalog[provider] };
 }

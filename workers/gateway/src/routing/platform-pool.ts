@@ -2,9 +2,9 @@
  * The platform pool's key for a provider (a Worker secret). Stored keys (a user's BYOK key, the
  * developer's key) are chosen by `faucet_authorize_call` and opened by `openStoredKey`.
  */
-import type { Env } from '../../../shared/env.ts';
+import type { Env } from '#shared/env.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
-import { loopbackAllowance, platformBaseUrl } from '../../../shared/upstream/loopback-allowance.ts';
+import { loopbackAllowance, platformBaseUrl } from '#shared/upstream/loopback-allowance.ts';
 import type { ModelReference } from './parse-model.ts';
 
 /**

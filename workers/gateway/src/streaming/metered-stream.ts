@@ -10,11 +10,11 @@
  * - the upstream fails mid-stream: what was delivered is booked (nothing delivered: released, as
  *   the provider bills no failed generation) and the stream ends with an error event.
  */
-import { FaucetError } from '../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatCompletionChunk, ChatUsage } from '../openai/chat-schemas.ts';
 import type { FaucetObject } from '../metering/faucet-object.ts';
 import { meteredUsage, type MeteredUsage } from '../metering/metered-usage.ts';
-import { formatSseDone, formatSseJson } from '../../../shared/wire/format-sse.ts';
+import { formatSseDone, formatSseJson } from '#shared/wire/format-sse.ts';
 
 export interface MeteredStreamOptions {
   chunks: AsyncIterable<ChatCompletionChunk>;
@@ -112,7 +112,14 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
     void cutAndSettle(0).then(
       (faucet) => {
         controller?.enqueue(formatSseJson(faucetEvent(faucet)));
-        controller?.enqueue(formatSseJson(errorEvent(new FaucetError('upstream_timeout', 'The call reached its longest allowed duration and was ended.'), options.requestId)));
+        controller?.enqueue(
+          formatSseJson(
+            errorEvent(
+              new FaucetError('upstream_timeout', 'The call reached its longest allowed duration and was ended.'),
+              options.requestId,
+            ),
+          ),
+        );
         controller?.close();
       },
       () => controller?.close(),
@@ -194,7 +201,14 @@ function bytes(text: string | null | undefined): number {
 
 /** Shaped like a chunk with no choices, so OpenAI-compatible clients that validate chunks accept it. */
 function faucetEvent(faucet: FaucetObject) {
-  return { id: faucet.request_id, object: 'faucet.usage', created: Math.floor(Date.now() / 1000), model: `${faucet.provider}:${faucet.model}`, choices: [], faucet };
+  return {
+    id: faucet.request_id,
+    object: 'faucet.usage',
+    created: Math.floor(Date.now() / 1000),
+    model: `${faucet.provider}:${faucet.model}`,
+    choices: [],
+    faucet,
+  };
 }
 
 function errorEvent(error: unknown, requestId: string) {

@@ -11,9 +11,7 @@ const tokensPerImage = 765;
 export function messageText(message: ChatMessage): string {
   if (typeof message.content === 'string') return message.content;
   if (!Array.isArray(message.content)) return '';
-  return message.content
-    .map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
-    .join('');
+  return message.content.map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
 }
 
 /** Counts a chat prompt with the deterministic tokenizer, tools and tool calls included. */

@@ -33,7 +33,13 @@ describe('countPromptTokens', () => {
   it('counts text parts, images and tool definitions', () => {
     const text = countPromptTokens([{ role: 'user', content: [{ type: 'text', text: 'look' }] }]);
     const withImage = countPromptTokens([
-      { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'look' },
+          { type: 'image_url', image_url: { url: 'https://example.com/a.png' } },
+        ],
+      },
     ]);
     expect(withImage - text).toBe(765);
     const withTools = countPromptTokens([{ role: 'user', content: 'hi' }], [{ type: 'function', function: { name: 'lookup' } }]);

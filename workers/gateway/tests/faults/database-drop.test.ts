@@ -7,9 +7,19 @@
  * call stays on record for the sweeper, which books it at its bound.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sweepStaleCalls } from '../../../shared/calls/sweep-stale-calls.ts';
+import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
 import { adminToken, api, call, createDatabase, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
-import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, sseData, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import {
+  chat,
+  fundedSession,
+  gatewayWith,
+  holdStatus,
+  newRequestId,
+  sseData,
+  usageRows,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
 import { installConnectionCutter, type CutPoint } from './connection-cutter.ts';
 
 let testEnv: TestEnv;

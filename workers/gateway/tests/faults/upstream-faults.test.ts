@@ -39,7 +39,9 @@ function answer(request: RecordedRequest, signal: AbortSignal): Response | Promi
   const sse = (parts: Uint8Array[], ending: 'hang' | 'reset' | 'close') =>
     new Response(brokenBody(parts, ending, signal), { headers: { 'content-type': 'text/event-stream' } });
   const truncatedJson = (ending: 'hang' | 'reset' | 'close') =>
-    new Response(brokenBody([encoder.encode('{"id":"chatcmpl-1","object":"chat.comp')], ending, signal), { headers: { 'content-type': 'application/json' } });
+    new Response(brokenBody([encoder.encode('{"id":"chatcmpl-1","object":"chat.comp')], ending, signal), {
+      headers: { 'content-type': 'application/json' },
+    });
   switch (scenario) {
     case 'ok':
       return stream
@@ -56,7 +58,9 @@ function answer(request: RecordedRequest, signal: AbortSignal): Response | Promi
     case 'close_mid_stream':
       return stream ? sse([chunkEvent('half'), chunkEvent(' an')], 'close') : truncatedJson('close');
     case 'garbage_mid_stream':
-      return stream ? sse([chunkEvent('half'), encoder.encode('data: {not json\n\n')], 'close') : new Response('<html>oops</html>', { status: 200 });
+      return stream
+        ? sse([chunkEvent('half'), encoder.encode('data: {not json\n\n')], 'close')
+        : new Response('<html>oops</html>', { status: 200 });
   }
 }
 
@@ -119,10 +123,16 @@ describe('upstream faults under concurrency', () => {
     // The healthy calls work; the failing ones fail the documented way.
     expect(seen.filter((call) => call.scenario === 'ok').every((call) => call.charged !== null)).toBe(true);
     expect(seen.filter((call) => call.scenario === 'hang').map((call) => call.ending)).toEqual(Array(4).fill('envelope:upstream_timeout'));
-    expect(seen.filter((call) => call.scenario === 'error_500').map((call) => call.ending)).toEqual(Array(4).fill('envelope:upstream_error'));
+    expect(seen.filter((call) => call.scenario === 'error_500').map((call) => call.ending)).toEqual(
+      Array(4).fill('envelope:upstream_error'),
+    );
 
     const ids = seen.map((call) => call.requestId);
-    const rows = await sql<{ request_id: string; retail_usd: string }>(testEnv, `select client_request_id as request_id, retail_usd::text from usage_events where client_request_id = any($1)`, [ids]);
+    const rows = await sql<{ request_id: string; retail_usd: string }>(
+      testEnv,
+      `select client_request_id as request_id, retail_usd::text from usage_events where client_request_id = any($1)`,
+      [ids],
+    );
     const booked = new Map(rows.map((row) => [row.request_id, row.retail_usd]));
     expect(rows).toHaveLength(booked.size);
     for (const call of seen) {
@@ -134,11 +144,21 @@ describe('upstream faults under concurrency', () => {
         expect(billed, `${call.scenario} stream=${call.stream} ${call.ending}`).toBe(call.charged);
       }
     }
-    const active = await sql(testEnv, `select 1 from balance_holds h join gateway_calls g on g.money_key = h.request_id where g.client_request_id = any($1) and h.status = 'active'`, [ids]);
+    const active = await sql(
+      testEnv,
+      `select 1 from balance_holds h join gateway_calls g on g.money_key = h.request_id where g.client_request_id = any($1) and h.status = 'active'`,
+      [ids],
+    );
     expect(active).toEqual([]);
 
-    const [sums] = await sql<{ retail: string }>(testEnv, `select coalesce(sum(retail_usd), 0)::numeric(20,8)::text as retail from usage_events where client_request_id = any($1)`, [ids]);
-    const [expected] = await sql<{ balance: string }>(testEnv, `select (5.00000000 - $1::numeric)::numeric(20,8)::text as balance`, [sums!.retail]);
+    const [sums] = await sql<{ retail: string }>(
+      testEnv,
+      `select coalesce(sum(retail_usd), 0)::numeric(20,8)::text as retail from usage_events where client_request_id = any($1)`,
+      [ids],
+    );
+    const [expected] = await sql<{ balance: string }>(testEnv, `select (5.00000000 - $1::numeric)::numeric(20,8)::text as balance`, [
+      sums!.retail,
+    ]);
     expect((await wallet(testEnv, session.walletId)).balance).toBe(expected!.balance);
 
     const reconciliation = await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: adminToken });

@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith } from '../../../test/gateway-kit.ts';
 import { adminToken, createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
-import { encodeBase64 } from '../../../shared/provider-keys/keyring.ts';
+import { encodeBase64 } from '#shared/provider-keys/keyring.ts';
 import { auditRows, fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 
 let v1Env: TestEnv;
@@ -29,19 +29,26 @@ async function keyUsedFor(testEnv: TestEnv, token: string, routeMode: 'byok' | '
 }
 
 const versions = () =>
-  sql<{ id: string; key_version: number; ciphertext: string; iv: string }>(v1Env, 'select id, key_version, ciphertext, iv from provider_credentials order by id');
+  sql<{ id: string; key_version: number; ciphertext: string; iv: string }>(
+    v1Env,
+    'select id, key_version, ciphertext, iv from provider_credentials order by id',
+  );
 
 describe('rotating the provider key encryption key', () => {
   it('keeps old rows readable during the rotation, re-encrypts them all, then works without the old key', async () => {
     const session = await fundedSession(v1Env, '1.00000000');
     const userKey = fakeOpenAiKey();
     const developerApiKey = fakeOpenAiKey();
-    expect((await send(v1Env, '/v1/user/provider-keys', { json: { provider: 'openai', api_key: userKey }, token: session.token })).status).toBe(201);
     expect(
-      (await send(v1Env, '/v1/developer/provider-keys', {
-        json: { provider: 'openai', api_key: developerApiKey, monthly_budget_usd: '5.00000000' },
-        token: developerKey,
-      })).status,
+      (await send(v1Env, '/v1/user/provider-keys', { json: { provider: 'openai', api_key: userKey }, token: session.token })).status,
+    ).toBe(201);
+    expect(
+      (
+        await send(v1Env, '/v1/developer/provider-keys', {
+          json: { provider: 'openai', api_key: developerApiKey, monthly_budget_usd: '5.00000000' },
+          token: developerKey,
+        })
+      ).status,
     ).toBe(201);
     const before = await versions();
     expect(before.map((row) => row.key_version)).toEqual([1, 1]);
@@ -53,7 +60,9 @@ describe('rotating the provider key encryption key', () => {
     const other = await fundedSession(v1Env, '0.00000000');
     const lateKey = fakeOpenAiKey();
     const late = await send(rotating, '/v1/user/provider-keys', { json: { provider: 'openai', api_key: lateKey }, token: other.token });
-    const [lateRow] = await sql<{ key_version: number }>(v1Env, 'select key_version from provider_credentials where id = $1', [late.body.id]);
+    const [lateRow] = await sql<{ key_version: number }>(v1Env, 'select key_version from provider_credentials where id = $1', [
+      late.body.id,
+    ]);
     expect(lateRow!.key_version).toBe(2);
 
     // Step 2: re-encrypt everything under v2 (audited per key), then again: nothing left to do.

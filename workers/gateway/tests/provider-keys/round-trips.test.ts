@@ -3,8 +3,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith } from '../../../test/gateway-kit.ts';
 import { createTestEnv, developerKey, type TestEnv } from '../../../test/harness.ts';
-import { createDatabase, observeStatements } from '../../../shared/db.ts';
-import type { Env } from '../../../shared/env.ts';
+import { createDatabase, observeStatements } from '#shared/db.ts';
+import type { Env } from '#shared/env.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
@@ -14,7 +14,10 @@ const countingDatabase = (env: Env) =>
     statements++;
     return run();
   });
-const gateway = gatewayWith({ upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('ok'))).fetch, openDatabase: countingDatabase });
+const gateway = gatewayWith({
+  upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('ok'))).fetch,
+  openDatabase: countingDatabase,
+});
 const hi = { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 7 };
 
 beforeAll(async () => {

@@ -9,10 +9,10 @@ import { parseModel } from '../../src/routing/parse-model.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith, newRequestId, wallet } from '../../../test/gateway-kit.ts';
 import { adminToken, createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
-import { addUsd, compareUsd, formatUsd, parseDatabaseAmount, parseWireAmount } from '../../../shared/money/index.ts';
-import { rateUsage, ratingSettingsFor } from '../../../shared/rating/index.ts';
-import { keyringFrom } from '../../../shared/provider-keys/keyring.ts';
-import { openKey } from '../../../shared/provider-keys/seal.ts';
+import { addUsd, compareUsd, formatUsd, parseDatabaseAmount, parseWireAmount } from '#shared/money/index.ts';
+import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
+import { keyringFrom } from '#shared/provider-keys/keyring.ts';
+import { openKey } from '#shared/provider-keys/seal.ts';
 import { auditRows, dumpAllTables, fakeOpenAiKey, seenBodies, send } from '../../../test/provider-keys-kit.ts';
 
 const poolKey = 'sk-platform-pool-key-for-tests-000000';
@@ -68,7 +68,8 @@ async function addUserKey(token: string) {
 
 async function replaceDeveloperKey(monthlyBudgetUsd: string) {
   const listed = await send(testEnv, '/v1/developer/provider-keys', { token: developerKey });
-  for (const key of listed.body.data) await send(testEnv, `/v1/developer/provider-keys/${key.id}`, { method: 'DELETE', token: developerKey });
+  for (const key of listed.body.data)
+    await send(testEnv, `/v1/developer/provider-keys/${key.id}`, { method: 'DELETE', token: developerKey });
   const apiKey = fakeOpenAiKey();
   rawKeys.push(apiKey);
   const created = await send(testEnv, '/v1/developer/provider-keys', {
@@ -81,7 +82,8 @@ async function replaceDeveloperKey(monthlyBudgetUsd: string) {
 
 async function disableDeveloperKeys() {
   const listed = await send(testEnv, '/v1/developer/provider-keys', { token: developerKey });
-  for (const key of listed.body.data) await send(testEnv, `/v1/developer/provider-keys/${key.id}`, { method: 'DELETE', token: developerKey });
+  for (const key of listed.body.data)
+    await send(testEnv, `/v1/developer/provider-keys/${key.id}`, { method: 'DELETE', token: developerKey });
 }
 
 describe('BYOK keys on the gateway', () => {
@@ -200,14 +202,22 @@ describe('developer keys on the gateway', () => {
     expect(refused.body.error.code).toBe('insufficient_balance');
     expect(refused.upstreamCalls).toBe(0);
     // The budget reserved for the refused call is given back.
-    const open = await sql(testEnv, 'select 1 from provider_credential_reservations r join gateway_calls g on g.money_key = r.request_id where g.client_request_id = $1', [refused.requestId]);
+    const open = await sql(
+      testEnv,
+      'select 1 from provider_credential_reservations r join gateway_calls g on g.money_key = r.request_id where g.client_request_id = $1',
+      [refused.requestId],
+    );
     expect(open).toEqual([]);
     // A user who can pay is held for, then charged exactly the rated price; the hold is settled.
     const payer = await fundedSession(testEnv, '1.00000000');
     const paid = await callGateway(payer.token, hi);
     expect(paid.status).toBe(200);
     expect(paid.body.faucet.route_mode).toBe('developer_key');
-    const [hold] = await sql<{ status: string }>(testEnv, 'select h.status from balance_holds h join gateway_calls g on g.money_key = h.request_id where g.client_request_id = $1', [paid.requestId]);
+    const [hold] = await sql<{ status: string }>(
+      testEnv,
+      'select h.status from balance_holds h join gateway_calls g on g.money_key = h.request_id where g.client_request_id = $1',
+      [paid.requestId],
+    );
     expect(hold?.status).toBe('settled');
     await disableDeveloperKeys();
     expect(id).toBeTruthy();
@@ -257,7 +267,9 @@ describe('developer key budgets', () => {
     }
     // Whatever the route, the key that went upstream is the one that route owns.
     const keysSent = upstream.requests.slice(sent).map((request) => request.headers.authorization);
-    expect(keysSent.filter((key) => key === `Bearer ${developer.apiKey}`)).toHaveLength(routes.filter((route) => route === 'developer_key').length);
+    expect(keysSent.filter((key) => key === `Bearer ${developer.apiKey}`)).toHaveLength(
+      routes.filter((route) => route === 'developer_key').length,
+    );
     expect(keysSent.filter((key) => key === `Bearer ${poolKey}`)).toHaveLength(routes.filter((route) => route === 'platform').length);
     const { spent, calls } = await spentOn(developer.id);
     expect(calls).toBe(routes.filter((route) => route === 'developer_key').length);
@@ -360,7 +372,11 @@ describe('no raw key anywhere', () => {
     );
     const decrypted = await Promise.all(
       stored.map((row) =>
-        openKey(keyring, { ciphertext: row.ciphertext, iv: row.iv, keyVersion: row.key_version }, { credentialId: row.id, provider: row.provider }),
+        openKey(
+          keyring,
+          { ciphertext: row.ciphertext, iv: row.iv, keyVersion: row.key_version },
+          { credentialId: row.id, provider: row.provider },
+        ),
       ),
     );
     for (const rawKey of rawKeys) expect(decrypted).toContain(rawKey);

@@ -9,7 +9,13 @@ let testEnv: TestEnv;
 const upstream = fakeUpstream((request) =>
   (request.body as { messages: Array<{ content: string }> }).messages[0]!.content === 'fail please'
     ? jsonResponse({ error: { message: 'no' } }, 500)
-    : sseResponse(openAiSse([openAiChunk({ content: 'Hel' }), openAiChunk({ content: 'lo' }, 'stop'), openAiChunk({}, null, { prompt_tokens: 11, completion_tokens: 7 })])),
+    : sseResponse(
+        openAiSse([
+          openAiChunk({ content: 'Hel' }),
+          openAiChunk({ content: 'lo' }, 'stop'),
+          openAiChunk({}, null, { prompt_tokens: 11, completion_tokens: 7 }),
+        ]),
+      ),
 );
 const gateway = gatewayWith({ upstreamFetch: upstream.fetch });
 const hi = { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 7, stream: true };
@@ -22,7 +28,9 @@ async function streamed(token: string, body: Record<string, unknown>) {
   const sent = upstream.requests.length;
   const response = await chat(gateway, testEnv, token, body);
   const text = await response.text();
-  const events = sseData(text).filter((data) => data !== '[DONE]').map((data) => JSON.parse(data));
+  const events = sseData(text)
+    .filter((data) => data !== '[DONE]')
+    .map((data) => JSON.parse(data));
   return { status: response.status, last: events.at(-1), authorization: upstream.requests.slice(sent)[0]?.headers.authorization, text };
 }
 

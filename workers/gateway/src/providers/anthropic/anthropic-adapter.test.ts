@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, sseResponse } from '../../../../test/fake-upstream.ts';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
-import { formatSseEvent } from '../../../../shared/wire/format-sse.ts';
-import type { FetchFunction } from '../../../../shared/upstream/outbound-fetch.ts';
-import { anthropicApiVersion } from '../../../../shared/providers/provider-catalog.ts';
+import { formatSseEvent } from '#shared/wire/format-sse.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
+import { anthropicApiVersion } from '#shared/providers/provider-catalog.ts';
 import { createAnthropicAdapter } from './anthropic-adapter.ts';
 
 const credential = { apiKey: 'sk-ant-test', baseUrl: 'https://api.anthropic.com/v1' };
@@ -30,15 +30,30 @@ describe('Anthropic adapter', () => {
         stop: 'END',
         temperature: 1.5,
         user: 'u-hash',
-        tools: [{ type: 'function', function: { name: 'weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+        tools: [
+          {
+            type: 'function',
+            function: { name: 'weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+          },
+        ],
         tool_choice: 'required',
         messages: [
           { role: 'system', content: 'Be brief.' },
           { role: 'developer', content: 'Answer in English.' },
           { role: 'user', content: 'Weather in Paris?' },
-          { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }],
+          },
           { role: 'tool', tool_call_id: 'call_1', content: 'Sunny' },
-          { role: 'user', content: [{ type: 'text', text: 'And now?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0' } }] },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'And now?' },
+              { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0' } },
+            ],
+          },
         ],
       },
     });
@@ -73,15 +88,25 @@ describe('Anthropic adapter', () => {
 
   it("fills Anthropic's required max_tokens with the model's cap when the client sets none", async () => {
     const upstream = fakeUpstream(() => jsonResponse(anthropicMessage));
-    await adapterWith(upstream.fetch).complete({ credential, request: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] } });
+    await adapterWith(upstream.fetch).complete({
+      credential,
+      request: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] },
+    });
     expect(upstream.requests[0]?.body).toMatchObject({ max_tokens: 64_000 });
   });
 
   it('translates the answer back, counting cache reads and writes as prompt tokens', async () => {
     const upstream = fakeUpstream(() =>
-      jsonResponse({ ...anthropicMessage, content: [...anthropicMessage.content, { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } }], stop_reason: 'tool_use' }),
+      jsonResponse({
+        ...anthropicMessage,
+        content: [...anthropicMessage.content, { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } }],
+        stop_reason: 'tool_use',
+      }),
     );
-    const completion = await adapterWith(upstream.fetch).complete({ credential, request: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] } });
+    const completion = await adapterWith(upstream.fetch).complete({
+      credential,
+      request: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] },
+    });
     expect(completion).toMatchObject({
       id: 'msg_01',
       object: 'chat.completion',
@@ -89,7 +114,11 @@ describe('Anthropic adapter', () => {
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: 'Paris.', tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] },
+          message: {
+            role: 'assistant',
+            content: 'Paris.',
+            tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }],
+          },
           finish_reason: 'tool_calls',
         },
       ],
@@ -100,22 +129,40 @@ describe('Anthropic adapter', () => {
   it('translates the event stream into OpenAI chunks ending with the usage', async () => {
     const upstream = fakeUpstream(() =>
       sseResponse([
-        formatSseEvent('message_start', { type: 'message_start', message: { ...anthropicMessage, content: [], stop_reason: null, usage: { input_tokens: 20, output_tokens: 1 } } }),
+        formatSseEvent('message_start', {
+          type: 'message_start',
+          message: { ...anthropicMessage, content: [], stop_reason: null, usage: { input_tokens: 20, output_tokens: 1 } },
+        }),
         formatSseEvent('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
         formatSseEvent('ping', { type: 'ping' }),
         formatSseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Par' } }),
         formatSseEvent('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'is.' } }),
         formatSseEvent('content_block_stop', { type: 'content_block_stop', index: 0 }),
-        formatSseEvent('content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_1', name: 'weather', input: {} } }),
-        formatSseEvent('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"city":' } }),
-        formatSseEvent('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '"Paris"}' } }),
+        formatSseEvent('content_block_start', {
+          type: 'content_block_start',
+          index: 1,
+          content_block: { type: 'tool_use', id: 'toolu_1', name: 'weather', input: {} },
+        }),
+        formatSseEvent('content_block_delta', {
+          type: 'content_block_delta',
+          index: 1,
+          delta: { type: 'input_json_delta', partial_json: '{"city":' },
+        }),
+        formatSseEvent('content_block_delta', {
+          type: 'content_block_delta',
+          index: 1,
+          delta: { type: 'input_json_delta', partial_json: '"Paris"}' },
+        }),
         formatSseEvent('content_block_stop', { type: 'content_block_stop', index: 1 }),
         formatSseEvent('message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 9 } }),
         formatSseEvent('message_stop', { type: 'message_stop' }),
       ]),
     );
     const chunks: ChatCompletionChunk[] = [];
-    for await (const chunk of await adapterWith(upstream.fetch).stream({ credential, request: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] } })) {
+    for await (const chunk of await adapterWith(upstream.fetch).stream({
+      credential,
+      request: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] },
+    })) {
       chunks.push(chunk);
     }
     expect(upstream.requests[0]?.body).toMatchObject({ stream: true });
@@ -130,15 +177,24 @@ describe('Anthropic adapter', () => {
       null,
     ]);
     expect(chunks.at(-2)?.choices[0]?.finish_reason).toBe('tool_calls');
-    expect(chunks.at(-1)).toMatchObject({ id: 'msg_01', choices: [], usage: { prompt_tokens: 20, completion_tokens: 9, total_tokens: 29 } });
+    expect(chunks.at(-1)).toMatchObject({
+      id: 'msg_01',
+      choices: [],
+      usage: { prompt_tokens: 20, completion_tokens: 9, total_tokens: 29 },
+    });
   });
 
   it('fails with upstream_error on an error event or a stream cut before message_stop', async () => {
     const start = formatSseEvent('message_start', { type: 'message_start', message: { ...anthropicMessage, content: [] } });
-    const overloaded = fakeUpstream(() => sseResponse([start, formatSseEvent('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })]));
+    const overloaded = fakeUpstream(() =>
+      sseResponse([start, formatSseEvent('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })]),
+    );
     const cut = fakeUpstream(() => sseResponse([start]));
     for (const upstream of [overloaded, cut]) {
-      const chunks = await adapterWith(upstream.fetch).stream({ credential, request: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] } });
+      const chunks = await adapterWith(upstream.fetch).stream({
+        credential,
+        request: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] },
+      });
       await expect(
         (async () => {
           for await (const _chunk of chunks);
@@ -150,7 +206,10 @@ describe('Anthropic adapter', () => {
   it('maps an Anthropic 529 overload to upstream_error', async () => {
     const upstream = fakeUpstream(() => jsonResponse({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, 529));
     await expect(
-      adapterWith(upstream.fetch).complete({ credential, request: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] } }),
+      adapterWith(upstream.fetch).complete({
+        credential,
+        request: { model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'Hi' }] },
+      }),
     ).rejects.toMatchObject({ code: 'upstream_error', status: 502 });
   });
 });

@@ -1,9 +1,9 @@
 /** Anthropic's Messages API behind the OpenAI-shaped adapter interface. */
-import { FaucetError } from '../../../../shared/wire/errors.ts';
-import { outboundFetch } from '../../../../shared/upstream/outbound-fetch.ts';
-import { readBodyJson } from '../../../../shared/upstream/read-body.ts';
-import { failureFromResponse } from '../../../../shared/upstream/upstream-failure.ts';
-import { anthropicApiVersion, outputTokenCap } from '../../../../shared/providers/provider-catalog.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { outboundFetch } from '#shared/upstream/outbound-fetch.ts';
+import { readBodyJson } from '#shared/upstream/read-body.ts';
+import { failureFromResponse } from '#shared/upstream/upstream-failure.ts';
+import { anthropicApiVersion, outputTokenCap } from '#shared/providers/provider-catalog.ts';
 import type { ProviderAdapter, ProviderCall, ProviderContext } from '../provider.ts';
 import { chunksFromAnthropicSse } from './chunks-from-anthropic-sse.ts';
 import { fromAnthropicResponse } from './from-anthropic-response.ts';

@@ -5,13 +5,16 @@
  * with empty `choices` and the whole `usage` follows, as OpenAI sends it with `include_usage`.
  */
 import { z } from 'zod';
-import { FaucetError } from '../../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
-import { parseSse } from '../../../../shared/wire/sse.ts';
+import { parseSse } from '#shared/wire/sse.ts';
 import { anthropicUsageSchema, openAiFinishReason, openAiUsage, type AnthropicUsage } from './from-anthropic-response.ts';
 
 const eventSchema = z.discriminatedUnion('type', [
-  z.looseObject({ type: z.literal('message_start'), message: z.looseObject({ id: z.string(), model: z.string(), usage: anthropicUsageSchema.optional() }) }),
+  z.looseObject({
+    type: z.literal('message_start'),
+    message: z.looseObject({ id: z.string(), model: z.string(), usage: anthropicUsageSchema.optional() }),
+  }),
   z.looseObject({
     type: z.literal('content_block_start'),
     index: z.number().int(),
@@ -23,7 +26,11 @@ const eventSchema = z.discriminatedUnion('type', [
     delta: z.looseObject({ type: z.string(), text: z.string().optional(), partial_json: z.string().optional() }),
   }),
   z.looseObject({ type: z.literal('content_block_stop') }),
-  z.looseObject({ type: z.literal('message_delta'), delta: z.looseObject({ stop_reason: z.string().nullish() }), usage: anthropicUsageSchema.optional() }),
+  z.looseObject({
+    type: z.literal('message_delta'),
+    delta: z.looseObject({ stop_reason: z.string().nullish() }),
+    usage: anthropicUsageSchema.optional(),
+  }),
   z.looseObject({ type: z.literal('message_stop') }),
   z.looseObject({ type: z.literal('ping') }),
   z.looseObject({ type: z.literal('error') }),
@@ -65,7 +72,14 @@ export async function* chunksFromAnthropicSse(body: ReadableStream<Uint8Array>, 
           const toolIndex = toolIndexByBlock.size;
           toolIndexByBlock.set(event.index, toolIndex);
           yield chunk({
-            tool_calls: [{ index: toolIndex, id: event.content_block.id ?? '', type: 'function', function: { name: event.content_block.name ?? '', arguments: '' } }],
+            tool_calls: [
+              {
+                index: toolIndex,
+                id: event.content_block.id ?? '',
+                type: 'function',
+                function: { name: event.content_block.name ?? '', arguments: '' },
+              },
+            ],
           });
         } else if (event.content_block.type === 'text' && event.content_block.text) {
           yield chunk({ content: event.content_block.text });
@@ -76,7 +90,8 @@ export async function* chunksFromAnthropicSse(body: ReadableStream<Uint8Array>, 
           yield chunk({ content: event.delta.text });
         } else if (event.delta.type === 'input_json_delta' && event.delta.partial_json !== undefined) {
           const toolIndex = toolIndexByBlock.get(event.index);
-          if (toolIndex !== undefined) yield chunk({ tool_calls: [{ index: toolIndex, function: { arguments: event.delta.partial_json } }] });
+          if (toolIndex !== undefined)
+            yield chunk({ tool_calls: [{ index: toolIndex, function: { arguments: event.delta.partial_json } }] });
         }
         break;
       case 'message_delta':

@@ -1,6 +1,6 @@
 /** Anthropic Messages response → OpenAI chat completion, usage included. */
 import { z } from 'zod';
-import { FaucetError } from '../../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatCompletion, ChatUsage } from '../../openai/chat-schemas.ts';
 
 export const anthropicUsageSchema = z.looseObject({
@@ -13,7 +13,15 @@ export const anthropicUsageSchema = z.looseObject({
 const anthropicMessageSchema = z.looseObject({
   id: z.string(),
   model: z.string(),
-  content: z.array(z.looseObject({ type: z.string(), text: z.string().optional(), id: z.string().optional(), name: z.string().optional(), input: z.unknown().optional() })),
+  content: z.array(
+    z.looseObject({
+      type: z.string(),
+      text: z.string().optional(),
+      id: z.string().optional(),
+      name: z.string().optional(),
+      input: z.unknown().optional(),
+    }),
+  ),
   stop_reason: z.string().nullish(),
   usage: anthropicUsageSchema,
 });
@@ -51,10 +59,17 @@ export function fromAnthropicResponse(value: unknown, created: number): ChatComp
   const parsed = anthropicMessageSchema.safeParse(value);
   if (!parsed.success) throw new FaucetError('upstream_error', 'Anthropic answered with an unexpected message shape.');
   const message = parsed.data;
-  const text = message.content.filter((block) => block.type === 'text').map((block) => block.text ?? '').join('');
+  const text = message.content
+    .filter((block) => block.type === 'text')
+    .map((block) => block.text ?? '')
+    .join('');
   const toolCalls = message.content
     .filter((block) => block.type === 'tool_use')
-    .map((block) => ({ id: block.id ?? '', type: 'function', function: { name: block.name ?? '', arguments: JSON.stringify(block.input ?? {}) } }));
+    .map((block) => ({
+      id: block.id ?? '',
+      type: 'function',
+      function: { name: block.name ?? '', arguments: JSON.stringify(block.input ?? {}) },
+    }));
   return {
     id: message.id,
     object: 'chat.completion',
@@ -63,7 +78,11 @@ export function fromAnthropicResponse(value: unknown, created: number): ChatComp
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: text === '' && toolCalls.length > 0 ? null : text, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+        message: {
+          role: 'assistant',
+          content: text === '' && toolCalls.length > 0 ? null : text,
+          ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+        },
         finish_reason: openAiFinishReason(message.stop_reason),
       },
     ],

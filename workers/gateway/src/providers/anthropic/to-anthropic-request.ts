@@ -3,7 +3,7 @@
  * top-level `system`; tool calls become `tool_use` blocks and tool answers `tool_result` blocks in
  * a user turn; consecutive turns of one role are merged, because Anthropic wants them alternating.
  */
-import { FaucetError } from '../../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatMessage, ChatRequest } from '../../openai/chat-schemas.ts';
 import { messageText } from '../../tokens/count-prompt-tokens.ts';
 

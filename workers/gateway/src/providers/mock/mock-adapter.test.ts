@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
 import { countPromptTokens } from '../../tokens/count-prompt-tokens.ts';
 import { countTokens } from '../../tokens/tokenize.ts';
-import type { FetchFunction } from '../../../../shared/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 import { createMockAdapter } from './mock-adapter.ts';
 
 const noNetwork: FetchFunction = () => Promise.reject(new Error('the mock provider must not use the network'));

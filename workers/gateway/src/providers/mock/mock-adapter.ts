@@ -4,11 +4,11 @@
  * yields the same text and the same usage. `MOCK_PROVIDER_LATENCY_MS` delays the answer (or the
  * first chunk) to stand in for a real upstream's think time.
  */
-import { FaucetError } from '../../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, ChatUsage } from '../../openai/chat-schemas.ts';
 import { countPromptTokens, messageText } from '../../tokens/count-prompt-tokens.ts';
 import { tokenize } from '../../tokens/tokenize.ts';
-import { outputTokenCap } from '../../../../shared/providers/provider-catalog.ts';
+import { outputTokenCap } from '#shared/providers/provider-catalog.ts';
 import type { ProviderAdapter, ProviderContext } from '../provider.ts';
 
 export const mockModels = ['echo'] as const;
@@ -66,7 +66,12 @@ export function createMockAdapter(context: ProviderContext): ProviderAdapter {
 }
 
 async function* mockChunks(result: MockAnswer, model: string): AsyncGenerator<ChatCompletionChunk> {
-  const base = { id: `chatcmpl-mock-${crypto.randomUUID()}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model };
+  const base = {
+    id: `chatcmpl-mock-${crypto.randomUUID()}`,
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model,
+  };
   yield { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] };
   for (const token of result.tokens) {
     yield { ...base, choices: [{ index: 0, delta: { content: token }, finish_reason: null }] };

@@ -1,6 +1,6 @@
-import { FaucetError } from '../../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import { chatCompletionChunkSchema, type ChatCompletionChunk } from '../../openai/chat-schemas.ts';
-import { parseSse } from '../../../../shared/wire/sse.ts';
+import { parseSse } from '#shared/wire/sse.ts';
 
 /**
  * Reads an OpenAI-style SSE body into chunks, until `[DONE]`. A body that ends without `[DONE]` and

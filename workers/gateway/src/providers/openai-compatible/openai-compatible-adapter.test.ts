@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { FaucetError } from '../../../../shared/wire/errors.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../../test/fake-upstream.ts';
 import type { ChatCompletionChunk, ChatRequest } from '../../openai/chat-schemas.ts';
-import type { FetchFunction } from '../../../../shared/upstream/outbound-fetch.ts';
+import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 import { createOpenAiCompatibleAdapter } from './openai-compatible-adapter.ts';
 
 const credential = { apiKey: 'sk-test-platform', baseUrl: 'https://api.openai.com/v1' };
@@ -63,7 +63,10 @@ describe('OpenAI-compatible adapter', () => {
       ),
     );
     const chunks = await collect(
-      await adapterWith(upstream.fetch).stream({ credential, request: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }], stream: true } }),
+      await adapterWith(upstream.fetch).stream({
+        credential,
+        request: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }], stream: true },
+      }),
     );
     expect(upstream.requests[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe('Hello');
@@ -72,11 +75,15 @@ describe('OpenAI-compatible adapter', () => {
 
   it('turns an upstream 500 into upstream_error and a 400 into invalid_request', async () => {
     const failing = fakeUpstream(() => jsonResponse({ error: { message: 'boom' } }, 500));
-    await expect(adapterWith(failing.fetch).complete({ credential, request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] } })).rejects.toMatchObject({
+    await expect(
+      adapterWith(failing.fetch).complete({ credential, request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] } }),
+    ).rejects.toMatchObject({
       code: 'upstream_error',
       status: 502,
     });
-    const refusing = fakeUpstream(() => jsonResponse({ error: { message: "max_tokens is too large: 999999", type: 'invalid_request_error' } }, 400));
+    const refusing = fakeUpstream(() =>
+      jsonResponse({ error: { message: 'max_tokens is too large: 999999', type: 'invalid_request_error' } }, 400),
+    );
     const refusal = await adapterWith(refusing.fetch)
       .complete({ credential, request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] } })
       .catch((error: unknown) => error);
@@ -85,7 +92,9 @@ describe('OpenAI-compatible adapter', () => {
   });
 
   it('never repeats a key the upstream quotes back in its error', async () => {
-    const upstream = fakeUpstream(() => jsonResponse({ error: { message: 'Incorrect API key provided: sk-proj-abcdefghijklmnop1234' } }, 401));
+    const upstream = fakeUpstream(() =>
+      jsonResponse({ error: { message: 'Incorrect API key provided: sk-proj-abcdefghijklmnop1234' } }, 401),
+    );
     const failure = await adapterWith(upstream.fetch)
       .complete({ credential, request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] } })
       .catch((error: unknown) => error as FaucetError);
@@ -94,27 +103,43 @@ describe('OpenAI-compatible adapter', () => {
   });
 
   it('fails the stream with upstream_error when the upstream sends an error event', async () => {
-    const upstream = fakeUpstream(() => sseResponse([...openAiSse([openAiChunk({ content: 'a' })], false), 'data: {"error":{"message":"overloaded"}}\n\n']));
-    const chunks = await adapterWith(upstream.fetch).stream({ credential, request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] } });
+    const upstream = fakeUpstream(() =>
+      sseResponse([...openAiSse([openAiChunk({ content: 'a' })], false), 'data: {"error":{"message":"overloaded"}}\n\n']),
+    );
+    const chunks = await adapterWith(upstream.fetch).stream({
+      credential,
+      request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] },
+    });
     await expect(collect(chunks)).rejects.toMatchObject({ code: 'upstream_error' });
   });
 
   it('fails a stream cut off before [DONE] and before any choice finished', async () => {
-    const upstream = fakeUpstream(() => sseResponse(openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: 'Half a' })], false)));
-    const chunks = await adapterWith(upstream.fetch).stream({ credential, request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] } });
+    const upstream = fakeUpstream(() =>
+      sseResponse(openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: 'Half a' })], false)),
+    );
+    const chunks = await adapterWith(upstream.fetch).stream({
+      credential,
+      request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] },
+    });
     await expect(collect(chunks)).rejects.toMatchObject({ code: 'upstream_error', message: expect.stringContaining('before it finished') });
   });
 
   it('accepts a finished stream whose upstream sends no [DONE]', async () => {
     const upstream = fakeUpstream(() => sseResponse(openAiSse([openAiChunk({ content: 'Whole.' }), openAiChunk({}, 'stop')], false)));
-    const chunks = await adapterWith(upstream.fetch).stream({ credential, request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] } });
+    const chunks = await adapterWith(upstream.fetch).stream({
+      credential,
+      request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] },
+    });
     expect((await collect(chunks)).length).toBe(2);
   });
 
   it('refuses a credential whose base URL is a private address, before any request', async () => {
     const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('never')));
     await expect(
-      adapterWith(upstream.fetch).complete({ credential: { apiKey: 'k', baseUrl: 'http://10.1.2.3:8080/v1' }, request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] } }),
+      adapterWith(upstream.fetch).complete({
+        credential: { apiKey: 'k', baseUrl: 'http://10.1.2.3:8080/v1' },
+        request: { model: 'x', messages: [{ role: 'user', content: 'Hi' }] },
+      }),
     ).rejects.toMatchObject({ code: 'upstream_error' });
     expect(upstream.requests).toEqual([]);
   });
