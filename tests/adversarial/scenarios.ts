@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { checkoutSessionEvent, chargeRefundedEvent, randomStripeId } from '../../scripts/lib/stripe-events.ts';
 import { deliverWebhook, startCheckout } from '../load/stack-client.ts';
 import { testSecrets } from '../setup/test-secrets.ts';
+import { impersonate } from './impersonation.ts';
 import {
   attackChat,
   type AttackTarget,
@@ -343,6 +344,19 @@ export const scenarios: Scenario[] = [
       const own = await reportLocalUsage(context.target, attacker, newId('ref'), { input: 10, output: 10 });
       report.attackerGot.push(`own user_ref: HTTP ${own.status}`);
       check(report, own.status === 200, `a report naming the session's own user_ref answered ${own.status}`);
+    },
+  },
+  {
+    name: "identity: mint a session as someone else's user with only the public app id (server and signed apps)",
+    async run(context, report) {
+      const outcome = await impersonate(context.target);
+      for (const attempt of outcome.attempts) {
+        report.attackerGot.push(`${attempt.label}: HTTP ${attempt.status}${attempt.code ? ` ${attempt.code}` : ''}`);
+        check(report, attempt.status === 401 || attempt.status === 403, `${attempt.label}: answered ${attempt.status}, expected 401/403`);
+      }
+      report.billed.push(`sessions written by the attempts: ${outcome.sessionsWritten}`);
+      check(report, outcome.sessionsWritten === 0, `the refused attempts wrote ${outcome.sessionsWritten} sessions`);
+      check(report, outcome.validProofWorks, "the victim's own signed token no longer mints a session");
     },
   },
   {

@@ -144,7 +144,8 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
       completion = await call.adapter.complete({ request, credential: plan.credential, callId: plan.keys.callId, signal });
     } catch (error) {
       await endUnanswered(call, error, signal);
-      throw error;
+      // The gateway's own deadline reads as a timeout, not as a failure of the upstream.
+      throw signal.aborted ? new FaucetError('upstream_timeout', 'The call reached its longest allowed duration and was ended.') : error;
     }
     // Without the provider's count: upper bounds (the hold's input bound; the answer's UTF-8 bytes).
     const usage = meteredUsage(completion.usage, () => ({
