@@ -29,6 +29,26 @@ describe('authentication', () => {
     ['no Authorization header', undefined],
     ['a token of the wrong shape', 'not-a-session-token'],
     ['an unknown session token', `fvs_${'A'.repeat(43)}`],
+  ])('answers %s with 401 whatever the body (an invalid one included), never 400', async (_case, token) => {
+    for (const body of [{ ...hello, messages: [] }, { model: 'nope' }, 'not json']) {
+      const response = await call(gatewayWith({ upstreamFetch: forbiddenUpstream().fetch }), testEnv, '/v1/chat/completions', {
+        ...(typeof body === 'string' ? { method: 'POST', body, headers: { 'content-type': 'application/json' } } : { json: body }),
+        ...(token ? { token } : {}),
+      });
+      expect(await errorOf(response)).toMatchObject({ status: 401, code: 'unauthorized' });
+    }
+  });
+
+  it('answers a live session with an invalid body 400, naming the field', async () => {
+    const session = await fundedSession(testEnv);
+    const response = await chat(gatewayWith(), testEnv, session.token, { ...hello, messages: [] });
+    expect(await errorOf(response)).toMatchObject({ status: 400, code: 'invalid_request' });
+  });
+
+  it.each([
+    ['no Authorization header', undefined],
+    ['a token of the wrong shape', 'not-a-session-token'],
+    ['an unknown session token', `fvs_${'A'.repeat(43)}`],
   ])('refuses %s with 401 unauthorized', async (_case, token) => {
     const upstream = forbiddenUpstream();
     const response = await call(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, '/v1/chat/completions', {

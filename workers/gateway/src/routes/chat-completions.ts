@@ -8,7 +8,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '#shared/app-env.ts';
 import type { ServiceApp } from '#shared/app.ts';
 import { bearerToken } from '#shared/auth/bearer.ts';
-import { hashSessionToken } from '#shared/auth/require-session.ts';
+import { hashSessionToken, sessionLookupSql } from '#shared/auth/require-session.ts';
 import { callLimits, type CallLimits } from '#shared/calls/call-limits.ts';
 import { sha256Hex } from '#shared/crypto.ts';
 import { intSetting } from '#shared/env.ts';
@@ -19,6 +19,7 @@ import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import type { GatewayDependencies } from '../gateway-dependencies.ts';
 import { meteredUsage } from '../metering/metered-usage.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
+import { capOutputTokens } from '../metering/output-cap.ts';
 import { abandonCall, settleCall } from '../metering/settle-call.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { createAdapter } from '../providers/create-adapter.ts';
@@ -54,7 +55,14 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     // Credentials before the body: a request without a well-formed token learns nothing about its body.
     const tokenHash = await hashSessionToken(bearerToken(c));
     if (tokenHash === undefined) throw new FaucetError('unauthorized', 'Invalid session token');
-    const body = await readBody(c);
+    // A body that fails validation is answered 400 only for a live session: 401 whatever the body
+    // otherwise. The live-session check runs on that error path alone (the valid path checks the
+    // session inside the one authorize statement).
+    const body = await readBody(c).catch(async (error: unknown) => {
+      const { rows } = await c.var.database().pool.query(sessionLookupSql, [tokenHash]);
+      if (rows.length === 0) throw new FaucetError('unauthorized', 'Session is unknown or expired');
+      throw error;
+    });
     if (body.route_mode === 'local') {
       throw new FaucetError(
         'invalid_request',
@@ -102,10 +110,14 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       release,
       plan,
       reference,
-      request,
+      // The feature's output cap bounds what is sent and what an unreported usage is billed at.
+      request: capOutputTokens(request, plan.maxOutputTokens),
       adapter,
       limits,
-      bounds: { inputTokens: bounds.worstCaseInputTokens, outputTokens: bounds.worstCaseOutputTokens },
+      bounds: {
+        inputTokens: bounds.worstCaseInputTokens,
+        outputTokens: Math.min(bounds.worstCaseOutputTokens, plan.maxOutputTokens ?? bounds.worstCaseOutputTokens),
+      },
       defer,
     };
     c.header('x-faucet-call-id', callId);
