@@ -1,8 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { sql } from 'drizzle-orm';
+import { desc, eq, sql } from 'drizzle-orm';
+import { usageEvents } from '../../../../drizzle/schema.ts';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
-import { queryRows } from '#shared/ledger/index.ts';
 import { formatUsd, parseDatabaseAmount, usdStringSchema } from '#shared/money/index.ts';
 import { routeModeSchema } from '#shared/wire/route-modes.ts';
 import { errorResponses } from '#shared/openapi.ts';
@@ -43,40 +43,39 @@ const route = createRoute({
   },
 });
 
-interface Row {
-  request_id: string;
-  feature_key: string;
-  route_mode: z.infer<typeof UsageRecord>['route_mode'];
-  provider: string;
-  model: string;
-  input_tokens: number;
-  output_tokens: number;
-  estimated: boolean;
-  retail_usd: string;
-  created_at: Date | string;
-}
-
 export function registerUserUsageRoutes(app: ServiceApp): void {
   app.openapi(route, async (c) => {
     const limit = c.req.valid('query').limit ?? 20;
-    const rows = await queryRows<Row>(
-      c.var.database().db,
-      sql`select coalesce(client_request_id, request_id) as request_id, feature_key, route_mode, provider, model, input_tokens, output_tokens, estimated,
-                 retail_usd::numeric(20, 8) as retail_usd, created_at
-          from usage_events where end_user_id = ${c.var.session.endUserId}::uuid
-          order by created_at desc, id desc limit ${limit}`,
-    );
+    // A plain read: the query builder, so the row type is the schema's, not a hand-written copy.
+    const rows = await c.var
+      .database()
+      .db.select({
+        requestId: sql<string>`coalesce(${usageEvents.clientRequestId}, ${usageEvents.requestId})`,
+        featureKey: usageEvents.featureKey,
+        routeMode: usageEvents.routeMode,
+        provider: usageEvents.provider,
+        model: usageEvents.model,
+        inputTokens: usageEvents.inputTokens,
+        outputTokens: usageEvents.outputTokens,
+        estimated: usageEvents.estimated,
+        retailUsd: usageEvents.retailUsd,
+        createdAt: usageEvents.createdAt,
+      })
+      .from(usageEvents)
+      .where(eq(usageEvents.endUserId, c.var.session.endUserId))
+      .orderBy(desc(usageEvents.createdAt), desc(usageEvents.id))
+      .limit(limit);
     const data = rows.map((row) => ({
-      request_id: row.request_id,
-      feature_key: row.feature_key,
-      route_mode: row.route_mode,
+      request_id: row.requestId,
+      feature_key: row.featureKey,
+      route_mode: routeModeSchema.parse(row.routeMode),
       provider: row.provider,
       model: row.model,
-      input_tokens: row.input_tokens,
-      output_tokens: row.output_tokens,
+      input_tokens: row.inputTokens,
+      output_tokens: row.outputTokens,
       estimated: row.estimated,
-      charged_usd: formatUsd(parseDatabaseAmount(row.retail_usd)),
-      created_at: new Date(row.created_at).toISOString(),
+      charged_usd: formatUsd(parseDatabaseAmount(row.retailUsd)),
+      created_at: row.createdAt.toISOString(),
     }));
     return c.json({ data }, 200);
   });
