@@ -28,10 +28,31 @@ export const developers = pgTable('developers', {
   id: id(),
   name: text('name').notNull(),
   email: text('email').notNull().unique(),
-  apiKeyHash: text('api_key_hash').notNull().unique(),
-  apiKeyPrefix: text('api_key_prefix').notNull(),
   createdAt: createdAt(),
+  /** A reference to payout details kept elsewhere (never the bank details themselves). */
+  payoutDetailsRef: text('payout_details_ref'),
+  /** Set: the developer's keys get 403, their apps refuse new sessions and calls. */
+  suspendedAt: timestamp('suspended_at', { withTimezone: true }),
 });
+
+/** A developer's `fdk_` keys: several live at a time (rotation); only the SHA-256 is stored. */
+export const developerKeys = pgTable(
+  'developer_keys',
+  {
+    id: id(),
+    developerId: uuid('developer_id')
+      .notNull()
+      .references(() => developers.id),
+    keyHash: text('key_hash').notNull().unique(),
+    prefix: text('prefix').notNull(),
+    label: text('label'),
+    createdAt: createdAt(),
+    /** Written at most once a minute. */
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (table) => [index('developer_keys_developer').on(table.developerId, table.createdAt)],
+);
 
 export const apps = pgTable(
   'apps',
@@ -387,7 +408,10 @@ export const auditLogs = pgTable(
     metadata: jsonb('metadata').notNull().default({}),
     createdAt: createdAt(),
   },
-  (table) => [index('audit_logs_target').on(table.targetType, table.targetId)],
+  (table) => [
+    index('audit_logs_target').on(table.targetType, table.targetId),
+    index('audit_logs_actor').on(table.actorType, table.actorId),
+  ],
 );
 
 export const checkoutSessions = pgTable(

@@ -47,12 +47,12 @@ declare
 begin
   select null::uuid as id, null::text as ciphertext, null::text as iv, null::integer as key_version into v_key;
 
-  -- 1. The session: live, not revoked.
-  select s.app_id, s.end_user_id, a.developer_id, a.developer_share_bps into v_session
-    from virtual_sessions s join apps a on a.id = s.app_id
+  -- 1. The session: live, not revoked; its app's developer not suspended (docs/developers.md).
+  select s.app_id, s.end_user_id, a.developer_id, a.developer_share_bps, d.suspended_at into v_session
+    from virtual_sessions s join apps a on a.id = s.app_id join developers d on d.id = a.developer_id
    where s.token_hash = p_token_hash and s.expires_at > now() and s.revoked_at is null;
-  if not found then
-    return query select 'unauthorized'::text, null::uuid, null::uuid, null::integer, null::numeric, null::numeric,
+  if not found or v_session.suspended_at is not null then
+    return query select (case when found then 'developer_suspended' else 'unauthorized' end)::text, null::uuid, null::uuid, null::integer, null::numeric, null::numeric,
       null::text, null::uuid, null::text, null::text, null::integer, null::numeric;
     return;
   end if;

@@ -3,7 +3,10 @@
  * mock model, and an end user whose wallet opens with 10 USD booked as `seed_opening_balance`.
  */
 import type pg from 'pg';
+import { drizzle } from 'drizzle-orm/node-postgres';
 import { hashExternalUserId, sha256Hex } from '#shared/crypto.ts';
+import { createDeveloper } from '#shared/developers/create-developer.ts';
+import { createDeveloperKey } from '#shared/developers/create-developer-key.ts';
 
 export const demo = {
   developerEmail: 'demo@faucet.local',
@@ -27,6 +30,15 @@ export interface SeedResult {
   developerWalletId: string;
 }
 
+const seedActor = { type: 'system', id: null } as const;
+const demoDeveloper = {
+  name: 'Demo Developer',
+  email: demo.developerEmail,
+  payoutDetailsRef: null,
+  actor: seedActor,
+  requestId: null,
+};
+
 const systemWallets = [
   { kind: 'platform_revenue', allowNegative: false },
   { kind: 'platform_upstream_payable', allowNegative: false },
@@ -48,12 +60,25 @@ export async function seed(client: pg.Client, input: SeedInput): Promise<SeedRes
         [wallet.kind, wallet.allowNegative],
       );
     }
-    const developer = await one<{ id: string }>(
-      `insert into developers (name, email, api_key_hash, api_key_prefix) values ('Demo Developer', $1, $2, $3)
-       on conflict (email) do update set api_key_hash = excluded.api_key_hash, api_key_prefix = excluded.api_key_prefix
-       returning id`,
-      [demo.developerEmail, await sha256Hex(input.developerKey), input.developerKey.slice(0, 8)],
+    // Through the API's own service functions: the developer (wallet, first key, audit row), and the
+    // printed key again if .dev.vars now holds another one (a key the developer revoked stays revoked).
+    const db = drizzle({ client });
+    const existing = await client.query<{ id: string; has_key: boolean }>(
+      `select d.id, exists (select 1 from developer_keys k where k.developer_id = d.id and k.key_hash = $2) as has_key
+         from developers d where d.email = $1`,
+      [demo.developerEmail, await sha256Hex(input.developerKey)],
     );
+    const found = existing.rows[0];
+    const developer = found ? { id: found.id } : (await createDeveloper(db, { ...demoDeveloper, key: input.developerKey })).developer;
+    if (found && !found.has_key) {
+      await createDeveloperKey(db, {
+        developerId: found.id,
+        label: 'demo key',
+        actor: seedActor,
+        requestId: null,
+        key: input.developerKey,
+      });
+    }
     const app = await one<{ id: string }>(
       `insert into apps (developer_id, public_app_id, name) values ($1, $2, 'Demo App')
        on conflict (public_app_id) do update set name = excluded.name returning id`,

@@ -27,7 +27,9 @@ export async function createDeveloperApp(
   const suffix = crypto.randomUUID().slice(0, 8);
   const [developer] = await sql<{ id: string }>(
     testEnv,
-    `insert into developers (name, email, api_key_hash, api_key_prefix) values ('Test', $1, $2, 'fdk_') returning id`,
+    `with d as (insert into developers (name, email) values ('Test', $1) returning id),
+     k as (insert into developer_keys (developer_id, key_hash, prefix) select id, $2, 'fdk_' from d)
+     select id from d`,
     [`dev-${suffix}@example.test`, await sha256Hex(developerKey)],
   );
   const publicAppId = `app_${suffix}`;

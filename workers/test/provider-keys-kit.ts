@@ -30,7 +30,9 @@ export async function createDeveloper(testEnv: TestEnv): Promise<{ developerId: 
   const key = randomToken('fdk_');
   const [row] = await sql<{ id: string }>(
     testEnv,
-    `insert into developers (name, email, api_key_hash, api_key_prefix) values ('Other', $1, $2, $3) returning id`,
+    `with d as (insert into developers (name, email) values ('Other', $1) returning id),
+     k as (insert into developer_keys (developer_id, key_hash, prefix) select id, $2, $3 from d)
+     select id from d`,
     [`other-${crypto.randomUUID()}@example.com`, await sha256Hex(key), key.slice(0, 8)],
   );
   return { developerId: row!.id, key };

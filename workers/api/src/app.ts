@@ -1,7 +1,10 @@
 import { createServiceApp, type ServiceApp } from '#shared/app.ts';
 import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
+import { registerAdminDeveloperRoutes } from './routes/admin-developers.ts';
 import { registerAdminProviderKeyRoutes } from './routes/admin-provider-keys.ts';
+import { registerAuditLogRoutes } from './routes/audit-log.ts';
 import { registerDeveloperAppIdentityRoutes } from './routes/developer-app-identity.ts';
+import { registerDeveloperKeyRoutes } from './routes/developer-keys.ts';
 import { registerDeveloperProviderKeyRoutes } from './routes/developer-provider-keys.ts';
 import { registerMoneyRoutes } from './routes/money.ts';
 import { registerPaymentRoutes } from './routes/payments.ts';
@@ -34,5 +37,8 @@ export function createApiApp(dependencies: { fetch?: FetchFunction } = {}): Serv
   registerUserProviderKeyRoutes(app);
   registerDeveloperProviderKeyRoutes(app);
   registerAdminProviderKeyRoutes(app);
+  registerAdminDeveloperRoutes(app);
+  registerDeveloperKeyRoutes(app);
+  registerAuditLogRoutes(app);
   return app;
 }

@@ -1,17 +1,19 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import { sha256Hex } from '../crypto.ts';
+import { findDeveloperByKey } from '../developers/find-developer-by-key.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { bearerToken } from './bearer.ts';
 
-/** Developer auth (DESIGN §3): `Authorization: Bearer fdk_…`, matched by the key's SHA-256. */
+/**
+ * Developer auth (DESIGN §3): `Authorization: Bearer fdk_…`, a live key matched by its SHA-256.
+ * Unknown or revoked → 401; a suspended developer → 403 until the operator unsuspends them.
+ */
 export function requireDeveloper(): MiddlewareHandler<AppEnv> {
   return async function requireDeveloperMiddleware(c, next) {
-    const token = bearerToken(c);
-    if (!token.startsWith('fdk_') || token.length > 200) throw new FaucetError('unauthorized', 'Invalid developer key');
-    const { rows } = await c.var.database().pool.query('select id from developers where api_key_hash = $1', [await sha256Hex(token)]);
-    if (!rows[0]) throw new FaucetError('unauthorized', 'Invalid developer key');
-    c.set('developer', { developerId: rows[0].id });
+    const found = await findDeveloperByKey(c.var.database().pool, bearerToken(c));
+    if (!found) throw new FaucetError('unauthorized', 'Invalid developer key');
+    if (found.suspended) throw new FaucetError('forbidden', 'This developer is suspended');
+    c.set('developer', { developerId: found.developerId });
     await next();
   };
 }

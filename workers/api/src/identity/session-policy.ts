@@ -16,6 +16,8 @@ export interface AppIdentity {
   sessionPolicy: SessionPolicy;
   jwksUrl: string | null;
   allowedOrigins: string[];
+  /** A suspended developer's apps refuse new sessions (docs/developers.md). */
+  developerSuspended: boolean;
 }
 
 interface AppIdentityRow {
@@ -25,9 +27,11 @@ interface AppIdentityRow {
   session_policy: SessionPolicy;
   jwks_url: string | null;
   allowed_origins: string[];
+  developer_suspended: boolean;
 }
 
-const appIdentitySql = `select id, developer_id, public_app_id, session_policy, jwks_url, allowed_origins
+const appIdentitySql = `select id, developer_id, public_app_id, session_policy, jwks_url, allowed_origins,
+       (select d.suspended_at is not null from developers d where d.id = apps.developer_id) as developer_suspended
   from apps where public_app_id = $1`;
 
 function toAppIdentity(row: AppIdentityRow): AppIdentity {
@@ -38,6 +42,7 @@ function toAppIdentity(row: AppIdentityRow): AppIdentity {
     sessionPolicy: row.session_policy,
     jwksUrl: row.jwks_url,
     allowedOrigins: row.allowed_origins,
+    developerSuspended: row.developer_suspended,
   };
 }
 

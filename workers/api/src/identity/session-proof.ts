@@ -4,7 +4,8 @@
  * user token the developer signed (`signed`), or a random device id (`anonymous`). Returns the
  * stored form of the end user's identity; every refusal is a 401 or 403.
  */
-import { hashExternalUserId, sha256Hex } from '#shared/crypto.ts';
+import { hashExternalUserId } from '#shared/crypto.ts';
+import { findDeveloperByKey } from '#shared/developers/find-developer-by-key.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { AppIdentity } from './session-policy.ts';
 import { verifyUserToken, type UserTokenVerifier } from './verify-user-token.ts';
@@ -58,11 +59,7 @@ export async function provenUserHash(
 
 async function requireAppDeveloper(authorization: string, app: AppIdentity, pool: Pool): Promise<void> {
   const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
-  if (token === undefined || !token.startsWith('fdk_') || token.length > 200) {
-    throw new FaucetError('unauthorized', 'Invalid developer key');
-  }
-  const { rows } = await pool.query('select id from developers where api_key_hash = $1', [await sha256Hex(token)]);
-  const developerId = rows[0]?.id;
-  if (developerId === undefined) throw new FaucetError('unauthorized', 'Invalid developer key');
-  if (developerId !== app.developerId) throw new FaucetError('forbidden', 'This developer key does not own the app');
+  const found = token === undefined ? undefined : await findDeveloperByKey(pool, token);
+  if (!found) throw new FaucetError('unauthorized', 'Invalid developer key');
+  if (found.developerId !== app.developerId) throw new FaucetError('forbidden', 'This developer key does not own the app');
 }

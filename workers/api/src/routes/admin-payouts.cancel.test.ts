@@ -24,9 +24,9 @@ async function pendingPayout(balance = '120.00000000') {
   const suffix = crypto.randomUUID();
   const [row] = await sql<{ wallet_id: string }>(
     testEnv,
-    `with d as (insert into developers (name, email, api_key_hash, api_key_prefix) values ($1, $2, $3, 'fdk_x') returning id)
+    `with d as (insert into developers (name, email) values ($1, $2) returning id)
      insert into wallets (kind, developer_id) select 'developer', id from d returning id as wallet_id`,
-    [`Dev ${suffix}`, `${suffix}@example.test`, `hash-${suffix}`],
+    [`Dev ${suffix}`, `${suffix}@example.test`],
   );
   await fund(database, row!.wallet_id, balance);
   const response = await admin('/v1/admin/payouts/run-mock', { threshold_usd: balance });

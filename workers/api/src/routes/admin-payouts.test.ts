@@ -30,9 +30,9 @@ async function developerWithBalance(balance: string) {
   const suffix = crypto.randomUUID();
   const [row] = await sql<{ developer_id: string; wallet_id: string }>(
     testEnv,
-    `with d as (insert into developers (name, email, api_key_hash, api_key_prefix) values ($1, $2, $3, 'fdk_x') returning id)
+    `with d as (insert into developers (name, email) values ($1, $2) returning id)
      insert into wallets (kind, developer_id) select 'developer', id from d returning developer_id, id as wallet_id`,
-    [`Dev ${suffix}`, `${suffix}@example.test`, `hash-${suffix}`],
+    [`Dev ${suffix}`, `${suffix}@example.test`],
   );
   if (balance !== '0.00000000') await fund(database, row!.wallet_id, balance);
   return { developerId: row!.developer_id, walletId: row!.wallet_id };

@@ -196,12 +196,12 @@ describe('GET /v1/admin/reports/payouts.csv', () => {
   it('lists payouts with formula-looking names and notes neutralised, and no secrets', async () => {
     const database = openLedgerDatabase(testEnv, 2);
     try {
-      const [developer] = await sql<{ id: string; wallet_id: string; api_key_hash: string }>(
+      const [developer] = await sql<{ id: string; wallet_id: string }>(
         testEnv,
-        `with d as (insert into developers (name, email, api_key_hash, api_key_prefix)
-                    values ('-2+3', 'formula@example.test', 'secret-key-hash-never-exported', 'fdk_x') returning id, api_key_hash)
-         insert into wallets (kind, developer_id) select 'developer', id from d returning developer_id as id, id as wallet_id,
-           (select api_key_hash from d)`,
+        `with d as (insert into developers (name, email) values ('-2+3', 'formula@example.test') returning id),
+         k as (insert into developer_keys (developer_id, key_hash, prefix)
+               select id, 'secret-key-hash-never-exported', 'fdk_x' from d)
+         insert into wallets (kind, developer_id) select 'developer', id from d returning developer_id as id, id as wallet_id`,
       );
       await fund(database, developer!.wallet_id, '77.00000000');
     } finally {

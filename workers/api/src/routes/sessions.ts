@@ -89,6 +89,7 @@ export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchF
     const { pool } = c.var.database();
     const identity = await findAppIdentity(pool, body.public_app_id);
     if (!identity) throw new FaucetError('not_found', 'Unknown public_app_id');
+    if (identity.developerSuspended) throw new FaucetError('forbidden', "This app's developer is suspended");
     c.set('appOrigins', identity.allowedOrigins);
     const origin = c.req.header('origin');
     if (origin !== undefined && !identity.allowedOrigins.includes(origin)) {

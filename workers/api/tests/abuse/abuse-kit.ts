@@ -115,7 +115,8 @@ export async function buildWorld(testEnv: TestEnv): Promise<World> {
   const developerKeyB = `fdk_second_tenant_${crypto.randomUUID().replace(/-/g, '')}`;
   await sql(
     testEnv,
-    `with d as (insert into developers (name, email, api_key_hash, api_key_prefix) values ('Second', $2, $1, 'fdk_second') returning id)
+    `with d as (insert into developers (name, email) values ('Second', $2) returning id),
+     k as (insert into developer_keys (developer_id, key_hash, prefix) select id, $1, 'fdk_second' from d)
      insert into wallets (kind, developer_id) select 'developer', id from d`,
     [await sha256Hex(developerKeyB), `second-${crypto.randomUUID()}@example.test`],
   );

@@ -61,6 +61,7 @@ export interface CallPlan {
 type Outcome =
   | 'authorized'
   | 'unauthorized'
+  | 'developer_suspended'
   | 'unknown_feature'
   | 'conflict'
   | 'byok_missing'
@@ -135,6 +136,8 @@ function refusal(outcome: Exclude<Outcome, 'authorized'>, input: AuthorizeInput)
   switch (outcome) {
     case 'unauthorized':
       return new FaucetError('unauthorized', 'Session is unknown or expired');
+    case 'developer_suspended':
+      return new FaucetError('forbidden', "This app's developer is suspended");
     case 'unknown_feature':
       return new FaucetError('invalid_request', `This app has no feature "${input.featureKey}".`);
     case 'conflict':

@@ -1,0 +1,98 @@
+/**
+ * Tenant isolation of the developer and key endpoints (issue 15): every endpoint with no key, a
+ * revoked key, a suspended developer's key and another developer's key, on the victim's resource
+ * ids — 401/403/404 in the envelope, and nothing written.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { adminToken, api, call, createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
+
+let testEnv: TestEnv;
+type Body = Record<string, any>;
+const world = {} as { victimKeyId: string; victimId: string; revoked: string; suspended: string; other: string };
+
+const onboard = async (email: string) => {
+  const response = await call(api(), testEnv, '/v1/admin/developers', { json: { name: email, email }, token: adminToken });
+  return (await response.json()) as Body;
+};
+
+beforeAll(async () => {
+  testEnv = await createTestEnv();
+  const victim = await onboard('victim@example.test');
+  world.victimId = victim.developer.id;
+  world.victimKeyId = victim.key.id;
+  const revokedOwner = await onboard('revoked@example.test');
+  const spare = await call(api(), testEnv, '/v1/developer/keys', { json: {}, token: revokedOwner.key.api_key });
+  await call(api(), testEnv, `/v1/developer/keys/${revokedOwner.key.id}/revoke`, {
+    method: 'POST',
+    token: ((await spare.json()) as Body).api_key,
+  });
+  world.revoked = revokedOwner.key.api_key;
+  const suspended = await onboard('suspended@example.test');
+  await call(api(), testEnv, `/v1/admin/developers/${suspended.developer.id}/suspend`, { method: 'POST', token: adminToken });
+  world.suspended = suspended.key.api_key;
+  world.other = developerKey;
+});
+
+const snapshot = () =>
+  sql(
+    testEnv,
+    `select (select count(*) from audit_logs) as audit, (select count(*) from developers) as developers,
+            (select json_agg(json_build_object('id', id, 'revoked_at', revoked_at) order by id) from developer_keys) as keys,
+            (select json_agg(json_build_object('id', id, 'suspended_at', suspended_at) order by id) from developers) as suspensions`,
+  );
+
+const developerEndpoints = () => [
+  { method: 'GET', path: '/v1/developer/keys' },
+  { method: 'POST', path: '/v1/developer/keys', json: { label: 'intruder' } },
+  { method: 'POST', path: `/v1/developer/keys/${world.victimKeyId}/revoke` },
+  { method: 'GET', path: '/v1/developer/audit-log' },
+];
+const adminEndpoints = () => [
+  { method: 'GET', path: '/v1/admin/developers' },
+  { method: 'POST', path: '/v1/admin/developers', json: { name: 'x', email: 'intruder@example.test' } },
+  { method: 'POST', path: `/v1/admin/developers/${world.victimId}/suspend` },
+  { method: 'POST', path: `/v1/admin/developers/${world.victimId}/unsuspend` },
+  { method: 'GET', path: `/v1/admin/audit-log?developer_id=${world.victimId}` },
+];
+
+async function expectRefused(endpoint: { method: string; path: string; json?: unknown }, token: string | undefined, status: number) {
+  const response = await call(api(), testEnv, endpoint.path, { method: endpoint.method, json: endpoint.json, token });
+  const body = (await response.json()) as Body;
+  expect([endpoint.path, response.status]).toEqual([endpoint.path, status]);
+  expect(body.error.request_id).toBe(response.headers.get('x-request-id'));
+  expect(JSON.stringify(body)).not.toMatch(/victim@|fdk_/);
+}
+
+describe('tenant isolation of developers and keys', () => {
+  it('refuses every developer endpoint without a live key of an active developer (401/403), writing nothing', async () => {
+    const before = await snapshot();
+    for (const endpoint of developerEndpoints()) {
+      await expectRefused(endpoint, undefined, 401);
+      await expectRefused(endpoint, world.revoked, 401);
+      await expectRefused(endpoint, `fdk_${'x'.repeat(43)}`, 401);
+      await expectRefused(endpoint, world.suspended, 403);
+    }
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("answers another developer's key on the victim's key id with 404 and leaves it live", async () => {
+    const before = await snapshot();
+    await expectRefused({ method: 'POST', path: `/v1/developer/keys/${world.victimKeyId}/revoke` }, world.other, 404);
+    await expectRefused({ method: 'POST', path: '/v1/developer/keys/not-a-uuid/revoke' }, world.other, 404);
+    expect(await snapshot()).toEqual(before);
+    const own = await call(api(), testEnv, '/v1/developer/keys', { token: world.other });
+    expect(JSON.stringify(await own.json())).not.toContain(world.victimKeyId);
+    const log = await call(api(), testEnv, '/v1/developer/audit-log?limit=100', { token: world.other });
+    const text = JSON.stringify(await log.json());
+    expect(text).not.toContain(world.victimId);
+    expect(text).not.toContain(world.victimKeyId);
+  });
+
+  it('refuses every admin endpoint to every developer key and to none (401), writing nothing', async () => {
+    const before = await snapshot();
+    for (const endpoint of adminEndpoints()) {
+      for (const token of [undefined, world.revoked, world.suspended, world.other]) await expectRefused(endpoint, token, 401);
+    }
+    expect(await snapshot()).toEqual(before);
+  });
+});

@@ -1,0 +1,47 @@
+/**
+ * A new key for a developer, with its audit row, in one statement. Several keys live at a time (so
+ * rotation needs no downtime), up to `maxLiveKeys`; the full key is returned once, only its hash is
+ * stored.
+ */
+import { sql } from 'drizzle-orm';
+import { sha256Hex } from '../crypto.ts';
+import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import type { AuditActor } from '../provider-keys/owner.ts';
+import { FaucetError } from '../wire/errors.ts';
+import { type DeveloperKeyRow, developerKeyColumnsSql, keyPrefix, newDeveloperKey } from './developer-view.ts';
+
+export const maxLiveKeys = 20;
+
+export interface CreateDeveloperKeyInput {
+  developerId: string;
+  label: string | null;
+  actor: AuditActor;
+  requestId: string | null;
+  /** Generated when absent (the seed supplies the key it prints). */
+  key?: string;
+}
+
+export async function createDeveloperKey(
+  db: LedgerDatabase,
+  input: CreateDeveloperKeyInput,
+): Promise<{ row: DeveloperKeyRow; key: string }> {
+  const key = input.key ?? newDeveloperKey();
+  const [row] = await queryRows<DeveloperKeyRow>(
+    db,
+    sql`with k as (
+          insert into developer_keys (developer_id, key_hash, prefix, label)
+          select d.id, ${await sha256Hex(key)}, ${keyPrefix(key)}, ${input.label} from developers d
+           where d.id = ${input.developerId}::uuid
+             and (select count(*) from developer_keys l where l.developer_id = d.id and l.revoked_at is null) < ${maxLiveKeys}
+          returning *),
+        audit as (
+          insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
+          select ${input.actor.type}, ${input.actor.id}, 'developer_key.created', 'developer_key', k.id::text, ${input.requestId},
+                 jsonb_build_object('developer_id', k.developer_id, 'before', null,
+                                    'after', jsonb_build_object('prefix', k.prefix, 'label', k.label))
+            from k)
+        select ${developerKeyColumnsSql} from k`,
+  );
+  if (!row) throw new FaucetError('conflict', `At most ${maxLiveKeys} live keys: revoke one first`);
+  return { row, key };
+}

@@ -1,0 +1,38 @@
+/**
+ * Suspend or unsuspend a developer (admin): a suspended developer's keys get 403 and their apps
+ * refuse new sessions and gateway calls (`faucet_authorize_call`'s session check). Idempotent: a
+ * developer already in the asked state is returned unchanged, with no second audit row.
+ */
+import { sql } from 'drizzle-orm';
+import { isUuid, queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import type { AuditActor } from '../provider-keys/owner.ts';
+import { FaucetError } from '../wire/errors.ts';
+import { developerColumnsSql, type DeveloperRow } from './developer-view.ts';
+
+export async function setDeveloperSuspended(
+  db: LedgerDatabase,
+  input: { developerId: string; suspended: boolean; actor: AuditActor; requestId: string | null },
+): Promise<DeveloperRow> {
+  if (!isUuid(input.developerId)) throw new FaucetError('not_found', 'Developer not found');
+  const { suspended } = input;
+  const [row] = await queryRows<DeveloperRow>(
+    db,
+    sql`with changed as (
+          update developers d set suspended_at = case when ${suspended}::boolean then now() end
+           where d.id = ${input.developerId}::uuid and (d.suspended_at is null) = ${suspended}::boolean
+          returning d.*),
+        audit as (
+          insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
+          select ${input.actor.type}, ${input.actor.id}, ${suspended ? 'developer.suspended' : 'developer.unsuspended'},
+                 'developer', d.id::text, ${input.requestId},
+                 jsonb_build_object('before', jsonb_build_object('suspended', not ${suspended}::boolean),
+                                    'after', jsonb_build_object('suspended', ${suspended}::boolean))
+            from changed d)
+        select ${developerColumnsSql} from changed d
+        union all
+        select ${developerColumnsSql} from developers d
+         where d.id = ${input.developerId}::uuid and not exists (select 1 from changed)`,
+  );
+  if (!row) throw new FaucetError('not_found', 'Developer not found');
+  return row;
+}
