@@ -72,9 +72,21 @@ export const apps = pgTable(
     jwksUrl: text('jwks_url'),
     /** Web origins (`https://host[:port]`) allowed to call Faucet for this app, a JSON array. */
     allowedOrigins: jsonb('allowed_origins').$type<string[]>().notNull().default([]),
+    /** Archived apps refuse new sessions and calls; never deleted (ledger rows reference them). */
+    archivedAt: timestamp('archived_at', { withTimezone: true }),
+    /** The feature a call without `feature` uses. */
+    defaultFeatureKey: text('default_feature_key'),
+    /** Per-end-user limits; null = none. */
+    limitSpendPerDayUsd: money('limit_spend_per_day_usd'),
+    limitSpendPerMonthUsd: money('limit_spend_per_month_usd'),
+    limitRequestsPerMinute: integer('limit_requests_per_minute'),
   },
   (table) => [
     check('apps_session_policy', sql`${table.sessionPolicy} in ('server', 'signed', 'anonymous')`),
+    check(
+      'apps_limits_positive',
+      sql`(${table.limitSpendPerDayUsd} is null or ${table.limitSpendPerDayUsd} > 0) and (${table.limitSpendPerMonthUsd} is null or ${table.limitSpendPerMonthUsd} > 0) and (${table.limitRequestsPerMinute} is null or ${table.limitRequestsPerMinute} > 0)`,
+    ),
     index('apps_allowed_origins').using('gin', table.allowedOrigins),
   ],
 );
@@ -113,8 +125,18 @@ export const appFeatures = pgTable(
     /** Fee per call on byok/local routes, shown openly to the user. */
     openFeeUsd: money('open_fee_usd').notNull().default('0'),
     createdAt: createdAt(),
+    /** `provider:model` names a call may use; empty = any. */
+    allowedModels: jsonb('allowed_models').$type<string[]>().notNull().default([]),
+    /** Caps a call's output tokens (sent upstream as max_tokens); null = the model's own bound. */
+    maxOutputTokens: integer('max_output_tokens'),
+    archivedAt: timestamp('archived_at', { withTimezone: true }),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (table) => [uniqueIndex('app_features_app_feature_key').on(table.appId, table.featureKey)],
+  (table) => [
+    uniqueIndex('app_features_app_feature_key').on(table.appId, table.featureKey),
+    check('app_features_route_policy', sql`${table.routePolicy} in ('platform_first', 'byok_first')`),
+    check('app_features_max_output_tokens', sql`${table.maxOutputTokens} is null or ${table.maxOutputTokens} > 0`),
+  ],
 );
 
 export const endUsers = pgTable(

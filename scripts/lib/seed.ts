@@ -5,6 +5,8 @@
 import type pg from 'pg';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { hashExternalUserId, sha256Hex } from '#shared/crypto.ts';
+import { createApp } from '#shared/apps/apps.ts';
+import { createFeature } from '#shared/apps/features.ts';
 import { createDeveloper } from '#shared/developers/create-developer.ts';
 import { createDeveloperKey } from '#shared/developers/create-developer-key.ts';
 
@@ -79,16 +81,28 @@ export async function seed(client: pg.Client, input: SeedInput): Promise<SeedRes
         key: input.developerKey,
       });
     }
-    const app = await one<{ id: string }>(
-      `insert into apps (developer_id, public_app_id, name) values ($1, $2, 'Demo App')
-       on conflict (public_app_id) do update set name = excluded.name returning id`,
-      [developer.id, demo.publicAppId],
+    // The demo app and its feature are made by the services the developer endpoints use.
+    const actor = { type: 'system', id: null, requestId: 'seed' } as const;
+    if ((await client.query('select 1 from apps where public_app_id = $1', [demo.publicAppId])).rowCount === 0) {
+      await createApp(client, developer.id, actor, { name: 'Demo App', publicAppId: demo.publicAppId });
+    }
+    const app = await one<{ id: string; has_feature: boolean }>(
+      `select id, exists (select 1 from app_features f where f.app_id = apps.id and f.feature_key = $2) as has_feature
+         from apps where public_app_id = $1`,
+      [demo.publicAppId, demo.featureKey],
     );
-    await client.query(
-      `insert into app_features (app_id, feature_key, name, default_model) values ($1, $2, 'Chat', $3)
-       on conflict (app_id, feature_key) do nothing`,
-      [app.id, demo.featureKey, demo.model],
-    );
+    if (!app.has_feature) {
+      await createFeature(client, developer.id, actor, demo.publicAppId, {
+        feature_key: demo.featureKey,
+        name: 'Chat',
+        default_model: demo.model,
+        allowed_models: [],
+        route_policy: 'platform_first',
+        developer_price_per_mtok_usd: null,
+        open_fee_usd: '0.00000000',
+        max_output_tokens: null,
+      });
+    }
     const endUser = await one<{ id: string }>(
       `insert into end_users (app_id, external_user_hash) values ($1, $2)
        on conflict (app_id, external_user_hash) do update set app_id = excluded.app_id returning id`,

@@ -36,6 +36,8 @@ export type UsageReportStatus = 'accepted' | 'queued' | 'rejected';
 
 export interface FaucetMetadata {
   request_id: string;
+  /** The app's feature the call used: the one it named, or the app's default. */
+  feature?: string;
   route_mode: RouteMode;
   provider: string;
   model: string;

@@ -9,6 +9,7 @@ import { routeModeSchema } from './route-modes.ts';
 export const faucetObjectSchema = z
   .object({
     request_id: z.string(),
+    feature: z.string().optional().openapi({ description: "The app's feature the call used: the one it named, or the app's default" }),
     route_mode: routeModeSchema,
     provider: z.string(),
     model: z.string(),

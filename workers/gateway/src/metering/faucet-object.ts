@@ -7,6 +7,7 @@ export type { FaucetObject };
 
 export function faucetObject(fields: {
   requestId: string;
+  feature: string;
   routeMode: RouteMode;
   provider: string;
   model: string;
@@ -18,6 +19,7 @@ export function faucetObject(fields: {
 }): FaucetObject {
   return {
     request_id: fields.requestId,
+    feature: fields.feature,
     route_mode: fields.routeMode,
     provider: fields.provider,
     model: fields.model,

@@ -7,6 +7,7 @@ import { abandonCall as abandonCallByKey } from '#shared/calls/abandon-call.ts';
 import type { Env } from '#shared/env.ts';
 import { bookUsage } from '#shared/ledger/book-usage.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import { formatUsd } from '#shared/money/index.ts';
 import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
@@ -41,6 +42,8 @@ export async function settleCall(
       rated,
       providerCredentialId: plan.providerCredentialId,
       allowReceivable: true,
+      // The feature prices this call was authorized with (a later price change never reprices it).
+      metadata: { feature_pricing: featurePricingMetadata(plan) },
     });
   // One retry (idempotent by the money key) for a cut connection; a call still unbooked after it is
   // booked at its bound by the API's sweeper once its deadline has passed.
@@ -48,6 +51,7 @@ export async function settleCall(
   if (booking.outcome === 'insufficient_balance') throw new Error('a booking that allows a receivable was refused');
   return faucetObject({
     requestId: plan.keys.clientRequestId,
+    feature: plan.featureKey,
     routeMode: plan.routeMode,
     provider: reference.provider,
     model: reference.model,
@@ -57,6 +61,15 @@ export async function settleCall(
     retailUsd: booking.retailUsd,
     upstreamCostUsd: booking.upstreamCostUsd,
   });
+}
+
+function featurePricingMetadata(plan: CallPlan) {
+  const { developerPrice, openFeeUsd } = plan.featurePricing;
+  return {
+    feature_key: plan.featureKey,
+    developer_price_per_mtok_usd: developerPrice ? formatUsd(developerPrice.outputPerMillion) : null,
+    open_fee_usd: openFeeUsd ? formatUsd(openFeeUsd) : null,
+  };
 }
 
 /** The upstream never accepted the call: free the hold and budget, charge nothing, free the request id. */

@@ -8,7 +8,8 @@ export const chatCompletionsBodySchema = chatRequestSchema.extend({
     .string()
     .max(256)
     .regex(/^[a-z0-9][a-z0-9_-]*:[^\s]+$/, 'must be "provider:model", e.g. "mock:echo" or "openai:gpt-4o-mini"'),
-  feature: z.string().min(1).max(128),
+  /** Absent: the app's default feature, so an unmodified OpenAI client works. */
+  feature: z.string().min(1).max(128).optional(),
   route_mode: routeModeSchema.optional(),
 });
 

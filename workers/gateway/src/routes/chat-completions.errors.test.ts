@@ -73,7 +73,8 @@ describe('request validation', () => {
   it.each([
     ['no model', { feature: 'chat', messages: [userMessage('hi')] }],
     ['a model without provider', { ...hello, model: 'gpt-4o-mini' }],
-    ['no feature', { model: 'mock:echo', messages: [userMessage('hi')] }],
+    ['an empty feature', { model: 'mock:echo', feature: '', messages: [userMessage('hi')] }],
+    ['a feature the app does not have', { ...hello, feature: 'nope' }],
     ['no messages', { model: 'mock:echo', feature: 'chat', messages: [] }],
     ['a message with an unknown role', { ...hello, messages: [{ role: 'robot', content: 'hi' }] }],
     ['max_tokens as a string', { ...hello, max_tokens: '10' }],

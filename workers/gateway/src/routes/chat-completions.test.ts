@@ -43,6 +43,7 @@ describe('POST /v1/chat/completions on the platform route', () => {
     expect(body.usage).toMatchObject({ prompt_tokens: inputTokens, completion_tokens: outputTokens });
     expect(body.faucet).toEqual({
       request_id: requestId,
+      feature: 'chat',
       route_mode: 'platform',
       provider: 'mock',
       model: 'echo',

@@ -1,7 +1,7 @@
 /**
  * Everything the gateway must know before it calls an upstream, in one statement (one database
- * round trip): `faucet_authorize_call` (migrations/0009_authorize_call.sql) checks the session and
- * the feature, claims the client's request id for this end user, records the call, chooses the
+ * round trip): `faucet_authorize_call` (migrations/functions/faucet_authorize_call.sql) checks the session,
+ * the app and the feature (named, or the app's default; not archived; the model allowed), claims the client's request id for this end user, records the call, chooses the
  * route and key (DESIGN §6), reserves a developer key's budget and holds the route's worst case —
  * all keyed by the call's money key (`call:<uuid>`), which the server generated for this call alone.
  * This file supplies the prices (from the money module) and turns the outcome into a plan or an error.
@@ -24,7 +24,8 @@ export type CallRoute = CloudRouteMode;
 
 export interface AuthorizeInput {
   tokenHash: string;
-  featureKey: string;
+  /** Undefined: the app's default feature. */
+  featureKey: string | undefined;
   call: CallKeys;
   requestedRoute: CloudRouteMode | undefined;
   reference: ModelReference;
@@ -49,8 +50,11 @@ export interface CallPlan {
   appId: string;
   endUserId: string;
   developerShareBps: number;
+  /** The feature the call used: the one it named, or the app's default. */
   featureKey: string;
   featurePricing: FeaturePricing;
+  /** The feature's cap on output tokens; null = none. */
+  maxOutputTokens: number | null;
   routeMode: CallRoute;
   credential: ProviderCredential;
   providerCredentialId: string | null;
@@ -63,6 +67,10 @@ type Outcome =
   | 'unauthorized'
   | 'developer_suspended'
   | 'unknown_feature'
+  | 'no_default_feature'
+  | 'app_archived'
+  | 'feature_archived'
+  | 'model_not_allowed'
   | 'conflict'
   | 'byok_missing'
   | 'developer_key_missing'
@@ -84,6 +92,8 @@ interface AuthorizeRow {
   iv: string | null;
   key_version: number | null;
   hold_amount: string | null;
+  feature_key: string | null;
+  max_output_tokens: number | null;
 }
 
 const usd = (amount: Usd | null) => (amount === null ? null : formatUsd(amount));
@@ -94,13 +104,13 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
   const row = await queryOne<AuthorizeRow>(
     db,
     sql`select * from faucet_authorize_call(
-      ${input.tokenHash}, ${input.featureKey}, ${keys.callId}::uuid, ${keys.moneyKey}, ${keys.clientRequestId}, ${keys.fingerprint},
+      ${input.tokenHash}, ${input.featureKey ?? null}::text, ${keys.callId}::uuid, ${keys.moneyKey}, ${keys.clientRequestId}, ${keys.fingerprint},
       ${input.requestedRoute ?? null}::text, ${reference.provider}, ${reference.model},
       ${bounds.worstCaseInputTokens}::integer, ${bounds.worstCaseOutputTokens}::integer,
       ${usd(bounds.platform)}::numeric, ${usd(bounds.developerKeyAtCost)}::numeric, ${pool !== null}::boolean,
       ${keys.holdTtlSeconds}::integer, ${keys.maxDurationSeconds}::integer)`,
   );
-  if (row.outcome !== 'authorized') throw refusal(row.outcome, input);
+  if (row.outcome !== 'authorized') throw refusal(row.outcome, input, row.feature_key);
 
   const routeMode = row.route_mode as CallRoute;
   const plan = {
@@ -108,7 +118,8 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
     appId: row.app_id as string,
     endUserId: row.end_user_id as string,
     developerShareBps: row.developer_share_bps as number,
-    featureKey: input.featureKey,
+    featureKey: row.feature_key as string,
+    maxOutputTokens: row.max_output_tokens,
     featurePricing: featurePricingFromRow({ developerPricePerMtokUsd: row.developer_price_per_mtok_usd, openFeeUsd: row.open_fee_usd }),
     routeMode,
     providerCredentialId: row.credential_id,
@@ -131,7 +142,7 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
   }
 }
 
-function refusal(outcome: Exclude<Outcome, 'authorized'>, input: AuthorizeInput): FaucetError {
+function refusal(outcome: Exclude<Outcome, 'authorized'>, input: AuthorizeInput, featureKey: string | null): FaucetError {
   const { provider, model } = input.reference;
   switch (outcome) {
     case 'unauthorized':
@@ -140,6 +151,14 @@ function refusal(outcome: Exclude<Outcome, 'authorized'>, input: AuthorizeInput)
       return new FaucetError('forbidden', "This app's developer is suspended");
     case 'unknown_feature':
       return new FaucetError('invalid_request', `This app has no feature "${input.featureKey}".`);
+    case 'no_default_feature':
+      return new FaucetError('invalid_request', 'This call names no feature and the app has no default feature.');
+    case 'app_archived':
+      return new FaucetError('forbidden', 'This app is archived: it takes no new calls.');
+    case 'feature_archived':
+      return new FaucetError('forbidden', `Feature "${featureKey}" is archived: it takes no new calls.`);
+    case 'model_not_allowed':
+      return new FaucetError('forbidden', `Model "${provider}:${model}" is not among this feature's allowed models.`);
     case 'conflict':
       return new FaucetError(
         'conflict',
