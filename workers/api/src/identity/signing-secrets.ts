@@ -113,3 +113,44 @@ export async function verifyingSigningSecrets(
     })),
   );
 }
+
+export interface SigningSecretReEncryption {
+  reEncrypted: number;
+  /** Live secrets under an older version this keyring cannot read. */
+  unreadable: number;
+  /** Live secrets still under an older version after this run. */
+  remaining: number;
+}
+
+/**
+ * Key rotation for signing secrets, as for provider keys: every secret that still verifies (not
+ * retired) and is sealed under an older key version is sealed again under the current one. A row is
+ * replaced only if it still holds the ciphertext read, so a concurrent rotation loses nothing.
+ * Retired secrets never verify again and are left as they are.
+ */
+export async function reEncryptSigningSecrets(pool: Pool, keyring: Keyring): Promise<SigningSecretReEncryption> {
+  const current = keyring.current.version;
+  const liveStale = `key_version <> $1 and (retires_at is null or retires_at > now())`;
+  const { rows } = await pool.query(`select id, app_id, ciphertext, iv, key_version from app_signing_secrets where ${liveStale}`, [
+    current,
+  ]);
+  let reEncrypted = 0;
+  let unreadable = 0;
+  for (const row of rows as Array<{ id: string; app_id: string; ciphertext: string; iv: string; key_version: number }>) {
+    let secret: string;
+    try {
+      secret = await open(keyring, row);
+    } catch {
+      unreadable++;
+      continue;
+    }
+    const sealed = await seal(keyring, secret, row.id, row.app_id);
+    const updated = await pool.query(
+      'update app_signing_secrets set ciphertext = $1, iv = $2, key_version = $3 where id = $4 and ciphertext = $5 returning id',
+      [sealed.ciphertext, sealed.iv, sealed.keyVersion, row.id, row.ciphertext],
+    );
+    reEncrypted += updated.rows.length;
+  }
+  const { rows: left } = await pool.query(`select count(*)::int as count from app_signing_secrets where ${liveStale}`, [current]);
+  return { reEncrypted, unreadable, remaining: (left[0] as { count: number }).count };
+}

@@ -9,6 +9,7 @@ import { requireAdmin } from '#shared/auth/require-admin.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { keyringFrom } from '#shared/provider-keys/keyring.ts';
 import { reEncryptProviderKeys } from '#shared/provider-keys/re-encrypt.ts';
+import { reEncryptSigningSecrets } from '../identity/signing-secrets.ts';
 
 const ReEncryptResponse = z
   .object({
@@ -16,13 +17,16 @@ const ReEncryptResponse = z
     re_encrypted: z.number().int(),
     unreadable: z.number().int().openapi({ description: 'Keys under a version this deployment cannot read (missing or wrong key)' }),
     remaining: z.number().int().openapi({ description: 'Keys still under an older version' }),
+    signing_secrets: z
+      .object({ re_encrypted: z.number().int(), unreadable: z.number().int(), remaining: z.number().int() })
+      .openapi({ description: 'The same for the HS256 signing secrets of `signed` apps that still verify' }),
   })
   .openapi('ProviderKeyReEncryption');
 
 const route = createRoute({
   method: 'post',
   path: '/v1/admin/provider-keys/re-encrypt',
-  summary: 'Re-encrypt stored provider keys under the current PROVIDER_KEY_ENCRYPTION_KEY version',
+  summary: 'Re-encrypt stored provider keys and app signing secrets under the current PROVIDER_KEY_ENCRYPTION_KEY version',
   middleware: [requireAdmin()] as const,
   responses: {
     200: { description: 'Batch done', content: { 'application/json': { schema: ReEncryptResponse } } },
@@ -37,12 +41,14 @@ export function registerAdminProviderKeyRoutes(app: ServiceApp): void {
       actor: { type: 'admin', id: null },
       requestId: c.var.requestId,
     });
+    const secrets = await reEncryptSigningSecrets(c.var.database().pool, keyring);
     return c.json(
       {
         current_key_version: result.currentKeyVersion,
         re_encrypted: result.reEncrypted,
         unreadable: result.unreadable,
         remaining: result.remaining,
+        signing_secrets: { re_encrypted: secrets.reEncrypted, unreadable: secrets.unreadable, remaining: secrets.remaining },
       },
       200,
     );

@@ -72,7 +72,13 @@ describe('rotating the provider key encryption key', () => {
       headers: { 'x-request-id': 'req-rotate-1' },
     });
     expect(result.status).toBe(200);
-    expect(result.body).toEqual({ current_key_version: 2, re_encrypted: 2, unreadable: 0, remaining: 0 });
+    expect(result.body).toEqual({
+      current_key_version: 2,
+      re_encrypted: 2,
+      unreadable: 0,
+      remaining: 0,
+      signing_secrets: { re_encrypted: 0, unreadable: 0, remaining: 0 },
+    });
     const after = await versions();
     expect(after.map((row) => row.key_version)).toEqual([2, 2, 2]);
     for (const old of before) {
@@ -100,7 +106,13 @@ describe('rotating the provider key encryption key', () => {
     const before = await versions();
     const wrong = { ...v1Env, PROVIDER_KEY_ENCRYPTION_KEY: `v3:${encodeBase64(crypto.getRandomValues(new Uint8Array(32)))}` };
     const result = await send(wrong, '/v1/admin/provider-keys/re-encrypt', { method: 'POST', token: adminToken });
-    expect(result.body).toEqual({ current_key_version: 3, re_encrypted: 0, unreadable: before.length, remaining: before.length });
+    expect(result.body).toEqual({
+      current_key_version: 3,
+      re_encrypted: 0,
+      unreadable: before.length,
+      remaining: before.length,
+      signing_secrets: { re_encrypted: 0, unreadable: 0, remaining: 0 },
+    });
     expect(await versions()).toEqual(before);
   });
 
