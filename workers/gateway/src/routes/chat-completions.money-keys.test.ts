@@ -5,6 +5,7 @@
  * cut the bill, 7 retries that always fail.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { compareUsd, parseDatabaseAmount, usdFromUnits } from '#shared/money/index.ts';
 import { api, call, createTestEnv, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
 import {
   fakeUpstream,
@@ -231,7 +232,8 @@ describe('defect 2: a hold lives as long as its call', () => {
     );
     expect(row).toBeDefined();
     expect(row!.receivable_usd).toBe(row!.retail_usd);
-    expect(Number.parseFloat((await wallet(testEnv, session.walletId)).balance)).toBeLessThan(0);
+    // Below zero: the receivable (amounts compared through the money module, never as floats).
+    expect(compareUsd(parseDatabaseAmount((await wallet(testEnv, session.walletId)).balance), usdFromUnits(0n))).toBe(-1);
   });
 });
 
