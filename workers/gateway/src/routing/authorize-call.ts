@@ -58,8 +58,6 @@ export interface CallPlan {
   routeMode: CallRoute;
   credential: ProviderCredential;
   providerCredentialId: string | null;
-  /** True when a hold was reserved: it must be settled or released. */
-  held: boolean;
 }
 
 type Outcome =
@@ -91,7 +89,6 @@ interface AuthorizeRow {
   ciphertext: string | null;
   iv: string | null;
   key_version: number | null;
-  hold_amount: string | null;
   feature_key: string | null;
   max_output_tokens: number | null;
 }
@@ -123,7 +120,6 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
     featurePricing: featurePricingFromRow({ developerPricePerMtokUsd: row.developer_price_per_mtok_usd, openFeeUsd: row.open_fee_usd }),
     routeMode,
     providerCredentialId: row.credential_id,
-    held: row.hold_amount !== null && row.hold_amount !== '0.00000000',
   };
   if (routeMode === 'platform') return { ...plan, credential: pool as ProviderCredential };
   try {
