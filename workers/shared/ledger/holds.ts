@@ -4,11 +4,9 @@
  * Settling is `bookUsage` with the same request id; releasing frees the whole hold.
  */
 import { sql } from 'drizzle-orm';
+import { callLimits } from '../calls/call-limits.ts';
 import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
 import { queryOne, queryRows, requireUuid, type LedgerDatabase } from './database.ts';
-
-/** How long a hold counts when nobody settles or releases it (a crashed request). */
-export const DEFAULT_HOLD_TTL_SECONDS = 300;
 
 export interface ReserveHoldInput {
   endUserId: string;
@@ -41,7 +39,8 @@ interface ReserveRow {
 
 /** One statement: locks the user's wallet row, counts its active holds, inserts the hold if it fits. */
 export async function reserveHold(db: LedgerDatabase, input: ReserveHoldInput): Promise<ReserveHoldResult> {
-  const ttl = input.ttlSeconds ?? DEFAULT_HOLD_TTL_SECONDS;
+  // One definition of a hold's lifetime: the gateway's (a hold outlives its call; call-limits.ts).
+  const ttl = input.ttlSeconds ?? callLimits({}).holdTtlSeconds;
   const row = await queryOne<ReserveRow>(
     db,
     sql`select * from faucet_reserve_hold(${requireUuid(input.endUserId, 'end user')}::uuid, ${input.requestId},
