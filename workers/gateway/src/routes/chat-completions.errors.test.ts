@@ -30,7 +30,15 @@ describe('authentication', () => {
     ['a token of the wrong shape', 'not-a-session-token'],
     ['an unknown session token', `fvs_${'A'.repeat(43)}`],
   ])('answers %s with 401 whatever the body (an invalid one included), never 400', async (_case, token) => {
-    for (const body of [{ ...hello, messages: [] }, { model: 'nope' }, 'not json']) {
+    const smuggled = { ...hello, model: 'openai:gpt-4o-mini', service_tier: 'priority' };
+    for (const body of [
+      { ...hello, messages: [] },
+      { model: 'nope' },
+      'not json',
+      { ...hello, model: 'unknown:model' },
+      smuggled,
+      { ...hello, route_mode: 'local' },
+    ]) {
       const response = await call(gatewayWith({ upstreamFetch: forbiddenUpstream().fetch }), testEnv, '/v1/chat/completions', {
         ...(typeof body === 'string' ? { method: 'POST', body, headers: { 'content-type': 'application/json' } } : { json: body }),
         ...(token ? { token } : {}),

@@ -55,25 +55,16 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     // Credentials before the body: a request without a well-formed token learns nothing about its body.
     const tokenHash = await hashSessionToken(bearerToken(c));
     if (tokenHash === undefined) throw new FaucetError('unauthorized', 'Invalid session token');
-    // A body that fails validation is answered 400 only for a live session: 401 whatever the body
-    // otherwise. The live-session check runs on that error path alone (the valid path checks the
-    // session inside the one authorize statement).
-    const body = await readBody(c).catch(async (error: unknown) => {
+    // A request the gateway refuses for its body (schema, model, fields, bounds) is answered 400 only
+    // for a live session: 401 whatever the body otherwise. The live-session check runs on that error
+    // path alone (the valid path checks the session inside the one authorize statement).
+    const { body, requestedRoute, reference, request, bounds } = await readCall(c).catch(async (error: unknown) => {
       const { rows } = await c.var.database().pool.query(sessionLookupSql, [tokenHash]);
       if (rows.length === 0) throw new FaucetError('unauthorized', 'Session is unknown or expired');
       throw error;
     });
-    if (body.route_mode === 'local') {
-      throw new FaucetError(
-        'invalid_request',
-        'route_mode "local" is not served by the cloud gateway: local calls go to the Faucet bridge on the user\'s machine.',
-      );
-    }
-    const reference = parseModel(body.model);
-    const { feature, route_mode: requestedRoute, model: _qualified, ...openAiFields } = body;
-    const request: ChatRequest = { ...openAiFields, model: reference.model };
+    const { feature } = body;
     const limits = callLimits(c.env);
-    const bounds = holdBounds(c.env, reference, request);
     const callId = crypto.randomUUID();
     const keys: CallKeys = {
       callId,
@@ -123,6 +114,22 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     c.header('x-faucet-call-id', callId);
     return body.stream === true ? streamCall(call, body) : completeCall(call);
   });
+}
+
+/** Everything the gateway reads from the body before it authorizes: the parsed body, the model, the request sent upstream and its bounds. */
+async function readCall(c: Context<AppEnv>) {
+  const body = await readBody(c);
+  const requestedRoute = body.route_mode;
+  if (requestedRoute === 'local') {
+    throw new FaucetError(
+      'invalid_request',
+      'route_mode "local" is not served by the cloud gateway: local calls go to the Faucet bridge on the user\'s machine.',
+    );
+  }
+  const reference = parseModel(body.model);
+  const { feature: _feature, route_mode: _route, model: _qualified, ...openAiFields } = body;
+  const request: ChatRequest = { ...openAiFields, model: reference.model };
+  return { body, requestedRoute, reference, request, bounds: holdBounds(c.env, reference, request) };
 }
 
 async function readBody(c: Context<AppEnv>): Promise<ChatCompletionsBody> {
