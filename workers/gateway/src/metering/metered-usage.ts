@@ -1,25 +1,57 @@
-/** Token counts of one call: the provider's when it reported them, else Faucet's estimate, marked as such. */
+/**
+ * Token counts of one call, by class (workers/shared/providers/token-usage.ts): the provider's when it
+ * reported them, else Faucet's estimate, marked as such.
+ *
+ * Adapters hand every provider's usage over in one convention, OpenAI's (what the client sees):
+ * `prompt_tokens` counts all input, `completion_tokens` all output, and the details name the parts —
+ * `cached_tokens` (cache reads), `cache_write_tokens` (Faucet's name for cache writes, which OpenAI's
+ * shape lacks), `audio_tokens`, `reasoning_tokens`. This file is the one mapping from that convention
+ * to the token classes. A detail larger than what is left of its total is clamped, so the classes
+ * always add up to the totals the provider reported.
+ */
+import { tokenUsage, type TokenUsage } from '#shared/providers/token-usage.ts';
 import type { ChatUsage } from '../openai/chat-schemas.ts';
 
 export interface MeteredUsage {
-  inputTokens: number;
-  outputTokens: number;
-  cachedInputTokens: number;
+  tokens: TokenUsage;
   estimated: boolean;
+}
+
+export function tokenUsageFromOpenAi(reported: ChatUsage): TokenUsage {
+  const prompt = reported.prompt_tokens_details;
+  const completion = reported.completion_tokens_details;
+  let inputLeft = reported.prompt_tokens;
+  const take = (count: number | null | undefined): number => {
+    const taken = Math.min(count ?? 0, inputLeft);
+    inputLeft -= taken;
+    return taken;
+  };
+  const cachedInput = take(prompt?.cached_tokens);
+  const cacheWrite = take(prompt?.cache_write_tokens);
+  const audioInput = take(prompt?.audio_tokens);
+  const audioOutput = Math.min(completion?.audio_tokens ?? 0, reported.completion_tokens);
+  const output = reported.completion_tokens - audioOutput;
+  return {
+    input: inputLeft,
+    cachedInput,
+    cacheWrite,
+    audioInput,
+    output,
+    reasoning: Math.min(completion?.reasoning_tokens ?? 0, output),
+    audioOutput,
+  };
 }
 
 export function meteredUsage(
   reported: ChatUsage | null | undefined,
   estimate: () => { inputTokens: number; outputTokens: number },
 ): MeteredUsage {
-  if (reported != null) {
-    const cached = reported.prompt_tokens_details?.cached_tokens ?? 0;
-    return {
-      inputTokens: reported.prompt_tokens,
-      outputTokens: reported.completion_tokens,
-      cachedInputTokens: Math.min(cached, reported.prompt_tokens),
-      estimated: false,
-    };
-  }
-  return { ...estimate(), cachedInputTokens: 0, estimated: true };
+  if (reported != null) return { tokens: tokenUsageFromOpenAi(reported), estimated: false };
+  const { inputTokens, outputTokens } = estimate();
+  return { tokens: tokenUsage({ input: inputTokens, output: outputTokens }), estimated: true };
+}
+
+/** An estimate at the given bounds (input billed at the plain price, output as text). */
+export function estimatedUsage(inputTokens: number, outputTokens: number): MeteredUsage {
+  return { tokens: tokenUsage({ input: inputTokens, output: outputTokens }), estimated: true };
 }

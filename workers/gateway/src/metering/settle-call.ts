@@ -8,6 +8,7 @@ import type { Env } from '#shared/env.ts';
 import { bookUsage } from '#shared/ledger/book-usage.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { formatUsd } from '#shared/money/index.ts';
+import { totalInputTokens, totalOutputTokens } from '#shared/providers/token-usage.ts';
 import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
@@ -26,8 +27,19 @@ export async function settleCall(
   reference: ModelReference,
   usage: MeteredUsage,
 ): Promise<FaucetObject> {
+  const inputTokens = totalInputTokens(usage.tokens);
+  const outputTokens = totalOutputTokens(usage.tokens);
+  // Until the catalog prices each class: cache writes and audio at the input and output prices.
   const rated = rateUsage(
-    { routeMode: plan.routeMode, provider: reference.provider, model: reference.model, ...usage },
+    {
+      routeMode: plan.routeMode,
+      provider: reference.provider,
+      model: reference.model,
+      inputTokens,
+      outputTokens,
+      cachedInputTokens: usage.tokens.cachedInput,
+      estimated: usage.estimated,
+    },
     plan.featurePricing,
     ratingSettingsFor(env, plan.developerShareBps),
   );
@@ -55,8 +67,8 @@ export async function settleCall(
     routeMode: plan.routeMode,
     provider: reference.provider,
     model: reference.model,
-    inputTokens: usage.inputTokens,
-    outputTokens: usage.outputTokens,
+    inputTokens,
+    outputTokens,
     estimated: usage.estimated,
     retailUsd: booking.retailUsd,
     upstreamCostUsd: booking.upstreamCostUsd,

@@ -133,11 +133,23 @@ export const chatRequestSchema = closedObject({
 
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 
+/** A detail count; one a provider sends malformed is ignored rather than failing the whole answer. */
+const tokenCount = z.number().int().nonnegative().nullish().catch(null);
+
 export const usageSchema = z.looseObject({
   prompt_tokens: z.number().int().nonnegative(),
   completion_tokens: z.number().int().nonnegative(),
   total_tokens: z.number().int().nonnegative().optional(),
-  prompt_tokens_details: z.looseObject({ cached_tokens: z.number().int().nonnegative().nullish() }).nullish(),
+  /** Parts of `prompt_tokens`; `cache_write_tokens` is Faucet's (OpenAI has no cache writes), set by adapters whose provider bills them. */
+  prompt_tokens_details: z
+    .looseObject({
+      cached_tokens: tokenCount,
+      cache_write_tokens: tokenCount,
+      audio_tokens: tokenCount,
+    })
+    .nullish(),
+  /** Parts of `completion_tokens`. */
+  completion_tokens_details: z.looseObject({ reasoning_tokens: tokenCount, audio_tokens: tokenCount }).nullish(),
 });
 
 export type ChatUsage = z.infer<typeof usageSchema>;

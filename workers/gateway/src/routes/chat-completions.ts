@@ -17,7 +17,7 @@ import { waitUntil } from '#shared/wait-until.ts';
 import { describeZodError } from '#shared/render-error.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import type { GatewayDependencies } from '../gateway-dependencies.ts';
-import { meteredUsage } from '../metering/metered-usage.ts';
+import { estimatedUsage, meteredUsage } from '../metering/metered-usage.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
 import { capOutputTokens } from '../metering/output-cap.ts';
 import { abandonCall, settleCall } from '../metering/settle-call.ts';
@@ -235,12 +235,13 @@ async function endUnanswered(call: Call, error: unknown, signal: AbortSignal): P
     await abandonCall(call.database, call.plan);
     return;
   }
-  await settleCall(call.database, call.c.env, call.plan, call.reference, {
-    inputTokens: call.bounds.inputTokens,
-    outputTokens: call.bounds.outputTokens,
-    cachedInputTokens: 0,
-    estimated: true,
-  }).catch((settleError: unknown) => {
+  await settleCall(
+    call.database,
+    call.c.env,
+    call.plan,
+    call.reference,
+    estimatedUsage(call.bounds.inputTokens, call.bounds.outputTokens),
+  ).catch((settleError: unknown) => {
     // Left in flight: the sweeper books it at the same bound after its deadline.
     call.c.var.logger?.error('booking an unanswered call failed', {
       code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error',
