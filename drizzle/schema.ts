@@ -349,6 +349,9 @@ export const gatewayCalls = pgTable(
     check('gateway_calls_bound_output_tokens_check', sql`${table.boundOutputTokens} >= 0`),
     uniqueIndex('gateway_calls_idempotency').on(table.endUserId, table.clientRequestId).where(sql`${table.status} <> 'abandoned'`),
     index('gateway_calls_in_flight').on(table.deadlineAt).where(sql`${table.status} = 'in_flight'`),
+    // Per-end-user limits (migration 0011): the last minute's calls, and the calls in flight.
+    index('gateway_calls_end_user_created').on(table.endUserId, table.createdAt),
+    index('gateway_calls_end_user_in_flight').on(table.endUserId).where(sql`${table.status} = 'in_flight'`),
   ],
 );
 

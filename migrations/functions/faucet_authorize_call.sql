@@ -36,7 +36,11 @@ create or replace function faucet_authorize_call(
   hold_amount numeric,
   -- The feature the call used (the app's default when it named none) and its output cap.
   feature_key text,
-  max_output_tokens integer
+  max_output_tokens integer,
+  -- On a refusal by a per-end-user limit: the limit (USD, or calls per minute), and for 'rate_limited'
+  -- the seconds until a call leaves the 60 s window.
+  refused_limit numeric,
+  retry_after_seconds integer
 )
 language plpgsql as $$
 #variable_conflict use_column
@@ -50,6 +54,12 @@ declare
   v_hold numeric := 0;
   v_budget text;
   v_outcome text;
+  v_recent integer;
+  v_retry_after integer;
+  v_spent_day numeric;
+  v_spent_month numeric;
+  v_in_flight numeric;
+  v_refused_limit numeric;
 begin
   select null::uuid as id, null::text as ciphertext, null::text as iv, null::integer as key_version into v_key;
   select null::text as feature_key, null::jsonb as allowed_models, null::timestamptz as archived_at into v_feature;
@@ -60,14 +70,16 @@ begin
    where s.token_hash = p_token_hash and s.expires_at > now() and s.revoked_at is null;
   if not found or v_session.suspended_at is not null then
     return query select (case when found then 'developer_suspended' else 'unauthorized' end)::text, null::uuid, null::uuid, null::integer, null::numeric, null::numeric,
-      null::text, null::uuid, null::text, null::text, null::integer, null::numeric, null::text, null::integer;
+      null::text, null::uuid, null::text, null::text, null::integer, null::numeric, null::text, null::integer, null::numeric, null::integer;
     return;
   end if;
 
   -- 2. The app (not archived) and the feature the call names, or the app's default feature; the
   --    feature not archived, the model among its allowed models (an empty list allows any), and the
   --    output bound capped by the feature's max output tokens.
-  select a.archived_at, a.default_feature_key into v_app from apps a where a.id = v_session.app_id;
+  select a.archived_at, a.default_feature_key, a.limit_spend_per_day_usd, a.limit_spend_per_month_usd,
+         a.limit_requests_per_minute into v_app
+    from apps a where a.id = v_session.app_id;
   if v_app.archived_at is null then
     select f.feature_key, f.route_policy, f.developer_price_per_mtok_usd, f.open_fee_usd, f.allowed_models,
            f.max_output_tokens, f.archived_at into v_feature
@@ -84,12 +96,38 @@ begin
   if v_outcome is not null then
     return query select v_outcome, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
       null::numeric, null::numeric, null::text, null::uuid, null::text, null::text, null::integer, null::numeric,
-      v_feature.feature_key::text, null::integer;
+      v_feature.feature_key::text, null::integer, null::numeric, null::integer;
     return;
   end if;
   v_bound_output := least(p_bound_output_tokens, coalesce(v_feature.max_output_tokens, p_bound_output_tokens));
 
-  -- 3. The idempotency claim and the durable record of the call (route filled in below).
+  -- 3. The app's per-end-user limits (docs/gateway.md, "Per-end-user limits"); an app without any
+  --    skips all of it. The end user's row is locked first, so one end user's authorizations run one
+  --    after another and each counts every call, hold and booking committed before it (the lock does
+  --    not conflict with the key-share locks a booking's inserts take, so bookings never wait on it).
+  --    Requests per minute: a sliding 60 s window over the end user's authorized calls (a refused call
+  --    has no route and does not count); over it, refused here, before anything is written.
+  if v_app.limit_requests_per_minute is not null or v_app.limit_spend_per_day_usd is not null
+     or v_app.limit_spend_per_month_usd is not null then
+    perform 1 from end_users u where u.id = v_session.end_user_id for no key update;
+  end if;
+  if v_app.limit_requests_per_minute is not null then
+    select count(*)::integer into v_recent from gateway_calls g
+     where g.end_user_id = v_session.end_user_id and g.route_mode is not null and g.created_at > now() - interval '60 seconds';
+    if v_recent >= v_app.limit_requests_per_minute then
+      -- A call is allowed again once the window holds one call fewer than the limit.
+      select ceil(extract(epoch from g.created_at + interval '60 seconds' - now()))::integer into v_retry_after
+        from gateway_calls g
+       where g.end_user_id = v_session.end_user_id and g.route_mode is not null and g.created_at > now() - interval '60 seconds'
+       order by g.created_at offset v_recent - v_app.limit_requests_per_minute limit 1;
+      return query select 'rate_limited'::text, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
+        null::numeric, null::numeric, null::text, null::uuid, null::text, null::text, null::integer, null::numeric,
+        v_feature.feature_key::text, null::integer, v_app.limit_requests_per_minute::numeric, greatest(coalesce(v_retry_after, 1), 1);
+      return;
+    end if;
+  end if;
+
+  -- 4. The idempotency claim and the durable record of the call (route filled in below).
   insert into gateway_calls (id, money_key, client_request_id, fingerprint, app_id, end_user_id, feature_key,
                              provider, model, bound_input_tokens, bound_output_tokens, deadline_at)
   values (p_call_id, p_money_key, p_client_request_id, p_fingerprint, v_session.app_id, v_session.end_user_id,
@@ -99,11 +137,11 @@ begin
   if not found then
     return query select 'conflict'::text, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
       null::numeric, null::numeric, null::text, null::uuid, null::text, null::text, null::integer, null::numeric,
-      v_feature.feature_key::text, null::integer;
+      v_feature.feature_key::text, null::integer, null::numeric, null::integer;
     return;
   end if;
 
-  -- 4. The route (DESIGN §6): the user's BYOK key when asked for or the feature puts it first; else
+  -- 5. The route (DESIGN §6): the user's BYOK key when asked for or the feature puts it first; else
   --    the developer's key within its monthly budget; else the platform pool.
   if p_requested_route = 'byok' or (p_requested_route is null and v_feature.route_policy = 'byok_first') then
     select k.id, k.ciphertext, k.iv, k.key_version into v_key from provider_credentials k
@@ -150,7 +188,34 @@ begin
     end if;
   end if;
 
-  -- 5. The hold of the route's worst case against the user's available balance.
+  -- 6. The spend limits: retail booked to the end user this UTC day / month (usage of any route), plus
+  --    the worst case of each of their calls in flight — its hold, which on every route is the call's
+  --    worst-case retail (0 exactly when the route can charge nothing: byok/local without an open fee,
+  --    a developer price of 0) — plus this call's worst case must stay within each limit. One
+  --    statement, so one snapshot: a booking that commits meanwhile is counted once, as usage or as
+  --    its hold. A call that can charge nothing is never refused by a spend limit.
+  if v_outcome is null and v_hold > 0
+     and (v_app.limit_spend_per_day_usd is not null or v_app.limit_spend_per_month_usd is not null) then
+    select coalesce(sum(u.retail_usd) filter (where u.created_at >= date_trunc('day', now(), 'UTC')), 0),
+           coalesce(sum(u.retail_usd), 0),
+           (select coalesce(sum(h.amount), 0) from gateway_calls g join balance_holds h on h.request_id = g.money_key
+             where g.end_user_id = v_session.end_user_id and g.status = 'in_flight')
+      into v_spent_day, v_spent_month, v_in_flight
+      from usage_events u
+     where u.end_user_id = v_session.end_user_id
+       and u.created_at >= case when v_app.limit_spend_per_month_usd is null then date_trunc('day', now(), 'UTC')
+                                else faucet_month_start(now()) end;
+    -- The month first: when both are reached, the one that lasts longer is the one to name.
+    if v_spent_month + v_in_flight + v_hold > v_app.limit_spend_per_month_usd then
+      v_outcome := 'spend_limit_month';
+      v_refused_limit := v_app.limit_spend_per_month_usd;
+    elsif v_spent_day + v_in_flight + v_hold > v_app.limit_spend_per_day_usd then
+      v_outcome := 'spend_limit_day';
+      v_refused_limit := v_app.limit_spend_per_day_usd;
+    end if;
+  end if;
+
+  -- 7. The hold of the route's worst case against the user's available balance.
   if v_outcome is null and v_hold > 0 then
     if (select h.outcome from faucet_reserve_hold(v_session.end_user_id, p_money_key, v_hold, p_hold_ttl_seconds) h) <> 'reserved' then
       v_outcome := 'insufficient_balance';
@@ -161,7 +226,7 @@ begin
     perform faucet_abandon_call(p_money_key);
     return query select v_outcome, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
       null::numeric, null::numeric, v_route, null::uuid, null::text, null::text, null::integer, null::numeric,
-      v_feature.feature_key::text, null::integer;
+      v_feature.feature_key::text, null::integer, v_refused_limit::numeric(20, 8), null::integer;
     return;
   end if;
 
@@ -173,6 +238,6 @@ begin
     case when v_route = 'platform' then null else v_key.ciphertext end,
     case when v_route = 'platform' then null else v_key.iv end,
     case when v_route = 'platform' then null else v_key.key_version end,
-    v_hold::numeric(20, 8), v_feature.feature_key::text, v_feature.max_output_tokens::integer;
+    v_hold::numeric(20, 8), v_feature.feature_key::text, v_feature.max_output_tokens::integer, null::numeric, null::integer;
 end
 $$;

@@ -3,7 +3,9 @@
  * round trip): `faucet_authorize_call` (migrations/functions/faucet_authorize_call.sql) checks the session,
  * the app and the feature (named, or the app's default; not archived; the model allowed), claims the client's request id for this end user, records the call, chooses the
  * route and key (DESIGN §6), reserves a developer key's budget and holds the route's worst case —
- * all keyed by the call's money key (`call:<uuid>`), which the server generated for this call alone.
+ * all keyed by the call's money key (`call:<uuid>`), which the server generated for this call alone —
+ * and enforces the app's per-end-user limits (spend per day and month: 402 `budget_exceeded`;
+ * requests per minute: 429 `rate_limited` with `retry-after`).
  * This file supplies the prices (from the money module) and turns the outcome into a plan or an error.
  */
 import { sql } from 'drizzle-orm';
@@ -75,6 +77,9 @@ type Outcome =
   | 'unpriced'
   | 'no_pool'
   | 'budget_exceeded'
+  | 'spend_limit_day'
+  | 'spend_limit_month'
+  | 'rate_limited'
   | 'insufficient_balance';
 
 interface AuthorizeRow {
@@ -91,6 +96,9 @@ interface AuthorizeRow {
   key_version: number | null;
   feature_key: string | null;
   max_output_tokens: number | null;
+  /** The per-end-user limit a refusal names: USD (8 decimals) or calls per minute. */
+  refused_limit: string | null;
+  retry_after_seconds: number | null;
 }
 
 const usd = (amount: Usd | null) => (amount === null ? null : formatUsd(amount));
@@ -107,7 +115,7 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
       ${usd(bounds.platform)}::numeric, ${usd(bounds.developerKeyAtCost)}::numeric, ${pool !== null}::boolean,
       ${keys.holdTtlSeconds}::integer, ${keys.maxDurationSeconds}::integer)`,
   );
-  if (row.outcome !== 'authorized') throw refusal(row.outcome, input, row.feature_key);
+  if (row.outcome !== 'authorized') throw refusal(row.outcome, input, row);
 
   const routeMode = row.route_mode as CallRoute;
   const plan = {
@@ -138,8 +146,9 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
   }
 }
 
-function refusal(outcome: Exclude<Outcome, 'authorized'>, input: AuthorizeInput, featureKey: string | null): FaucetError {
+function refusal(outcome: Exclude<Outcome, 'authorized'>, input: AuthorizeInput, row: AuthorizeRow): FaucetError {
   const { provider, model } = input.reference;
+  const featureKey = row.feature_key;
   switch (outcome) {
     case 'unauthorized':
       return new FaucetError('unauthorized', 'Session is unknown or expired');
@@ -190,6 +199,24 @@ function refusal(outcome: Exclude<Outcome, 'authorized'>, input: AuthorizeInput,
         'budget_exceeded',
         `The developer's ${provider} key has reached its monthly budget; route_mode "developer_key" cannot be served until next month or a higher budget.`,
       );
+    case 'spend_limit_day':
+      return new FaucetError(
+        'budget_exceeded',
+        `This call could take you past this app's spend limit per user of ${row.refused_limit} USD per day (UTC), counting your calls in flight at their worst case; it resets at 00:00 UTC.`,
+      );
+    case 'spend_limit_month':
+      return new FaucetError(
+        'budget_exceeded',
+        `This call could take you past this app's spend limit per user of ${row.refused_limit} USD per calendar month (UTC), counting your calls in flight at their worst case; it resets on the 1st at 00:00 UTC.`,
+      );
+    case 'rate_limited': {
+      const retryAfter = String(row.retry_after_seconds ?? 1);
+      return new FaucetError(
+        'rate_limited',
+        `This app allows ${row.refused_limit} calls per minute per user; try again in ${retryAfter} s.`,
+        { headers: { 'retry-after': retryAfter } },
+      );
+    }
     case 'insufficient_balance':
       return new FaucetError('insufficient_balance', 'The available balance does not cover the worst-case cost of this call.');
   }
