@@ -283,8 +283,7 @@ export const providerCredentials = pgTable(
     iv: text('iv').notNull(),
     keyVersion: integer('key_version').notNull(),
     maskedKey: text('masked_key').notNull(),
-    /** `active` or `disabled`. */
-    status: text('status').notNull().default('active'),
+    status: text('status').$type<'active' | 'disabled'>().notNull().default('active'),
     monthlyBudgetUsd: money('monthly_budget_usd'),
     createdAt: createdAt(),
     disabledAt: timestamp('disabled_at', { withTimezone: true }),
@@ -430,7 +429,7 @@ export const auditLogs = pgTable(
     targetType: text('target_type').notNull(),
     targetId: text('target_id').notNull(),
     requestId: text('request_id'),
-    metadata: jsonb('metadata').notNull().default({}),
+    metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
     createdAt: createdAt(),
   },
   (table) => [

@@ -5,10 +5,11 @@
  */
 import { sql } from 'drizzle-orm';
 import { sha256Hex } from '../crypto.ts';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import type { LedgerDatabase } from '../ledger/database.ts';
+import { querySelection } from '../ledger/query-selection.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
-import { type DeveloperKeyRow, developerKeyColumnsSql, keyPrefix, newDeveloperKey } from './developer-view.ts';
+import { type DeveloperKeyRow, developerKeyColumns, keyPrefix, newDeveloperKey } from './developer-view.ts';
 
 export const maxLiveKeys = 20;
 
@@ -26,11 +27,13 @@ export async function createDeveloperKey(
   input: CreateDeveloperKeyInput,
 ): Promise<{ row: DeveloperKeyRow; key: string }> {
   const key = input.key ?? newDeveloperKey();
-  const [row] = await queryRows<DeveloperKeyRow>(
+  const keyHash = await sha256Hex(key);
+  const [row] = await querySelection(
     db,
-    sql`with k as (
+    developerKeyColumns,
+    (columns) => sql`with k as (
           insert into developer_keys (developer_id, key_hash, prefix, label)
-          select d.id, ${await sha256Hex(key)}, ${keyPrefix(key)}, ${input.label} from developers d
+          select d.id, ${keyHash}, ${keyPrefix(key)}, ${input.label} from developers d
            where d.id = ${input.developerId}::uuid
              and (select count(*) from developer_keys l where l.developer_id = d.id and l.revoked_at is null) < ${maxLiveKeys}
           returning *),
@@ -40,7 +43,7 @@ export async function createDeveloperKey(
                  jsonb_build_object('developer_id', k.developer_id, 'before', null,
                                     'after', jsonb_build_object('prefix', k.prefix, 'label', k.label))
             from k)
-        select ${developerKeyColumnsSql} from k`,
+        select ${columns} from k`,
   );
   if (!row) throw new FaucetError('conflict', `At most ${maxLiveKeys} live keys: revoke one first`);
   return { row, key };

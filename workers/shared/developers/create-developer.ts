@@ -6,10 +6,13 @@
  */
 import { sql } from 'drizzle-orm';
 import { sha256Hex } from '../crypto.ts';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { alias } from 'drizzle-orm/pg-core';
+import { wallets } from '../../../drizzle/schema.ts';
+import type { LedgerDatabase } from '../ledger/database.ts';
+import { querySelection } from '../ledger/query-selection.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
-import { developerColumnsSql, type DeveloperRow, keyPrefix, newDeveloperKey } from './developer-view.ts';
+import { developerColumns, type DeveloperRow, k, keyPrefix, newDeveloperKey } from './developer-view.ts';
 
 export interface CreateDeveloperInput {
   name: string;
@@ -29,20 +32,22 @@ export interface CreatedDeveloper {
   key: string;
 }
 
-type Row = DeveloperRow & { wallet_id: string; key_id: string };
+const created = { ...developerColumns, walletId: alias(wallets, 'w').id, keyId: k.id };
 
 export async function createDeveloper(db: LedgerDatabase, input: CreateDeveloperInput): Promise<CreatedDeveloper> {
   const key = input.key ?? newDeveloperKey();
-  const [row] = await queryRows<Row>(
+  const keyHash = await sha256Hex(key);
+  const [row] = await querySelection(
     db,
-    sql`with d as (
+    created,
+    (columns) => sql`with d as (
           insert into developers (name, email, payout_details_ref)
           values (${input.name}, ${input.email}, ${input.payoutDetailsRef})
           on conflict (email) do nothing returning *),
         w as (insert into wallets (kind, developer_id) select 'developer', id from d returning id),
         k as (
           insert into developer_keys (developer_id, key_hash, prefix, label)
-          select id, ${await sha256Hex(key)}, ${keyPrefix(key)}, 'first key' from d returning id, prefix),
+          select id, ${keyHash}, ${keyPrefix(key)}, 'first key' from d returning id, prefix),
         audit as (
           insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
           select ${input.actor.type}, ${input.actor.id}, 'developer.created', 'developer', d.id::text, ${input.requestId},
@@ -52,9 +57,9 @@ export async function createDeveloper(db: LedgerDatabase, input: CreateDeveloper
                                                'payout_details_ref', d.payout_details_ref, 'suspended', false),
                    'key_id', k.id, 'key_prefix', k.prefix)
             from d, k)
-        select ${developerColumnsSql}, w.id as wallet_id, k.id as key_id from d, w, k`,
+        select ${columns} from d, w, k`,
   );
   if (!row) throw new FaucetError('conflict', 'A developer with this email already exists');
-  const { wallet_id: walletId, key_id: keyId, ...developer } = row;
+  const { walletId, keyId, ...developer } = row;
   return { developer, walletId, keyId, key };
 }

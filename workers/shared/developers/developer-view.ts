@@ -1,33 +1,40 @@
 /**
- * What the API shows of developers and their keys: column lists read by every statement, so a view
- * never carries a key hash. Row types are the statements' own shapes (docs/architecture.md).
+ * What the API shows of developers and their keys: the columns every statement selects, so a view
+ * never carries a key hash. Declared once from drizzle/schema.ts, over the aliases `d` and `k`: reads
+ * select them with the query builder, writes from their RETURNING CTE of that name
+ * (ledger/query-selection.ts), so both return the same row type.
  */
-import { sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/pg-core';
+import { developerKeys, developers } from '../../../drizzle/schema.ts';
 import { randomToken } from '../crypto.ts';
+import type { SelectionRow } from '../ledger/query-selection.ts';
 
-export interface DeveloperRow {
-  id: string;
-  name: string;
-  email: string;
-  payout_details_ref: string | null;
-  suspended_at: string | null;
-  created_at: string;
-}
+/** `developers d`, or a CTE named `d` with its columns. */
+export const d = alias(developers, 'd');
 
-export interface DeveloperKeyRow {
-  id: string;
-  prefix: string;
-  label: string | null;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
+/** `developer_keys k`, or a CTE named `k` with its columns. */
+export const k = alias(developerKeys, 'k');
 
-/** Columns of `developers d` for a `DeveloperRow`. */
-export const developerColumnsSql = sql.raw('d.id, d.name, d.email, d.payout_details_ref, d.suspended_at, d.created_at');
+export const developerColumns = {
+  id: d.id,
+  name: d.name,
+  email: d.email,
+  payoutDetailsRef: d.payoutDetailsRef,
+  suspendedAt: d.suspendedAt,
+  createdAt: d.createdAt,
+};
 
-/** Columns of `developer_keys k` for a `DeveloperKeyRow`. */
-export const developerKeyColumnsSql = sql.raw('k.id, k.prefix, k.label, k.created_at, k.last_used_at, k.revoked_at');
+export const developerKeyColumns = {
+  id: k.id,
+  prefix: k.prefix,
+  label: k.label,
+  createdAt: k.createdAt,
+  lastUsedAt: k.lastUsedAt,
+  revokedAt: k.revokedAt,
+};
+
+export type DeveloperRow = SelectionRow<typeof developerColumns>;
+export type DeveloperKeyRow = SelectionRow<typeof developerKeyColumns>;
 
 /** A new developer key (DESIGN §2: `fdk_` + random); only its hash is stored. */
 export function newDeveloperKey(): string {
@@ -39,17 +46,15 @@ export function keyPrefix(key: string): string {
   return key.slice(0, 12);
 }
 
-const iso = (value: unknown) => (value === null ? null : new Date(value as string).toISOString());
-
 export function toDeveloperView(row: DeveloperRow) {
   return {
     id: row.id,
     name: row.name,
     email: row.email,
-    payout_details_ref: row.payout_details_ref,
-    suspended: row.suspended_at !== null,
-    suspended_at: iso(row.suspended_at),
-    created_at: iso(row.created_at) as string,
+    payout_details_ref: row.payoutDetailsRef,
+    suspended: row.suspendedAt !== null,
+    suspended_at: row.suspendedAt?.toISOString() ?? null,
+    created_at: row.createdAt.toISOString(),
   };
 }
 
@@ -58,8 +63,8 @@ export function toDeveloperKeyView(row: DeveloperKeyRow) {
     id: row.id,
     prefix: row.prefix,
     label: row.label,
-    created_at: iso(row.created_at) as string,
-    last_used_at: iso(row.last_used_at),
-    revoked_at: iso(row.revoked_at),
+    created_at: row.createdAt.toISOString(),
+    last_used_at: row.lastUsedAt?.toISOString() ?? null,
+    revoked_at: row.revokedAt?.toISOString() ?? null,
   };
 }

@@ -5,10 +5,11 @@
  * developer's key, or no such key, is `not_found` and changes nothing.
  */
 import { sql } from 'drizzle-orm';
-import { isUuid, queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { isUuid, type LedgerDatabase } from '../ledger/database.ts';
+import { querySelection } from '../ledger/query-selection.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
-import { type DeveloperKeyRow, developerKeyColumnsSql } from './developer-view.ts';
+import { type DeveloperKeyRow, developerKeyColumns } from './developer-view.ts';
 
 export async function revokeDeveloperKey(
   db: LedgerDatabase,
@@ -16,9 +17,10 @@ export async function revokeDeveloperKey(
 ): Promise<DeveloperKeyRow> {
   if (!isUuid(input.keyId)) throw new FaucetError('not_found', 'Developer key not found');
   const owned = sql`k.id = ${input.keyId}::uuid and k.developer_id = ${input.developerId}::uuid`;
-  const [row] = await queryRows<DeveloperKeyRow>(
+  const [row] = await querySelection(
     db,
-    sql`with changed as (
+    developerKeyColumns,
+    (columns) => sql`with changed as (
           update developer_keys k set revoked_at = now()
            where ${owned} and k.revoked_at is null
              and exists (select 1 from developer_keys o
@@ -30,11 +32,11 @@ export async function revokeDeveloperKey(
                  jsonb_build_object('developer_id', k.developer_id, 'prefix', k.prefix,
                                     'before', jsonb_build_object('revoked', false), 'after', jsonb_build_object('revoked', true))
             from changed k)
-        select ${developerKeyColumnsSql} from changed k
+        select ${columns} from changed k
         union all
-        select ${developerKeyColumnsSql} from developer_keys k where ${owned} and not exists (select 1 from changed)`,
+        select ${columns} from developer_keys k where ${owned} and not exists (select 1 from changed)`,
   );
   if (!row) throw new FaucetError('not_found', 'Developer key not found');
-  if (row.revoked_at === null) throw new FaucetError('invalid_state', 'This is your last live key: create another one before revoking it');
+  if (row.revokedAt === null) throw new FaucetError('invalid_state', 'This is your last live key: create another one before revoking it');
   return row;
 }

@@ -4,10 +4,11 @@
  * developer already in the asked state is returned unchanged, with no second audit row.
  */
 import { sql } from 'drizzle-orm';
-import { isUuid, queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { isUuid, type LedgerDatabase } from '../ledger/database.ts';
+import { querySelection } from '../ledger/query-selection.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
-import { developerColumnsSql, type DeveloperRow } from './developer-view.ts';
+import { developerColumns, type DeveloperRow } from './developer-view.ts';
 
 export async function setDeveloperSuspended(
   db: LedgerDatabase,
@@ -15,9 +16,10 @@ export async function setDeveloperSuspended(
 ): Promise<DeveloperRow> {
   if (!isUuid(input.developerId)) throw new FaucetError('not_found', 'Developer not found');
   const { suspended } = input;
-  const [row] = await queryRows<DeveloperRow>(
+  const [row] = await querySelection(
     db,
-    sql`with changed as (
+    developerColumns,
+    (columns) => sql`with changed as (
           update developers d set suspended_at = case when ${suspended}::boolean then now() end
            where d.id = ${input.developerId}::uuid and (d.suspended_at is null) = ${suspended}::boolean
           returning d.*),
@@ -28,9 +30,9 @@ export async function setDeveloperSuspended(
                  jsonb_build_object('before', jsonb_build_object('suspended', not ${suspended}::boolean),
                                     'after', jsonb_build_object('suspended', ${suspended}::boolean))
             from changed d)
-        select ${developerColumnsSql} from changed d
+        select ${columns} from changed d
         union all
-        select ${developerColumnsSql} from developers d
+        select ${columns} from developers d
          where d.id = ${input.developerId}::uuid and not exists (select 1 from changed)`,
   );
   if (!row) throw new FaucetError('not_found', 'Developer not found');

@@ -6,7 +6,8 @@
 import { sql } from 'drizzle-orm';
 import type { Env } from '../env.ts';
 import { FaucetError } from '../wire/errors.ts';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import type { LedgerDatabase } from '../ledger/database.ts';
+import { querySelection } from '../ledger/query-selection.ts';
 import { formatUsd, type Usd } from '../money/index.ts';
 import type { FetchFunction } from '../upstream/outbound-fetch.ts';
 import { auditInsertSql } from './audit.ts';
@@ -14,7 +15,7 @@ import { keyringFrom } from './keyring.ts';
 import { checkKeyLive, liveCheckEnabled } from './live-check.ts';
 import { actorOf, type KeyOwner } from './owner.ts';
 import { maskKey, validateKeyFormat, type KeyProvider } from './provider-formats.ts';
-import { viewColumnsSql, type ProviderKeyRow } from './provider-key-view.ts';
+import { type ProviderKeyRow, providerKeyColumns } from './provider-key-view.ts';
 import { sealKey } from './seal.ts';
 
 export interface CreateProviderKeyInput {
@@ -48,9 +49,10 @@ export async function createProviderKey(
   const id = crypto.randomUUID();
   const sealed = await sealKey(keyring, input.apiKey, { credentialId: id, provider: input.provider });
   const owner = input.owner;
-  const rows = await queryRows<ProviderKeyRow>(
+  const rows = await querySelection(
     db,
-    sql`with k as (
+    providerKeyColumns,
+    (columns) => sql`with k as (
           insert into provider_credentials (id, owner_type, end_user_id, developer_id, provider, label,
                                             ciphertext, iv, key_version, masked_key, monthly_budget_usd)
           values (${id}::uuid, ${owner.type}, ${owner.type === 'end_user' ? owner.endUserId : null}::uuid,
@@ -60,7 +62,7 @@ export async function createProviderKey(
           on conflict do nothing
           returning *),
         audit as (${auditInsertSql(sql`k`, actorOf(owner), 'provider_key.created', input.requestId)})
-        select ${viewColumnsSql} from k`,
+        select ${columns} from k`,
   );
   const row = rows[0];
   if (row === undefined) {

@@ -3,12 +3,13 @@
  * used again. Idempotent: disabling a disabled key returns it unchanged and writes no second audit
  * row. Another owner's id, or no such id, is `not_found` and changes nothing.
  */
-import { sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { FaucetError } from '../wire/errors.ts';
-import { isUuid, queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { isUuid, type LedgerDatabase } from '../ledger/database.ts';
+import { querySelection } from '../ledger/query-selection.ts';
 import { auditInsertSql } from './audit.ts';
 import { actorOf, type KeyOwner } from './owner.ts';
-import { ownedBySql, viewColumnsSql, type ProviderKeyRow } from './provider-key-view.ts';
+import { k, ownedBy, type ProviderKeyRow, providerKeyColumns } from './provider-key-view.ts';
 
 export async function disableProviderKey(db: LedgerDatabase, owner: KeyOwner, id: string, requestId: string): Promise<ProviderKeyRow> {
   if (!isUuid(id)) throw new FaucetError('not_found', 'Provider key not found');
@@ -18,17 +19,18 @@ export async function disableProviderKey(db: LedgerDatabase, owner: KeyOwner, id
 }
 
 async function disableOnce(db: LedgerDatabase, owner: KeyOwner, id: string, requestId: string): Promise<ProviderKeyRow> {
-  const rows = await queryRows<ProviderKeyRow>(
+  const rows = await querySelection(
     db,
-    sql`with changed as (
+    providerKeyColumns,
+    (columns) => sql`with changed as (
           update provider_credentials k set status = 'disabled', disabled_at = now()
-           where k.id = ${id}::uuid and ${ownedBySql(owner)} and k.status = 'active'
+           where ${eq(k.id, id)} and ${ownedBy(owner)} and k.status = 'active'
           returning k.*),
         audit as (${auditInsertSql(sql`changed`, actorOf(owner), 'provider_key.disabled', requestId)})
-        select ${viewColumnsSql} from changed k
+        select ${columns} from changed k
         union all
-        select ${viewColumnsSql} from provider_credentials k
-         where k.id = ${id}::uuid and ${ownedBySql(owner)} and not exists (select 1 from changed)`,
+        select ${columns} from provider_credentials k
+         where ${eq(k.id, id)} and ${ownedBy(owner)} and not exists (select 1 from changed)`,
   );
   const row = rows[0];
   if (row === undefined) throw new FaucetError('not_found', 'Provider key not found');

@@ -1,12 +1,9 @@
-import { sql } from 'drizzle-orm';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { desc } from 'drizzle-orm';
+import type { Db } from '../db.ts';
 import type { KeyOwner } from './owner.ts';
-import { ownedBySql, viewColumnsSql, type ProviderKeyRow } from './provider-key-view.ts';
+import { k, ownedBy, type ProviderKeyRow, providerKeyColumns } from './provider-key-view.ts';
 
 /** The owner's keys, active and disabled, newest first. */
-export function listProviderKeys(db: LedgerDatabase, owner: KeyOwner): Promise<ProviderKeyRow[]> {
-  return queryRows<ProviderKeyRow>(
-    db,
-    sql`select ${viewColumnsSql} from provider_credentials k where ${ownedBySql(owner)} order by k.created_at desc, k.id`,
-  );
+export function listProviderKeys(db: Db, owner: KeyOwner): Promise<ProviderKeyRow[]> {
+  return db.select(providerKeyColumns).from(k).where(ownedBy(owner)).orderBy(desc(k.createdAt), k.id);
 }

@@ -1,52 +1,49 @@
 /**
  * What the API shows of a stored key: id, provider, label, status, the masked key, timestamps and,
  * for developer keys, the monthly budget and this month's recorded upstream cost. Never the key.
+ * The columns are declared once, from drizzle/schema.ts, over the alias `k`: the list reads them
+ * with the query builder, the writes select them from their RETURNING CTE named `k`
+ * (ledger/query-selection.ts), so both return a `ProviderKeyRow`.
  */
-import { sql, type SQL } from 'drizzle-orm';
+import type { z } from '@hono/zod-openapi';
+import { eq, gte, type SQL, sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/pg-core';
+import { providerCredentials, usageEvents } from '../../../drizzle/schema.ts';
+import type { SelectionRow } from '../ledger/query-selection.ts';
 import type { KeyOwner } from './owner.ts';
+import type { DeveloperProviderKeySchema, ProviderKeySchema } from './wire-schemas.ts';
 
-export interface ProviderKeyView {
-  id: string;
-  provider: string;
-  label: string | null;
-  status: 'active' | 'disabled';
-  masked_key: string;
-  created_at: string;
-  disabled_at: string | null;
-}
+export type ProviderKeyView = z.infer<typeof ProviderKeySchema>;
+export type DeveloperProviderKeyView = z.infer<typeof DeveloperProviderKeySchema>;
 
-export interface DeveloperProviderKeyView extends ProviderKeyView {
-  monthly_budget_usd: string;
-  /** Upstream cost recorded on this key in the current calendar month (UTC). */
-  spent_this_month_usd: string;
-}
+/** `provider_credentials k`, or a CTE named `k` with its columns (what a write returns). */
+export const k = alias(providerCredentials, 'k');
 
-export interface ProviderKeyRow {
-  id: string;
-  provider: string;
-  label: string | null;
-  status: 'active' | 'disabled';
-  masked_key: string;
-  created_at: Date | string;
-  disabled_at: Date | string | null;
-  monthly_budget_usd: string | null;
-  spent_this_month_usd: string;
-}
+/** Upstream cost recorded on `k` since the start of the current calendar month (UTC), 8 decimals. */
+const spentThisMonthUsd = sql<string>`(select coalesce(sum(${usageEvents.upstreamCostUsd}), 0)::numeric(20, 8)::text
+  from ${usageEvents}
+  where ${eq(usageEvents.providerCredentialId, k.id)} and ${gte(usageEvents.createdAt, sql`faucet_month_start(now())`)})`;
 
-/** The select list producing a `ProviderKeyRow` from the row alias `k`. */
-export const viewColumnsSql = sql`k.id, k.provider, k.label, k.status, k.masked_key, k.created_at, k.disabled_at,
-  k.monthly_budget_usd::text as monthly_budget_usd,
-  (select coalesce(sum(u.upstream_cost_usd), 0)::numeric(20, 8)::text from usage_events u
-    where u.provider_credential_id = k.id and u.created_at >= faucet_month_start(now())) as spent_this_month_usd`;
+export const providerKeyColumns = {
+  id: k.id,
+  provider: k.provider,
+  label: k.label,
+  status: k.status,
+  maskedKey: k.maskedKey,
+  createdAt: k.createdAt,
+  disabledAt: k.disabledAt,
+  monthlyBudgetUsd: k.monthlyBudgetUsd,
+  spentThisMonthUsd,
+};
 
-/** Rows of `provider_credentials k` that belong to `owner` (the tenant boundary of every query here). */
-export function ownedBySql(owner: KeyOwner): SQL {
+export type ProviderKeyRow = SelectionRow<typeof providerKeyColumns>;
+
+/** Rows of `k` that belong to `owner` (the tenant boundary of every statement here). */
+export function ownedBy(owner: KeyOwner): SQL {
   return owner.type === 'end_user'
-    ? sql`k.owner_type = 'end_user' and k.end_user_id = ${owner.endUserId}::uuid`
-    : sql`k.owner_type = 'developer' and k.developer_id = ${owner.developerId}::uuid`;
+    ? sql`${eq(k.ownerType, 'end_user')} and ${eq(k.endUserId, owner.endUserId)}`
+    : sql`${eq(k.ownerType, 'developer')} and ${eq(k.developerId, owner.developerId)}`;
 }
-
-const iso = (value: Date | string) => new Date(value).toISOString();
 
 export function toView(row: ProviderKeyRow): ProviderKeyView {
   return {
@@ -54,12 +51,12 @@ export function toView(row: ProviderKeyRow): ProviderKeyView {
     provider: row.provider,
     label: row.label,
     status: row.status,
-    masked_key: row.masked_key,
-    created_at: iso(row.created_at),
-    disabled_at: row.disabled_at === null ? null : iso(row.disabled_at),
+    masked_key: row.maskedKey,
+    created_at: row.createdAt.toISOString(),
+    disabled_at: row.disabledAt?.toISOString() ?? null,
   };
 }
 
 export function toDeveloperView(row: ProviderKeyRow): DeveloperProviderKeyView {
-  return { ...toView(row), monthly_budget_usd: row.monthly_budget_usd ?? '0.00000000', spent_this_month_usd: row.spent_this_month_usd };
+  return { ...toView(row), monthly_budget_usd: row.monthlyBudgetUsd ?? '0.00000000', spent_this_month_usd: row.spentThisMonthUsd };
 }

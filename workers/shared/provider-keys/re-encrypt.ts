@@ -5,12 +5,16 @@
  * still holds the ciphertext it read (a concurrent re-encryption or disable wins, nothing is lost).
  * Rows whose version is not in the keyring, or that fail to decrypt, are counted, not touched.
  */
-import { sql } from 'drizzle-orm';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { and, asc, gt, ne, sql } from 'drizzle-orm';
+import { providerCredentials } from '../../../drizzle/schema.ts';
+import type { Db } from '../db.ts';
+import { queryRows } from '../ledger/database.ts';
 import { auditInsertSql } from './audit.ts';
 import type { Keyring } from './keyring.ts';
 import type { AuditActor } from './owner.ts';
 import { openKey, sealKey } from './seal.ts';
+
+const stored = providerCredentials;
 
 export interface ReEncryptResult {
   reEncrypted: number;
@@ -21,16 +25,8 @@ export interface ReEncryptResult {
   currentKeyVersion: number;
 }
 
-interface StaleRow {
-  id: string;
-  provider: string;
-  ciphertext: string;
-  iv: string;
-  key_version: number;
-}
-
 export async function reEncryptProviderKeys(
-  db: LedgerDatabase,
+  db: Db,
   keyring: Keyring,
   options: { actor: AuditActor; requestId: string; batchSize?: number; maxBatches?: number },
 ): Promise<ReEncryptResult> {
@@ -40,18 +36,19 @@ export async function reEncryptProviderKeys(
   let unreadable = 0;
   let after = '00000000-0000-0000-0000-000000000000';
   for (let batch = 0; batch < (options.maxBatches ?? 20); batch++) {
-    const stale = await queryRows<StaleRow>(
-      db,
-      sql`select id, provider, ciphertext, iv, key_version from provider_credentials
-           where key_version <> ${current}::integer and id > ${after}::uuid order by id limit ${batchSize}::integer`,
-    );
+    const stale = await db
+      .select({ id: stored.id, provider: stored.provider, ciphertext: stored.ciphertext, iv: stored.iv, keyVersion: stored.keyVersion })
+      .from(stored)
+      .where(and(ne(stored.keyVersion, current), gt(stored.id, after)))
+      .orderBy(asc(stored.id))
+      .limit(batchSize);
     if (stale.length === 0) break;
     after = stale.at(-1)!.id;
     const replacements = [];
     for (const row of stale) {
       const context = { credentialId: row.id, provider: row.provider };
       try {
-        const plaintext = await openKey(keyring, { ciphertext: row.ciphertext, iv: row.iv, keyVersion: row.key_version }, context);
+        const plaintext = await openKey(keyring, { ciphertext: row.ciphertext, iv: row.iv, keyVersion: row.keyVersion }, context);
         const sealed = await sealKey(keyring, plaintext, context);
         replacements.push({
           id: row.id,

@@ -32,7 +32,17 @@ const adminLog = createRoute({
   responses: { ...ok, ...errorResponses(400, 401, 429) },
 });
 
-const toEntry = (row: AuditLogRow) => ({ ...row, created_at: new Date(row.created_at).toISOString() });
+const toEntry = (row: AuditLogRow) => ({
+  id: row.id.toString(),
+  actor_type: row.actorType,
+  actor_id: row.actorId,
+  action: row.action,
+  target_type: row.targetType,
+  target_id: row.targetId,
+  request_id: row.requestId,
+  metadata: row.metadata,
+  created_at: row.createdAt.toISOString(),
+});
 
 export function registerAuditLogRoutes(app: ServiceApp): void {
   app.openapi(developerLog, async (c) => {
