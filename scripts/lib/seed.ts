@@ -5,8 +5,8 @@
 import type pg from 'pg';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { hashExternalUserId, sha256Hex } from '#shared/crypto.ts';
-import { createApp } from '#shared/apps/apps.ts';
-import { createFeature } from '#shared/apps/features.ts';
+import { createApp } from '#shared/apps/create-app.ts';
+import { createFeature } from '#shared/apps/create-feature.ts';
 import { createDeveloper } from '#shared/developers/create-developer.ts';
 import { createDeveloperKey } from '#shared/developers/create-developer-key.ts';
 
@@ -82,9 +82,14 @@ export async function seed(client: pg.Client, input: SeedInput): Promise<SeedRes
       });
     }
     // The demo app and its feature are made by the services the developer endpoints use.
-    const actor = { type: 'system', id: null, requestId: 'seed' } as const;
     if ((await client.query('select 1 from apps where public_app_id = $1', [demo.publicAppId])).rowCount === 0) {
-      await createApp(client, developer.id, actor, { name: 'Demo App', publicAppId: demo.publicAppId });
+      await createApp(db, {
+        developerId: developer.id,
+        name: 'Demo App',
+        publicAppId: demo.publicAppId,
+        actor: seedActor,
+        requestId: null,
+      });
     }
     const app = await one<{ id: string; has_feature: boolean }>(
       `select id, exists (select 1 from app_features f where f.app_id = apps.id and f.feature_key = $2) as has_feature
@@ -92,15 +97,12 @@ export async function seed(client: pg.Client, input: SeedInput): Promise<SeedRes
       [demo.publicAppId, demo.featureKey],
     );
     if (!app.has_feature) {
-      await createFeature(client, developer.id, actor, demo.publicAppId, {
-        feature_key: demo.featureKey,
-        name: 'Chat',
-        default_model: demo.model,
-        allowed_models: [],
-        route_policy: 'platform_first',
-        developer_price_per_mtok_usd: null,
-        open_fee_usd: '0.00000000',
-        max_output_tokens: null,
+      await createFeature(db, {
+        developerId: developer.id,
+        publicAppId: demo.publicAppId,
+        feature: { feature_key: demo.featureKey, name: 'Chat', default_model: demo.model },
+        actor: seedActor,
+        requestId: null,
       });
     }
     const endUser = await one<{ id: string }>(

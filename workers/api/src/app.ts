@@ -4,6 +4,8 @@ import { registerAdminDeveloperRoutes } from './routes/admin-developers.ts';
 import { registerAdminProviderKeyRoutes } from './routes/admin-provider-keys.ts';
 import { registerAuditLogRoutes } from './routes/audit-log.ts';
 import { registerDeveloperAppIdentityRoutes } from './routes/developer-app-identity.ts';
+import { registerDeveloperAppRoutes } from './routes/developer-apps.ts';
+import { registerDeveloperFeatureRoutes } from './routes/developer-features.ts';
 import { registerDeveloperKeyRoutes } from './routes/developer-keys.ts';
 import { registerDeveloperProviderKeyRoutes } from './routes/developer-provider-keys.ts';
 import { registerMoneyRoutes } from './routes/money.ts';
@@ -30,6 +32,8 @@ export function createApiApp(dependencies: { fetch?: FetchFunction } = {}): Serv
     defaultMaxBodyBytes: 256 * 1024,
   });
   registerSessionRoutes(app, { fetch: dependencies.fetch });
+  registerDeveloperAppRoutes(app);
+  registerDeveloperFeatureRoutes(app);
   registerDeveloperAppIdentityRoutes(app);
   registerDeveloperSessionRoutes(app);
   registerMoneyRoutes(app);

@@ -18,6 +18,8 @@ export interface AppIdentity {
   allowedOrigins: string[];
   /** A suspended developer's apps refuse new sessions (docs/developers.md). */
   developerSuspended: boolean;
+  /** An archived app refuses new sessions and every change (docs/developers.md). */
+  archived: boolean;
 }
 
 interface AppIdentityRow {
@@ -28,9 +30,11 @@ interface AppIdentityRow {
   jwks_url: string | null;
   allowed_origins: string[];
   developer_suspended: boolean;
+  archived: boolean;
 }
 
 const appIdentitySql = `select id, developer_id, public_app_id, session_policy, jwks_url, allowed_origins,
+       archived_at is not null as archived,
        (select d.suspended_at is not null from developers d where d.id = apps.developer_id) as developer_suspended
   from apps where public_app_id = $1`;
 
@@ -43,6 +47,7 @@ function toAppIdentity(row: AppIdentityRow): AppIdentity {
     jwksUrl: row.jwks_url,
     allowedOrigins: row.allowed_origins,
     developerSuspended: row.developer_suspended,
+    archived: row.archived,
   };
 }
 

@@ -11,7 +11,7 @@ import { FaucetError } from '#shared/wire/errors.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { checkUpstreamUrl } from '#shared/upstream/address-guard.ts';
 import { appIdentityView, AppIdentitySchema, ownedApp, PublicAppIdParam } from '../identity/app-identity-view.ts';
-import { SessionPolicySchema } from '../identity/session-policy.ts';
+import { type AppIdentity, SessionPolicySchema } from '../identity/session-policy.ts';
 import { createSigningSecret } from '../identity/signing-secrets.ts';
 import { maxAllowedOrigins, WebOriginSchema } from '../identity/web-origin.ts';
 
@@ -80,7 +80,7 @@ const setOrigins = createRoute({
   summary: 'Replace the web origins that may create sessions and call Faucet from a browser for this app',
   middleware: [requireDeveloper()] as const,
   request: { params: PublicAppIdParam, body: { required: true, content: json(AllowedOriginsBody) } },
-  responses: { 200: { description: 'Updated', content: json(AppIdentitySchema) }, ...errorResponses(400, 401, 404, 413, 429) },
+  responses: { 200: { description: 'Updated', content: json(AppIdentitySchema) }, ...errorResponses(400, 401, 404, 409, 413, 429) },
 });
 const createSecret = createRoute({
   method: 'post',
@@ -88,8 +88,14 @@ const createSecret = createRoute({
   summary: 'Create the current HS256 signing secret (shown once); the previous ones verify for an overlap window',
   middleware: [requireDeveloper()] as const,
   request: { params: PublicAppIdParam, body: { required: false, content: json(SigningSecretBody) } },
-  responses: { 201: { description: 'Created', content: json(SigningSecretCreated) }, ...errorResponses(400, 401, 404, 413, 429) },
+  responses: { 201: { description: 'Created', content: json(SigningSecretCreated) }, ...errorResponses(400, 401, 404, 409, 413, 429) },
 });
+
+/** An archived app takes no change (docs/developers.md); its settings stay readable. */
+function changeable(app: AppIdentity): AppIdentity {
+  if (app.archived) throw new FaucetError('invalid_state', 'This app is archived: it takes no changes');
+  return app;
+}
 
 function checkJwksUrl(url: string): void {
   const verdict = checkUpstreamUrl(url);
@@ -109,7 +115,7 @@ export function registerDeveloperAppIdentityRoutes(app: ServiceApp): void {
     const body = c.req.valid('json');
     const { pool } = c.var.database();
     const developerId = c.var.developer.developerId;
-    const owned = await ownedApp(pool, c.req.valid('param').public_app_id, developerId);
+    const owned = changeable(await ownedApp(pool, c.req.valid('param').public_app_id, developerId));
     if (typeof body.jwks_url === 'string') checkJwksUrl(body.jwks_url);
     const jwksUrl = body.jwks_url === undefined ? owned.jwksUrl : body.jwks_url;
     // `signed` needs something to verify with; the check and the update are one statement.
@@ -137,7 +143,7 @@ export function registerDeveloperAppIdentityRoutes(app: ServiceApp): void {
     const origins = [...new Set(c.req.valid('json').allowed_origins)];
     const { pool } = c.var.database();
     const developerId = c.var.developer.developerId;
-    const owned = await ownedApp(pool, c.req.valid('param').public_app_id, developerId);
+    const owned = changeable(await ownedApp(pool, c.req.valid('param').public_app_id, developerId));
     await pool.query(
       `with changed as (update apps set allowed_origins = $2::jsonb where id = $1 returning id)
        insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
@@ -152,7 +158,7 @@ export function registerDeveloperAppIdentityRoutes(app: ServiceApp): void {
     const body = c.req.valid('json') ?? {};
     const { pool } = c.var.database();
     const developerId = c.var.developer.developerId;
-    const owned = await ownedApp(pool, c.req.valid('param').public_app_id, developerId);
+    const owned = changeable(await ownedApp(pool, c.req.valid('param').public_app_id, developerId));
     const created = await createSigningSecret(pool, c.env, {
       appId: owned.appId,
       developerId,

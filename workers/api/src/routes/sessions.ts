@@ -90,6 +90,7 @@ export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchF
     const identity = await findAppIdentity(pool, body.public_app_id);
     if (!identity) throw new FaucetError('not_found', 'Unknown public_app_id');
     if (identity.developerSuspended) throw new FaucetError('forbidden', "This app's developer is suspended");
+    if (identity.archived) throw new FaucetError('forbidden', 'This app is archived');
     c.set('appOrigins', identity.allowedOrigins);
     const origin = c.req.header('origin');
     if (origin !== undefined && !identity.allowedOrigins.includes(origin)) {
