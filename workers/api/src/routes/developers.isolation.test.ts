@@ -96,3 +96,76 @@ describe('tenant isolation of developers and keys', () => {
     expect(await snapshot()).toEqual(before);
   });
 });
+
+describe('tenant isolation of apps and features', () => {
+  const victim = {} as { app: string };
+
+  beforeAll(async () => {
+    const owner = await onboard('app-victim@example.test');
+    const key = owner.key.api_key as string;
+    const created = await call(api(), testEnv, '/v1/developer/apps', { json: { name: 'Victim app' }, token: key });
+    victim.app = ((await created.json()) as Body).public_app_id;
+    for (const feature_key of ['chat', 'spare']) {
+      await call(api(), testEnv, `/v1/developer/apps/${victim.app}/features`, {
+        json: { feature_key, name: feature_key, default_model: 'mock:echo' },
+        token: key,
+      });
+    }
+  });
+
+  const feature = { feature_key: 'intruder', name: 'Intruder', default_model: 'mock:echo' };
+  /** Every endpoint that names the victim's app (or one of its features). */
+  const victimEndpoints = () => {
+    const app = `/v1/developer/apps/${victim.app}`;
+    return [
+      { method: 'GET', path: app },
+      { method: 'PATCH', path: app, json: { name: 'taken', default_feature_key: 'spare' } },
+      { method: 'POST', path: `${app}/archive` },
+      { method: 'GET', path: `${app}/features` },
+      { method: 'POST', path: `${app}/features`, json: feature },
+      { method: 'GET', path: `${app}/features/chat` },
+      { method: 'PATCH', path: `${app}/features/chat`, json: { developer_price_per_mtok_usd: '99.00000000' } },
+      { method: 'POST', path: `${app}/features/spare/archive` },
+      { method: 'GET', path: `${app}/identity` },
+      { method: 'PATCH', path: `${app}/session-policy`, json: { session_policy: 'anonymous' } },
+      { method: 'PUT', path: `${app}/allowed-origins`, json: { allowed_origins: ['https://evil.example.com'] } },
+      { method: 'POST', path: `${app}/signing-secrets`, json: {} },
+    ];
+  };
+  const ownEndpoints = [
+    { method: 'GET', path: '/v1/developer/apps' },
+    { method: 'POST', path: '/v1/developer/apps', json: { name: 'Intruder app' } },
+  ];
+
+  const appSnapshot = async () => [
+    await snapshot(),
+    await sql(
+      testEnv,
+      `select (select json_agg(a order by a.id) from apps a) as apps, (select json_agg(f order by f.id) from app_features f) as features,
+              (select count(*) from app_signing_secrets) as secrets`,
+    ),
+  ];
+
+  it('refuses every app and feature endpoint without a live key of an active developer (401/403), writing nothing', async () => {
+    const before = await appSnapshot();
+    for (const endpoint of [...ownEndpoints, ...victimEndpoints()]) {
+      await expectRefused(endpoint, undefined, 401);
+      await expectRefused(endpoint, world.revoked, 401);
+      await expectRefused(endpoint, `fdk_${'x'.repeat(43)}`, 401);
+      await expectRefused(endpoint, world.suspended, 403);
+    }
+    expect(await appSnapshot()).toEqual(before);
+  });
+
+  it("answers another developer's key on the victim's app and features with 404, writing nothing, and lists none of them", async () => {
+    const before = await appSnapshot();
+    for (const endpoint of victimEndpoints()) await expectRefused(endpoint, world.other, 404);
+    await expectRefused({ method: 'GET', path: `/v1/developer/apps/${victim.app}/features/missing` }, world.other, 404);
+    expect(await appSnapshot()).toEqual(before);
+    const own = await call(api(), testEnv, '/v1/developer/apps?limit=100', { token: world.other });
+    expect(own.status).toBe(200);
+    expect(JSON.stringify(await own.json())).not.toContain(victim.app);
+    const probe = await call(api(), testEnv, `/v1/developer/apps?cursor=${victim.app}`, { token: world.other });
+    expect(await probe.json()).toEqual({ data: [], next_cursor: null });
+  });
+});
