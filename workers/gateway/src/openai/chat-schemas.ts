@@ -133,8 +133,8 @@ export const chatRequestSchema = closedObject({
 
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 
-/** A detail count; one a provider sends malformed is ignored rather than failing the whole answer. */
-const tokenCount = z.number().int().nonnegative().nullish().catch(null);
+/** A detail count (no `.catch`: the OpenAPI generator cannot describe it, and /openapi.json answered 500). */
+const tokenCount = z.number().int().nonnegative().nullish();
 
 export const usageSchema = z.looseObject({
   prompt_tokens: z.number().int().nonnegative(),
