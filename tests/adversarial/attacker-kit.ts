@@ -80,6 +80,8 @@ export interface CallResult {
   chargedUsd: string | null;
   /** What ended the exchange from the attacker's side. */
   ending: string;
+  /** The `retry-after` header of the answer, if any. */
+  retryAfter: string | null;
 }
 
 export interface ChatOptions {
@@ -112,11 +114,12 @@ export async function attackChat(
       signal: controller.signal,
     });
   } catch {
-    return { status: 0, code: null, callId: null, content: '', chargedUsd: null, ending: 'aborted before headers' };
+    return { status: 0, code: null, callId: null, content: '', chargedUsd: null, ending: 'aborted before headers', retryAfter: null };
   } finally {
     clearTimeout(timer);
   }
   const callId = response.headers.get('x-faucet-call-id');
+  const retryAfter = response.headers.get('retry-after');
   if (response.status !== 200 || !stream) {
     const parsed = (await response.json().catch(() => ({}))) as {
       error?: { code?: string };
@@ -130,6 +133,7 @@ export async function attackChat(
       content: parsed.choices?.map((choice) => choice.message?.content ?? '').join('') ?? '',
       chargedUsd: parsed.faucet?.charge?.amount_usd ?? null,
       ending: response.status === 200 ? 'complete' : `error ${parsed.error?.code}`,
+      retryAfter,
     };
   }
   const reader = response.body!.getReader();
@@ -188,7 +192,7 @@ export async function attackChat(
       }
     }
   }
-  return { status: 200, code: null, callId, content, chargedUsd, ending };
+  return { status: 200, code: null, callId, content, chargedUsd, ending, retryAfter };
 }
 
 export interface LocalReportResult {

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { checkoutSessionEvent, chargeRefundedEvent, randomStripeId } from '../../scripts/lib/stripe-events.ts';
 import { deliverWebhook, startCheckout } from '../load/stack-client.ts';
 import { testSecrets } from '../setup/test-secrets.ts';
+import { endUserLimitScenarios } from './end-user-limits.ts';
 import { impersonate } from './impersonation.ts';
 import {
   attackChat,
@@ -232,6 +233,7 @@ export const scenarios: Scenario[] = [
       check(report, after === before, 'a smuggled request reached the upstream');
     },
   },
+  ...endUserLimitScenarios,
   {
     name: 'defect 6: chargeback after the credit is spent',
     async run(context, report) {
