@@ -1,11 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { sql } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
+import { appFeatures, apps } from '../../../../drizzle/schema.ts';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
 import { userRef } from '#shared/auth/user-ref.ts';
 import { timingSafeEqual } from '#shared/crypto.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
-import { bookUsage, queryRows } from '#shared/ledger/index.ts';
+import { bookUsage } from '#shared/ledger/index.ts';
 import { formatUsd, usdStringSchema } from '#shared/money/index.ts';
 import { usageReportSchema } from '#shared/wire/usage-report.ts';
 import { errorResponses } from '#shared/openapi.ts';
@@ -45,13 +46,6 @@ export function localUsageKey(endUserId: string, requestId: string): string {
   return `local:${endUserId}:${requestId}`;
 }
 
-interface PricingRow {
-  developer_share_bps: number;
-  feature_found: boolean;
-  developer_price_per_mtok_usd: string | null;
-  open_fee_usd: string | null;
-}
-
 export function registerUsageLocalRoutes(app: ServiceApp): void {
   app.openapi(route, async (c) => {
     const report = c.req.valid('json');
@@ -65,16 +59,18 @@ export function registerUsageLocalRoutes(app: ServiceApp): void {
     }
     const { db } = c.var.database();
     const featureKey = report.feature ?? UNSPECIFIED_FEATURE;
-    const [pricing] = await queryRows<PricingRow>(
-      db,
-      sql`select a.developer_share_bps, f.id is not null as feature_found,
-                 f.developer_price_per_mtok_usd::numeric(20, 8) as developer_price_per_mtok_usd,
-                 f.open_fee_usd::numeric(20, 8) as open_fee_usd
-          from apps a left join app_features f on f.app_id = a.id and f.feature_key = ${featureKey}
-          where a.id = ${session.appId}::uuid`,
-    );
+    const [pricing] = await db
+      .select({
+        developerShareBps: apps.developerShareBps,
+        featureId: appFeatures.id,
+        developerPricePerMtokUsd: appFeatures.developerPricePerMtokUsd,
+        openFeeUsd: appFeatures.openFeeUsd,
+      })
+      .from(apps)
+      .leftJoin(appFeatures, and(eq(appFeatures.appId, apps.id), eq(appFeatures.featureKey, featureKey)))
+      .where(eq(apps.id, session.appId));
     if (!pricing) throw new FaucetError('unauthorized', 'Session is unknown or expired');
-    if (report.feature !== undefined && !pricing.feature_found) throw new FaucetError('not_found', 'Unknown feature');
+    if (report.feature !== undefined && pricing.featureId === null) throw new FaucetError('not_found', 'Unknown feature');
     const rated = rateUsage(
       {
         routeMode: 'local',
@@ -84,10 +80,8 @@ export function registerUsageLocalRoutes(app: ServiceApp): void {
         outputTokens: report.output_tokens,
         estimated: report.estimated,
       },
-      pricing.feature_found
-        ? featurePricingFromRow({ developerPricePerMtokUsd: pricing.developer_price_per_mtok_usd, openFeeUsd: pricing.open_fee_usd })
-        : {},
-      ratingSettingsFor(c.env, pricing.developer_share_bps),
+      featurePricingFromRow(pricing.featureId === null ? null : pricing),
+      ratingSettingsFor(c.env, pricing.developerShareBps),
     );
     const booking = await bookUsage(db, {
       requestId: localUsageKey(session.endUserId, report.request_id),
