@@ -10,6 +10,7 @@ import { platformHoldAmount } from '../metering/hold-bounds.ts';
 import { worstCaseInputTokens } from '../metering/worst-case-tokens.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { parseModel } from '../routing/parse-model.ts';
+import { createDatabase, observeStatements } from '#shared/db.ts';
 import { createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from '../../../test/fake-upstream.ts';
 import { chat, fund, gatewayWith, newRequestId, userMessage, wallet } from '../../../test/gateway-kit.ts';
@@ -84,6 +85,24 @@ async function until(condition: () => boolean) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+describe('cost of the limits', () => {
+  it('add no database round trip: a call of an app with every limit set is still authorize + settle, two statements', async () => {
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: '1.00000000', spendPerMonthUsd: '2.00000000', requestsPerMinute: 100 });
+    const session = await limited.session();
+    let statements = 0;
+    const app = gatewayWith({
+      upstreamFetch: scriptedUpstream().fetch,
+      openDatabase: (env) =>
+        observeStatements(createDatabase(env), (run) => {
+          statements++;
+          return run();
+        }),
+    });
+    expect((await chat(app, testEnv, session.token, ask('hello'))).status).toBe(200);
+    expect(statements).toBe(2);
+  });
+});
 
 describe('spend per day', () => {
   it('serves calls while booked + this call’s worst case ≤ the limit (equal included), then 402 budget_exceeded naming the daily limit; nothing held, booked or sent', async () => {
