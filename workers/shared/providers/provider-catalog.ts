@@ -28,22 +28,11 @@ export function isProviderName(value: string): value is ProviderName {
 }
 
 /**
- * Largest completion each shipped model may produce: the hold's worst case when a request names no
- * `max_tokens`, and Anthropic's required `max_tokens` when the client gives none.
+ * Largest completion one call may produce: the hold's worst case when a request names no
+ * `max_tokens`, and Anthropic's required `max_tokens` when the client gives none. Derived from the
+ * price catalog's model data (workers/shared/rating/model-limits.ts).
  */
-const outputTokenCaps: Record<string, number> = {
-  'mock:echo': 4_096,
-  'openai:gpt-4o-mini': 16_384,
-  'openai:gpt-4.1-mini': 32_768,
-  'anthropic:claude-sonnet-4-5': 64_000,
-  'anthropic:claude-haiku-4-5': 64_000,
-};
-
-export const fallbackOutputTokenCap = 4_096;
-
-export function outputTokenCap(provider: string, model: string): number {
-  return outputTokenCaps[`${provider}:${model}`] ?? fallbackOutputTokenCap;
-}
+export { outputTokenCap } from '../rating/model-limits.ts';
 
 /**
  * Most input tokens one image part can be billed at, per model, from the provider's published image

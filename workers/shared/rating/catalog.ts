@@ -1,52 +1,157 @@
 /**
- * The price catalog: what one million tokens cost at each provider, per `provider:model`.
- * Versioned so every rated usage record says which prices it was rated with. Prices are the
- * providers' public list prices (USD, standard tier, no batch discount) as recorded on the
- * catalog date; a price change is a new version, never an edit of an old one.
+ * The price catalog: what one million tokens of each class cost, per `provider:model`, at a given
+ * time and input size. Its data is the `@pydantic/genai-prices` package (converted exactly:
+ * genai-prices-catalog.ts) plus Faucet's own small overlay (the local mock model). A catalog is
+ * identified by its version, the package version plus the overlay's revision: a new package or an
+ * overlay change is a new version, never an edit of an old one, and every usage record keeps the
+ * version and the per-million prices it was rated with (usage_events), so an old call re-rates to
+ * the cent without this catalog.
+ *
+ * Lookup never scans: a Map of every model id and exact alias is built once per isolate (no price
+ * converted); a model's prices are converted on its first lookup and kept.
  */
-import { parseWireAmount, type Usd } from '../money/index.ts';
+import { parseWireAmount } from '../money/index.ts';
+import { genaiCatalogSources, genaiPricesVersion, type CatalogSource } from './genai-prices-catalog.ts';
+import type { CatalogModel, ExcludedModel, ModelPrice, PriceConstraint, TieredModelPrice, TieredPrice } from './price-types.ts';
 
-export interface ModelPrice {
-  inputPerMillion: Usd;
-  outputPerMillion: Usd;
-  /** Price of input tokens the provider served from its prompt cache; absent = same as input. */
-  cachedInputPerMillion?: Usd;
-}
+export type { CatalogModel, ExcludedModel, ModelPrice, PriceClass, ResolvedPrice, TieredModelPrice } from './price-types.ts';
 
-export interface PriceCatalog {
-  version: string;
-  /** Date the prices were recorded (ISO-8601 day). */
-  recordedOn: string;
-  prices: ReadonlyMap<string, ModelPrice>;
-}
+/** Revision of the overlay below; bump it with any change to it. */
+const overlayRevision = 1;
 
-function price(input: string, output: string, cachedInput?: string): ModelPrice {
-  return {
-    inputPerMillion: parseWireAmount(input),
-    outputPerMillion: parseWireAmount(output),
-    ...(cachedInput === undefined ? {} : { cachedInputPerMillion: parseWireAmount(cachedInput) }),
-  };
-}
+const flat = (amount: string): TieredPrice => ({ base: parseWireAmount(amount), tiers: [] });
 
-export const currentPriceCatalog: PriceCatalog = {
-  version: '2026-11-22.1',
-  recordedOn: '2026-11-22',
-  prices: new Map<string, ModelPrice>([
+/** Models priced by Faucet itself, not by the package. */
+const overlay: CatalogModel[] = [
+  {
     // The deterministic local model of the demo stack: priced like a small real model so the
     // platform route moves visible money in demos and tests.
-    ['mock:echo', price('1.00000000', '2.00000000', '0.50000000')],
-    ['openai:gpt-4o-mini', price('0.15000000', '0.60000000', '0.07500000')],
-    ['openai:gpt-4.1-mini', price('0.40000000', '1.60000000', '0.10000000')],
-    ['anthropic:claude-sonnet-4-5', price('3.00000000', '15.00000000', '0.30000000')],
-    ['anthropic:claude-haiku-4-5', price('1.00000000', '5.00000000', '0.10000000')],
-  ]),
-};
+    provider: 'mock',
+    model: 'echo',
+    name: 'Faucet mock echo',
+    contextWindow: 32_768,
+    periods: [
+      {
+        constraint: null,
+        prices: { inputPerMillion: flat('1.00000000'), outputPerMillion: flat('2.00000000'), cachedInputPerMillion: flat('0.50000000') },
+      },
+    ],
+  },
+];
+
+/** An entry of the catalog: its model once converted, or why it was left out. */
+type Loaded = CatalogModel | ExcludedModel;
+const isModel = (entry: Loaded): entry is CatalogModel => 'periods' in entry;
+
+/**
+ * A catalog version. Lookup goes through a Map of every name (built once, without converting any
+ * price); a model's prices are converted on its first lookup and kept.
+ */
+export class PriceCatalog {
+  readonly version: string;
+  readonly #sources: CatalogSource[];
+  readonly #index = new Map<string, CatalogSource>();
+  readonly #loaded = new Map<CatalogSource, Loaded>();
+
+  constructor(version: string, sources: CatalogSource[]) {
+    this.version = version;
+    this.#sources = sources;
+    // Model ids first, then aliases; the first source naming a key keeps it.
+    for (const source of sources) if (!this.#index.has(source.key)) this.#index.set(source.key, source);
+    for (const source of sources) for (const alias of source.aliases) if (!this.#index.has(alias)) this.#index.set(alias, source);
+  }
+
+  #load(source: CatalogSource): Loaded {
+    let loaded = this.#loaded.get(source);
+    if (loaded === undefined) {
+      loaded = source.load();
+      this.#loaded.set(source, loaded);
+    }
+    return loaded;
+  }
+
+  /** The model `provider:model` names (its id or an exact alias), if the catalog prices it. */
+  find(provider: string, model: string): CatalogModel | undefined {
+    const source = this.#index.get(catalogKey(provider, model));
+    if (source === undefined) return undefined;
+    const loaded = this.#load(source);
+    return isModel(loaded) ? loaded : undefined;
+  }
+
+  /** Every priced model of the providers `include` accepts (all by default), in catalog order; converts them. */
+  models(include: (provider: string) => boolean = () => true): CatalogModel[] {
+    return this.#sources
+      .filter((source) => include(source.provider) && this.#index.get(source.key) === source)
+      .map((source) => this.#load(source))
+      .filter(isModel);
+  }
+
+  /** The package's models left out, with the reason (genai-prices-catalog.ts). */
+  excluded(): ExcludedModel[] {
+    return this.#sources.map((source) => this.#load(source)).filter((entry): entry is ExcludedModel => !isModel(entry));
+  }
+}
 
 /** The catalog key of a model: `provider:model`. */
 export function catalogKey(provider: string, model: string): string {
   return `${provider}:${model}`;
 }
 
-export function findModelPrice(catalog: PriceCatalog, provider: string, model: string): ModelPrice | undefined {
-  return catalog.prices.get(catalogKey(provider, model));
+/** A catalog of already converted models (tests, and the overlay). */
+export function catalogSourcesOf(models: readonly CatalogModel[]): CatalogSource[] {
+  return models.map((model) => ({
+    provider: model.provider,
+    key: catalogKey(model.provider, model.model),
+    aliases: [],
+    load: () => model,
+  }));
+}
+
+/** The catalog every call is rated with: the overlay, then the package's models. */
+export const currentPriceCatalog = new PriceCatalog(`genai-prices@${genaiPricesVersion}+faucet.${overlayRevision}`, [
+  ...catalogSourcesOf(overlay),
+  ...genaiCatalogSources(),
+]);
+
+/** The model (and its prices) `provider:model` names, by id or exact alias, if the catalog prices it. */
+export function findModelPrice(catalog: PriceCatalog, provider: string, model: string): CatalogModel | undefined {
+  return catalog.find(provider, model);
+}
+
+function holds(constraint: PriceConstraint, at: Date): boolean {
+  if (constraint.type === 'from_date') return at.getTime() >= constraint.fromMs;
+  const second = at.getUTCHours() * 3600 + at.getUTCMinutes() * 60 + at.getUTCSeconds();
+  const { startSecond, endSecond } = constraint;
+  return endSecond < startSecond ? second >= startSecond || second < endSecond : second >= startSecond && second < endSecond;
+}
+
+/** The period's prices at `at`: the last period whose constraint holds (an unconstrained one always does); none, the first. */
+export function pricesAt(model: CatalogModel, at: Date): TieredModelPrice {
+  if (Number.isNaN(at.getTime())) throw new RangeError('invalid pricing time');
+  for (let index = model.periods.length - 1; index >= 0; index -= 1) {
+    const period = model.periods[index];
+    if (period && (period.constraint === null || holds(period.constraint, at))) return period.prices;
+  }
+  const first = model.periods[0];
+  if (!first) throw new Error(`${model.provider}:${model.model} has no price period`);
+  return first.prices;
+}
+
+function tierPrice(price: TieredPrice, inputTokens: bigint) {
+  let rate = price.base;
+  for (const tier of price.tiers) if (inputTokens > BigInt(tier.above)) rate = tier.price;
+  return rate;
+}
+
+/** The per-million prices of one call to `model` at `at` with `inputTokens` input tokens in all. */
+export function modelPriceAt(model: CatalogModel, at: Date, inputTokens: bigint): ModelPrice {
+  const prices = pricesAt(model, at);
+  const result: ModelPrice = {
+    inputPerMillion: tierPrice(prices.inputPerMillion, inputTokens),
+    outputPerMillion: tierPrice(prices.outputPerMillion, inputTokens),
+  };
+  for (const [priceClass, price] of Object.entries(prices) as Array<[keyof ModelPrice, TieredPrice | undefined]>) {
+    if (price) result[priceClass] = tierPrice(price, inputTokens);
+  }
+  return result;
 }

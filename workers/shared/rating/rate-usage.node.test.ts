@@ -1,8 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { addUsd, formatUsd, parseWireAmount, usdFromUnits } from '../money/index.ts';
+import { isProviderName } from '../providers/provider-catalog.ts';
 import {
+  catalogSourcesOf,
   currentPriceCatalog,
+  PriceCatalog,
+  type ResolvedPrice,
+  type TieredModelPrice,
   defaultRatingSettings,
   rateUsage,
   RatingError,
@@ -13,6 +18,8 @@ import {
 } from './index.ts';
 
 const usd = (text: string) => parseWireAmount(text);
+const flatPrices = (prices: ResolvedPrice) =>
+  Object.fromEntries(Object.entries(prices).map(([key, base]) => [key, { base, tiers: [] }])) as unknown as TieredModelPrice;
 const settings: RatingSettings = { platformMarkupBps: 2_000, channelShareBps: 5_000, platformFeeBps: 1_000 };
 
 interface Vector {
@@ -32,7 +39,7 @@ const vectors: Vector[] = [
       retail: '0.00240000',
       developer: '0.00020000',
       platform: '0.00020000',
-      catalog: '2026-11-22.1',
+      catalog: 'genai-prices@0.1.8+faucet.1',
     },
   },
   {
@@ -52,7 +59,7 @@ const vectors: Vector[] = [
       retail: '0.00061236',
       developer: '0.00005103',
       platform: '0.00005103',
-      catalog: '2026-11-22.1',
+      catalog: 'genai-prices@0.1.8+faucet.1',
     },
   },
   {
@@ -72,7 +79,7 @@ const vectors: Vector[] = [
       retail: '0.00000010',
       developer: '0.00000001',
       platform: '0.00000001',
-      catalog: '2026-11-22.1',
+      catalog: 'genai-prices@0.1.8+faucet.1',
     },
   },
   {
@@ -84,7 +91,7 @@ const vectors: Vector[] = [
       retail: '0.00000018',
       developer: '0.00000001',
       platform: '0.00000002',
-      catalog: '2026-11-22.1',
+      catalog: 'genai-prices@0.1.8+faucet.1',
     },
   },
   {
@@ -96,7 +103,7 @@ const vectors: Vector[] = [
       retail: '0.00000000',
       developer: '0.00000000',
       platform: '0.00000000',
-      catalog: '2026-11-22.1',
+      catalog: 'genai-prices@0.1.8+faucet.1',
     },
   },
   {
@@ -116,7 +123,7 @@ const vectors: Vector[] = [
       retail: '0.03600000',
       developer: '0.03240000',
       platform: '0.00360000',
-      catalog: '2026-11-22.1',
+      catalog: 'genai-prices@0.1.8+faucet.1',
     },
   },
   {
@@ -135,7 +142,190 @@ const vectors: Vector[] = [
       retail: '0.00450000',
       developer: '0.00405000',
       platform: '0.00045000',
-      catalog: '2026-11-22.1',
+      catalog: 'genai-prices@0.1.8+faucet.1',
+    },
+  },
+  {
+    name: 'platform, claude-haiku-4-5 with cache reads and cache writes, each at its own price',
+    usage: {
+      routeMode: 'platform',
+      provider: 'anthropic',
+      model: 'claude-haiku-4-5',
+      inputTokens: 10_000,
+      cachedInputTokens: 2_000,
+      cacheWriteTokens: 3_000,
+      outputTokens: 1_000,
+      estimated: false,
+    },
+    // 5,000 × 1 + 2,000 × 0.10 + 3,000 × 1.25 + 1,000 × 5 per million.
+    expected: {
+      upstream: '0.01395000',
+      payable: '0.01395000',
+      retail: '0.01674000',
+      developer: '0.00139500',
+      platform: '0.00139500',
+      catalog: 'genai-prices@0.1.8+faucet.1',
+    },
+  },
+  {
+    name: 'platform, claude-sonnet-4-5 at exactly 200,000 input tokens stays at the base tier',
+    usage: {
+      routeMode: 'platform',
+      provider: 'anthropic',
+      model: 'claude-sonnet-4-5',
+      inputTokens: 200_000,
+      outputTokens: 1_000,
+      estimated: false,
+    },
+    expected: {
+      upstream: '0.61500000',
+      payable: '0.61500000',
+      retail: '0.73800000',
+      developer: '0.06150000',
+      platform: '0.06150000',
+      catalog: 'genai-prices@0.1.8+faucet.1',
+    },
+  },
+  {
+    name: 'platform, claude-sonnet-4-5 above 200,000 input tokens: every token at the upper tier (6 / 22.50)',
+    usage: {
+      routeMode: 'platform',
+      provider: 'anthropic',
+      model: 'claude-sonnet-4-5',
+      inputTokens: 200_001,
+      outputTokens: 1_000,
+      estimated: false,
+    },
+    expected: {
+      upstream: '1.22250600',
+      payable: '1.22250600',
+      retail: '1.46700720',
+      developer: '0.12225060',
+      platform: '0.12225060',
+      catalog: 'genai-prices@0.1.8+faucet.1',
+    },
+  },
+  {
+    name: 'platform, o3 the second before its 2025-06-10 price cut (10 / 40)',
+    usage: {
+      routeMode: 'platform',
+      provider: 'openai',
+      model: 'o3',
+      inputTokens: 1_000,
+      outputTokens: 1_000,
+      estimated: false,
+      pricedAt: new Date('2025-06-09T23:59:59.999Z'),
+    },
+    expected: {
+      upstream: '0.05000000',
+      payable: '0.05000000',
+      retail: '0.06000000',
+      developer: '0.00500000',
+      platform: '0.00500000',
+      catalog: 'genai-prices@0.1.8+faucet.1',
+    },
+  },
+  {
+    name: 'platform, o3 from 2025-06-10 on (2 / 8)',
+    usage: {
+      routeMode: 'platform',
+      provider: 'openai',
+      model: 'o3',
+      inputTokens: 1_000,
+      outputTokens: 1_000,
+      estimated: false,
+      pricedAt: new Date('2025-06-10T00:00:00Z'),
+    },
+    expected: {
+      upstream: '0.01000000',
+      payable: '0.01000000',
+      retail: '0.01200000',
+      developer: '0.00100000',
+      platform: '0.00100000',
+      catalog: 'genai-prices@0.1.8+faucet.1',
+    },
+  },
+  {
+    name: 'platform, deepseek-chat during its standard hours (00:30-16:30 UTC: 0.27)',
+    usage: {
+      routeMode: 'platform',
+      provider: 'deepseek',
+      model: 'deepseek-chat',
+      inputTokens: 1_000_000,
+      outputTokens: 0,
+      estimated: false,
+      pricedAt: new Date('2026-01-01T16:29:59Z'),
+    },
+    expected: {
+      upstream: '0.27000000',
+      payable: '0.27000000',
+      retail: '0.32400000',
+      developer: '0.02700000',
+      platform: '0.02700000',
+      catalog: 'genai-prices@0.1.8+faucet.1',
+    },
+  },
+  {
+    name: 'platform, deepseek-chat off-peak (from 16:30 UTC, end exclusive: 0.135)',
+    usage: {
+      routeMode: 'platform',
+      provider: 'deepseek',
+      model: 'deepseek-chat',
+      inputTokens: 1_000_000,
+      outputTokens: 0,
+      estimated: false,
+      pricedAt: new Date('2026-01-01T16:30:00Z'),
+    },
+    expected: {
+      upstream: '0.13500000',
+      payable: '0.13500000',
+      retail: '0.16200000',
+      developer: '0.01350000',
+      platform: '0.01350000',
+      catalog: 'genai-prices@0.1.8+faucet.1',
+    },
+  },
+  {
+    name: 'platform, gpt-audio: audio input and output at their own prices (32 / 64)',
+    usage: {
+      routeMode: 'platform',
+      provider: 'openai',
+      model: 'gpt-audio',
+      inputTokens: 1_000,
+      audioInputTokens: 400,
+      outputTokens: 500,
+      audioOutputTokens: 200,
+      estimated: false,
+    },
+    // 600 × 2.5 + 400 × 32 + 300 × 10 + 200 × 64 per million.
+    expected: {
+      upstream: '0.03010000',
+      payable: '0.03010000',
+      retail: '0.03612000',
+      developer: '0.00301000',
+      platform: '0.00301000',
+      catalog: 'genai-prices@0.1.8+faucet.1',
+    },
+  },
+  {
+    name: 'platform, a model pricing reasoning apart (perplexity/sonar-deep-research via OpenRouter: 3)',
+    usage: {
+      routeMode: 'platform',
+      provider: 'openrouter',
+      model: 'perplexity/sonar-deep-research',
+      inputTokens: 100,
+      outputTokens: 1_000,
+      reasoningTokens: 600,
+      estimated: false,
+    },
+    // 100 × 2 + 400 × 8 + 600 × 3 per million.
+    expected: {
+      upstream: '0.00520000',
+      payable: '0.00520000',
+      retail: '0.00624000',
+      developer: '0.00052000',
+      platform: '0.00052000',
+      catalog: 'genai-prices@0.1.8+faucet.1',
     },
   },
   {
@@ -203,10 +393,80 @@ describe('rateUsage vectors', () => {
     }).toEqual(expected);
     expect(rated.routeMode).toBe(usage.routeMode);
     expect(rated.estimated).toBe(usage.estimated);
+    expect(rated.prices === null).toBe(expected.catalog === null);
   });
 
   it('covers every route mode', () => {
     expect(new Set(vectors.map((vector) => vector.usage.routeMode))).toEqual(new Set(routeModes));
+  });
+});
+
+describe('rateUsage keeps the prices it used', () => {
+  it('records the per-million price of every class, a class without its own at the price of its whole', () => {
+    const rated = rateUsage(
+      { routeMode: 'platform', provider: 'anthropic', model: 'claude-haiku-4-5', inputTokens: 10, outputTokens: 10, estimated: false },
+      {},
+      settings,
+    );
+    expect(Object.fromEntries(Object.entries(rated.prices ?? {}).map(([key, value]) => [key, formatUsd(value)]))).toEqual({
+      inputPerMillion: '1.00000000',
+      cachedInputPerMillion: '0.10000000',
+      cacheWritePerMillion: '1.25000000',
+      audioInputPerMillion: '1.00000000',
+      outputPerMillion: '5.00000000',
+      reasoningPerMillion: '5.00000000',
+      audioOutputPerMillion: '5.00000000',
+    });
+  });
+
+  it('records the tier the call was rated at', () => {
+    const usage = { routeMode: 'developer_key', provider: 'anthropic', model: 'claude-sonnet-4-5', outputTokens: 1, estimated: false };
+    const base = rateUsage({ ...usage, inputTokens: 200_000 }, {}, settings).prices;
+    const upper = rateUsage({ ...usage, inputTokens: 200_001 }, {}, settings).prices;
+    expect(base && formatUsd(base.inputPerMillion)).toBe('3.00000000');
+    expect(upper && [formatUsd(upper.inputPerMillion), formatUsd(upper.cachedInputPerMillion), formatUsd(upper.outputPerMillion)]).toEqual([
+      '6.00000000',
+      '0.60000000',
+      '22.50000000',
+    ]);
+  });
+
+  it('re-rates from the recorded prices alone to the same upstream cost', () => {
+    const rated = rateUsage(
+      {
+        routeMode: 'platform',
+        provider: 'anthropic',
+        model: 'claude-haiku-4-5',
+        inputTokens: 123_457,
+        cachedInputTokens: 20_001,
+        cacheWriteTokens: 3_333,
+        outputTokens: 7_777,
+        estimated: false,
+      },
+      {},
+      settings,
+    );
+    const prices = rated.prices;
+    if (!prices) throw new Error('no prices');
+    const replay = rateUsage(
+      { ...rated, routeMode: 'platform', model: 'replayed', provider: 'record' },
+      {},
+      settings,
+      new PriceCatalog(
+        'record',
+        catalogSourcesOf([
+          {
+            provider: 'record',
+            model: 'replayed',
+            name: 'r',
+            contextWindow: null,
+            periods: [{ constraint: null, prices: flatPrices(prices) }],
+          },
+        ]),
+      ),
+    );
+    expect(formatUsd(replay.upstreamCostUsd)).toBe(formatUsd(rated.upstreamCostUsd));
+    expect(formatUsd(replay.retailUsd)).toBe(formatUsd(rated.retailUsd));
   });
 });
 
@@ -219,6 +479,11 @@ describe('rateUsage rejections', () => {
     ['negative cached tokens', { ...good, cachedInputTokens: -1 }, 'negative_tokens'],
     ['fractional tokens', { ...good, inputTokens: 1.5 }, 'invalid_tokens'],
     ['more cached than input tokens', { ...good, cachedInputTokens: 2 }, 'invalid_tokens'],
+    ['negative cache write tokens', { ...good, cacheWriteTokens: -1 }, 'negative_tokens'],
+    ['cache reads and writes above the input', { ...good, cachedInputTokens: 1, cacheWriteTokens: 1 }, 'invalid_tokens'],
+    ['audio input above what the cache leaves', { ...good, inputTokens: 2, cachedInputTokens: 1, audioInputTokens: 2 }, 'invalid_tokens'],
+    ['audio output and reasoning above the output', { ...good, audioOutputTokens: 1, reasoningTokens: 1 }, 'invalid_tokens'],
+    ['fractional reasoning tokens', { ...good, reasoningTokens: 0.5 }, 'invalid_tokens'],
     ['an unknown route', { ...good, routeMode: 'free' }, 'unknown_route'],
     ['an empty route', { ...good, routeMode: '' }, 'unknown_route'],
     ['an unpriced model on the platform route', { ...good, model: 'nope' }, 'unknown_model'],
@@ -246,7 +511,7 @@ describe('rateUsage rejections', () => {
 });
 
 describe('rateUsage invariants', () => {
-  const pricedModels = [...currentPriceCatalog.prices.keys()];
+  const pricedModels = currentPriceCatalog.models(isProviderName).map(({ provider, model }) => ({ provider, model }));
 
   it('retail always equals what is booked to the provider, the developer and the platform', () => {
     fc.assert(
@@ -262,8 +527,7 @@ describe('rateUsage invariants', () => {
           platformFeeBps: fc.nat({ max: 10_000 }),
         }),
         fc.bigInt({ min: 0n, max: 10n ** 9n }),
-        (routeMode, key, inputTokens, outputTokens, cachedPercent, ratingSettings, feeUnits) => {
-          const [provider = '', model = ''] = key.split(':');
+        (routeMode, { provider, model }, inputTokens, outputTokens, cachedPercent, ratingSettings, feeUnits) => {
           const cachedInputTokens = Math.floor((inputTokens * cachedPercent) / 100);
           const rated = rateUsage(
             { routeMode, provider, model, inputTokens, outputTokens, cachedInputTokens, estimated: false },

@@ -1,9 +1,14 @@
 /**
  * Rating: turns one model call's token counts into money, per DESIGN §5. Pure: same input, same
- * output, no clock, no database.
+ * output, no database; the price period is the one in force at `pricedAt` (the call's time).
+ *
+ * Token classes (workers/shared/providers/token-usage.ts): the input splits into cache reads, cache
+ * writes, audio and the rest; the output into audio, reasoning and the rest. Each part is priced at
+ * its own per-million price where the catalog has one, else at the price of the whole it belongs to
+ * (price-types.ts). Tiered prices take the tier of the call's whole input token count.
  *
  * Rounding (all to 1e-8 USD):
- * - upstream cost: input, cached and output costs are summed exactly, then rounded up once;
+ * - upstream cost: the classes' costs are summed exactly, then rounded up once;
  * - platform retail: upstream × (1 + markup), rounded up (the user never pays less than cost);
  * - platform route: developer revenue = margin × channel share, rounded down; the platform keeps
  *   the rest, so revenue + platform share + upstream always equals retail exactly;
@@ -11,7 +16,8 @@
  *   gets retail − fee.
  */
 import { addUsd, applyBasisPoints, priceTokensExact, subtractUsd, sumExactThenRound, zeroUsd, type Usd } from '../money/index.ts';
-import { currentPriceCatalog, findModelPrice, type ModelPrice, type PriceCatalog } from './catalog.ts';
+import { currentPriceCatalog, findModelPrice, modelPriceAt, type PriceCatalog } from './catalog.ts';
+import type { ModelPrice, ResolvedPrice } from './price-types.ts';
 import { isRouteMode, type RouteMode } from '../wire/route-modes.ts';
 import { RatingError } from './rating-error.ts';
 
@@ -39,13 +45,24 @@ export interface UsageToRate {
   routeMode: string;
   provider: string;
   model: string;
-  /** All input tokens, including those served from the provider's prompt cache. */
+  /** All input tokens, every class included. */
   inputTokens: number;
+  /** All output tokens, reasoning and audio included. */
   outputTokens: number;
   /** The part of `inputTokens` read from the prompt cache, where the provider reports it. */
   cachedInputTokens?: number;
+  /** The part of `inputTokens` written to the prompt cache (not read from it). */
+  cacheWriteTokens?: number;
+  /** The part of `inputTokens` that is audio not read from the cache. */
+  audioInputTokens?: number;
+  /** The part of `outputTokens` that is audio. */
+  audioOutputTokens?: number;
+  /** The part of `outputTokens` (not audio) spent on reasoning. */
+  reasoningTokens?: number;
   /** True when the provider reported no counts and Faucet estimated them. */
   estimated: boolean;
+  /** The call's time, which picks a date- or time-conditional price; absent = now. */
+  pricedAt?: Date;
 }
 
 export interface RatedUsage {
@@ -55,9 +72,15 @@ export interface RatedUsage {
   inputTokens: number;
   outputTokens: number;
   cachedInputTokens: number;
+  cacheWriteTokens: number;
+  audioInputTokens: number;
+  audioOutputTokens: number;
+  reasoningTokens: number;
   estimated: boolean;
   /** Catalog version the upstream cost was computed with; null when no catalog price was needed. */
   catalogVersion: string | null;
+  /** The catalog's per-million prices this call was rated with (its period and tier); null with no catalog price. */
+  prices: ResolvedPrice | null;
   /** What the tokens cost at the provider (informational on developer_key: the developer pays it). */
   upstreamCostUsd: Usd;
   /** What the platform owes the provider for this call: the upstream cost on the platform route, else 0. */
@@ -89,27 +112,79 @@ function checkSettings(settings: RatingSettings): void {
   if (settings.platformFeeBps > 10_000) throw new RatingError('invalid_settings', 'platformFeeBps must be at most 10000');
 }
 
+/** The disjoint classes of one call, each priced at one rate. */
 interface Tokens {
-  uncachedInput: bigint;
+  /** Input in all: picks the tier. */
+  allInput: bigint;
+  plainInput: bigint;
   cachedInput: bigint;
-  output: bigint;
+  cacheWrite: bigint;
+  audioInput: bigint;
+  plainOutput: bigint;
+  reasoning: bigint;
+  audioOutput: bigint;
 }
 
-function costOf(tokens: Tokens, price: Pick<ModelPrice, 'inputPerMillion' | 'outputPerMillion'> & Partial<ModelPrice>): Usd {
+/** Every class's price, a missing one at the price of the whole it belongs to. */
+export function resolvePrice(price: ModelPrice): ResolvedPrice {
+  return {
+    inputPerMillion: price.inputPerMillion,
+    outputPerMillion: price.outputPerMillion,
+    cachedInputPerMillion: price.cachedInputPerMillion ?? price.inputPerMillion,
+    cacheWritePerMillion: price.cacheWritePerMillion ?? price.inputPerMillion,
+    audioInputPerMillion: price.audioInputPerMillion ?? price.inputPerMillion,
+    audioOutputPerMillion: price.audioOutputPerMillion ?? price.outputPerMillion,
+    reasoningPerMillion: price.reasoningPerMillion ?? price.outputPerMillion,
+  };
+}
+
+function costOf(tokens: Tokens, price: ModelPrice): Usd {
+  const rates = resolvePrice(price);
   return sumExactThenRound(
     [
-      priceTokensExact(price.inputPerMillion, tokens.uncachedInput),
-      priceTokensExact(price.cachedInputPerMillion ?? price.inputPerMillion, tokens.cachedInput),
-      priceTokensExact(price.outputPerMillion, tokens.output),
+      priceTokensExact(rates.inputPerMillion, tokens.plainInput),
+      priceTokensExact(rates.cachedInputPerMillion, tokens.cachedInput),
+      priceTokensExact(rates.cacheWritePerMillion, tokens.cacheWrite),
+      priceTokensExact(rates.audioInputPerMillion, tokens.audioInput),
+      priceTokensExact(rates.outputPerMillion, tokens.plainOutput),
+      priceTokensExact(rates.reasoningPerMillion, tokens.reasoning),
+      priceTokensExact(rates.audioOutputPerMillion, tokens.audioOutput),
     ],
     'up',
   );
 }
 
-function requirePrice(catalog: PriceCatalog, provider: string, model: string): ModelPrice {
-  const price = findModelPrice(catalog, provider, model);
-  if (!price) throw new RatingError('unknown_model', `no price for ${provider}:${model} in catalog ${catalog.version}`);
-  return price;
+function requirePrice(catalog: PriceCatalog, usage: UsageToRate, tokens: Tokens): ResolvedPrice {
+  const model = findModelPrice(catalog, usage.provider, usage.model);
+  if (!model) throw new RatingError('unknown_model', `no price for ${usage.provider}:${usage.model} in catalog ${catalog.version}`);
+  return resolvePrice(modelPriceAt(model, usage.pricedAt ?? new Date(), tokens.allInput));
+}
+
+function tokensOf(usage: UsageToRate): Tokens {
+  const input = tokenCount(usage.inputTokens, 'input_tokens');
+  const output = tokenCount(usage.outputTokens, 'output_tokens');
+  const cachedInput = tokenCount(usage.cachedInputTokens, 'cached_input_tokens');
+  const cacheWrite = tokenCount(usage.cacheWriteTokens, 'cache_write_tokens');
+  const audioInput = tokenCount(usage.audioInputTokens, 'audio_input_tokens');
+  const audioOutput = tokenCount(usage.audioOutputTokens, 'audio_output_tokens');
+  const reasoning = tokenCount(usage.reasoningTokens, 'reasoning_tokens');
+  if (cachedInput > input) throw new RatingError('invalid_tokens', 'cached_input_tokens must not exceed input_tokens');
+  if (cachedInput + cacheWrite + audioInput > input) {
+    throw new RatingError('invalid_tokens', 'cached, cache write and audio input tokens must not exceed input_tokens together');
+  }
+  if (audioOutput + reasoning > output) {
+    throw new RatingError('invalid_tokens', 'audio output and reasoning tokens must not exceed output_tokens together');
+  }
+  return {
+    allInput: input,
+    plainInput: input - cachedInput - cacheWrite - audioInput,
+    cachedInput,
+    cacheWrite,
+    audioInput,
+    plainOutput: output - audioOutput - reasoning,
+    reasoning,
+    audioOutput,
+  };
 }
 
 /** Split a retail amount into the platform's fee (rounded up) and the developer's revenue. */
@@ -126,11 +201,7 @@ export function rateUsage(
 ): RatedUsage {
   if (!isRouteMode(usage.routeMode)) throw new RatingError('unknown_route', `unknown route mode: ${String(usage.routeMode)}`);
   checkSettings(settings);
-  const input = tokenCount(usage.inputTokens, 'input_tokens');
-  const output = tokenCount(usage.outputTokens, 'output_tokens');
-  const cachedInput = tokenCount(usage.cachedInputTokens, 'cached_input_tokens');
-  if (cachedInput > input) throw new RatingError('invalid_tokens', 'cached_input_tokens must not exceed input_tokens');
-  const tokens: Tokens = { uncachedInput: input - cachedInput, cachedInput, output };
+  const tokens = tokensOf(usage);
 
   const base = {
     routeMode: usage.routeMode,
@@ -139,18 +210,24 @@ export function rateUsage(
     inputTokens: usage.inputTokens,
     outputTokens: usage.outputTokens,
     cachedInputTokens: usage.cachedInputTokens ?? 0,
+    cacheWriteTokens: usage.cacheWriteTokens ?? 0,
+    audioInputTokens: usage.audioInputTokens ?? 0,
+    audioOutputTokens: usage.audioOutputTokens ?? 0,
+    reasoningTokens: usage.reasoningTokens ?? 0,
     estimated: usage.estimated,
   };
 
   switch (usage.routeMode) {
     case 'platform': {
-      const upstreamCostUsd = costOf(tokens, requirePrice(catalog, usage.provider, usage.model));
+      const prices = requirePrice(catalog, usage, tokens);
+      const upstreamCostUsd = costOf(tokens, prices);
       const retailUsd = addUsd(upstreamCostUsd, applyBasisPoints(upstreamCostUsd, settings.platformMarkupBps, 'up'));
       const margin = subtractUsd(retailUsd, upstreamCostUsd);
       const developerRevenueUsd = applyBasisPoints(margin, settings.channelShareBps, 'down');
       return {
         ...base,
         catalogVersion: catalog.version,
+        prices,
         upstreamCostUsd,
         upstreamPayableUsd: upstreamCostUsd,
         retailUsd,
@@ -159,12 +236,13 @@ export function rateUsage(
       };
     }
     case 'developer_key': {
-      const catalogPrice = requirePrice(catalog, usage.provider, usage.model);
-      const upstreamCostUsd = costOf(tokens, catalogPrice);
+      const prices = requirePrice(catalog, usage, tokens);
+      const upstreamCostUsd = costOf(tokens, prices);
       const retailUsd = feature.developerPrice ? costOf(tokens, feature.developerPrice) : upstreamCostUsd;
       return {
         ...base,
         catalogVersion: catalog.version,
+        prices,
         upstreamCostUsd,
         upstreamPayableUsd: zeroUsd(),
         retailUsd,
@@ -177,6 +255,7 @@ export function rateUsage(
       return {
         ...base,
         catalogVersion: null,
+        prices: null,
         upstreamCostUsd: zeroUsd(),
         upstreamPayableUsd: zeroUsd(),
         retailUsd,

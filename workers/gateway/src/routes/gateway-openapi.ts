@@ -9,6 +9,7 @@ import { errorResponses } from '#shared/openapi.ts';
 import { faucetObjectSchema } from '#shared/wire/faucet-object.ts';
 import { chatCompletionSchema } from '../openai/chat-schemas.ts';
 import { chatCompletionsBodySchema } from './chat-completions-body.ts';
+import { modelListSchema } from './models.ts';
 
 export function registerGatewayOpenApi(app: ServiceApp): void {
   app.openAPIRegistry.registerPath({
@@ -32,18 +33,11 @@ export function registerGatewayOpenApi(app: ServiceApp): void {
   app.openAPIRegistry.registerPath({
     method: 'get',
     path: '/v1/models',
-    summary: 'The provider:model names the platform route can price',
+    summary: 'Every routable provider:model with its retail price per million tokens (after markup), context window and features',
     responses: {
       200: {
-        description: 'OpenAI list of models',
-        content: {
-          'application/json': {
-            schema: z.object({
-              object: z.literal('list'),
-              data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.string() })),
-            }),
-          },
-        },
+        description: 'OpenAI list of models with OpenRouter-style details',
+        content: { 'application/json': { schema: modelListSchema } },
       },
     },
   });
