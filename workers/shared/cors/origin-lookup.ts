@@ -3,7 +3,9 @@
  * not each pay a round trip: is an origin listed by any app (preflights), and which origins does
  * the app of a session token allow (actual requests whose handler did not already say).
  */
-import { createDatabase } from '../db.ts';
+import { eq, sql } from 'drizzle-orm';
+import { apps, virtualSessions } from '../../../drizzle/schema.ts';
+import { createDatabase, type Db } from '../db.ts';
 import type { Env } from '../env.ts';
 
 const ttlMs = 30_000;
@@ -29,10 +31,11 @@ function cache<T>() {
 const listedOrigins = cache<boolean>();
 const sessionOrigins = cache<readonly string[]>();
 
-async function query<T>(env: Env, waitUntil: (promise: Promise<unknown>) => void, text: string, params: unknown[]): Promise<T[]> {
-  const { pool } = createDatabase(env);
+/** One read on a database handle of its own (these run from middleware, before any request handle). */
+async function read<T>(env: Env, waitUntil: (promise: Promise<unknown>) => void, query: (db: Db) => Promise<T>): Promise<T> {
+  const { db, pool } = createDatabase(env);
   try {
-    return (await pool.query(text, params)).rows as T[];
+    return await query(db);
   } finally {
     waitUntil(pool.end().catch(() => undefined));
   }
@@ -41,7 +44,9 @@ async function query<T>(env: Env, waitUntil: (promise: Promise<unknown>) => void
 /** True when some app lists `origin` among its allowed web origins. */
 export function isOriginListedByAnyApp(env: Env, waitUntil: (promise: Promise<unknown>) => void, origin: string): Promise<boolean> {
   return listedOrigins(origin, async () => {
-    const rows = await query(env, waitUntil, 'select 1 from apps where allowed_origins @> jsonb_build_array($1::text) limit 1', [origin]);
+    const rows = await read(env, waitUntil, (db) =>
+      db.select({ id: apps.id }).from(apps).where(sql`${apps.allowedOrigins} @> jsonb_build_array(${origin}::text)`).limit(1),
+    );
     return rows.length > 0;
   });
 }
@@ -56,12 +61,13 @@ export function originsOfSessionToken(
   tokenHash: string,
 ): Promise<readonly string[]> {
   return sessionOrigins(tokenHash, async () => {
-    const rows = await query<{ allowed_origins: string[] }>(
-      env,
-      waitUntil,
-      'select a.allowed_origins from virtual_sessions s join apps a on a.id = s.app_id where s.token_hash = $1',
-      [tokenHash],
+    const rows = await read(env, waitUntil, (db) =>
+      db
+        .select({ allowedOrigins: apps.allowedOrigins })
+        .from(virtualSessions)
+        .innerJoin(apps, eq(apps.id, virtualSessions.appId))
+        .where(eq(virtualSessions.tokenHash, tokenHash)),
     );
-    return rows[0]?.allowed_origins ?? [];
+    return rows[0]?.allowedOrigins ?? [];
   });
 }

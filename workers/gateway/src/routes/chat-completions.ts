@@ -8,7 +8,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '#shared/app-env.ts';
 import type { ServiceApp } from '#shared/app.ts';
 import { bearerToken } from '#shared/auth/bearer.ts';
-import { hashSessionToken, sessionLookupSql } from '#shared/auth/require-session.ts';
+import { findLiveSession, hashSessionToken } from '#shared/auth/require-session.ts';
 import { callLimits, type CallLimits } from '#shared/calls/call-limits.ts';
 import { sha256Hex } from '#shared/crypto.ts';
 import { intSetting } from '#shared/env.ts';
@@ -59,8 +59,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     // for a live session: 401 whatever the body otherwise. The live-session check runs on that error
     // path alone (the valid path checks the session inside the one authorize statement).
     const { body, requestedRoute, reference, request, bounds } = await readCall(c).catch(async (error: unknown) => {
-      const { rows } = await c.var.database().pool.query(sessionLookupSql, [tokenHash]);
-      if (rows.length === 0) throw new FaucetError('unauthorized', 'Session is unknown or expired');
+      if (!(await findLiveSession(c.var.database().db, tokenHash))) throw new FaucetError('unauthorized', 'Session is unknown or expired');
       throw error;
     });
     const { feature } = body;
