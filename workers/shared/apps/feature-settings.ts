@@ -4,6 +4,7 @@
  * money module (zero allowed, bounded so a hold can never overflow), an output cap. Fields not given
  * stay `undefined`: create fills defaults, update keeps the current value.
  */
+import { z } from 'zod';
 import { compareUsd, formatUsd, parseWireAmount } from '../money/index.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { knownModel } from './model-names.ts';
@@ -11,6 +12,7 @@ import { displayName } from './names.ts';
 
 export const routePolicies = ['platform_first', 'byok_first'] as const;
 export type RoutePolicy = (typeof routePolicies)[number];
+export const routePolicySchema = z.enum(routePolicies);
 
 export const featureBounds = {
   allowedModels: 50,

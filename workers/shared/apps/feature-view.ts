@@ -8,7 +8,7 @@ import { appFeatures, apps } from '../../../drizzle/schema.ts';
 import type { Db } from '../db.ts';
 import { formatUsd, parseDatabaseAmount } from '../money/index.ts';
 import { FaucetError } from '../wire/errors.ts';
-import type { RoutePolicy } from './feature-settings.ts';
+import { routePolicySchema } from './feature-settings.ts';
 
 export const featureColumns = {
   id: appFeatures.id,
@@ -33,8 +33,8 @@ export function toFeatureView(feature: FeatureRecord, appDefaultFeatureKey: stri
     name: feature.name,
     default_model: feature.defaultModel,
     allowed_models: feature.allowedModels,
-    // The table's check constraint admits only these two.
-    route_policy: feature.routePolicy as RoutePolicy,
+    // The table's check constraint admits only the policies the schema lists.
+    route_policy: routePolicySchema.parse(feature.routePolicy),
     developer_price_per_mtok_usd:
       feature.developerPricePerMtokUsd === null ? null : formatUsd(parseDatabaseAmount(feature.developerPricePerMtokUsd)),
     open_fee_usd: formatUsd(parseDatabaseAmount(feature.openFeeUsd)),

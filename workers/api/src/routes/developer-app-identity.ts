@@ -64,7 +64,7 @@ const getIdentity = createRoute({
   summary: "The app's session policy, JWKS URL, allowed web origins and signing secrets (never their values)",
   middleware: [requireDeveloper()] as const,
   request: { params: PublicAppIdParam },
-  responses: { 200: { description: 'Identity settings', content: json(AppIdentitySchema) }, ...errorResponses(401, 404, 429) },
+  responses: { 200: { description: 'Identity settings', content: json(AppIdentitySchema) }, ...errorResponses(401, 403, 404, 429) },
 });
 const setPolicy = createRoute({
   method: 'patch',
@@ -72,7 +72,7 @@ const setPolicy = createRoute({
   summary: 'Choose who may mint sessions: server (default), signed or anonymous',
   middleware: [requireDeveloper()] as const,
   request: { params: PublicAppIdParam, body: { required: true, content: json(SessionPolicyBody) } },
-  responses: { 200: { description: 'Updated', content: json(AppIdentitySchema) }, ...errorResponses(400, 401, 404, 409, 413, 429) },
+  responses: { 200: { description: 'Updated', content: json(AppIdentitySchema) }, ...errorResponses(400, 401, 403, 404, 409, 413, 429) },
 });
 const setOrigins = createRoute({
   method: 'put',
@@ -80,7 +80,7 @@ const setOrigins = createRoute({
   summary: 'Replace the web origins that may create sessions and call Faucet from a browser for this app',
   middleware: [requireDeveloper()] as const,
   request: { params: PublicAppIdParam, body: { required: true, content: json(AllowedOriginsBody) } },
-  responses: { 200: { description: 'Updated', content: json(AppIdentitySchema) }, ...errorResponses(400, 401, 404, 409, 413, 429) },
+  responses: { 200: { description: 'Updated', content: json(AppIdentitySchema) }, ...errorResponses(400, 401, 403, 404, 409, 413, 429) },
 });
 const createSecret = createRoute({
   method: 'post',
@@ -88,7 +88,7 @@ const createSecret = createRoute({
   summary: 'Create the current HS256 signing secret (shown once); the previous ones verify for an overlap window',
   middleware: [requireDeveloper()] as const,
   request: { params: PublicAppIdParam, body: { required: false, content: json(SigningSecretBody) } },
-  responses: { 201: { description: 'Created', content: json(SigningSecretCreated) }, ...errorResponses(400, 401, 404, 409, 413, 429) },
+  responses: { 201: { description: 'Created', content: json(SigningSecretCreated) }, ...errorResponses(400, 401, 403, 404, 409, 413, 429) },
 });
 
 /** An archived app takes no change (docs/developers.md); its settings stay readable. */

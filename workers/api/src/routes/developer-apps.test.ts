@@ -282,3 +282,34 @@ describe('an archived app', () => {
     expect((await send(developer.key, `/v1/developer/apps/${id}/features`)).status).toBe(200);
   });
 });
+
+describe('the OpenAPI document', () => {
+  it('describes every app and feature endpoint, with closed request bodies', async () => {
+    const response = await call(api(), testEnv, '/openapi.json');
+    const document = (await response.json()) as {
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { $ref?: string } }> } }>>;
+      components: { schemas: Record<string, { additionalProperties?: boolean }> };
+    };
+    const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    const app = '/v1/developer/apps/{public_app_id}';
+    expect(operations).toEqual(
+      expect.arrayContaining([
+        'POST /v1/developer/apps',
+        'GET /v1/developer/apps',
+        `GET ${app}`,
+        `PATCH ${app}`,
+        `POST ${app}/archive`,
+        `POST ${app}/features`,
+        `GET ${app}/features`,
+        `GET ${app}/features/{feature_key}`,
+        `PATCH ${app}/features/{feature_key}`,
+        `POST ${app}/features/{feature_key}/archive`,
+      ]),
+    );
+    for (const name of ['CreateAppRequest', 'UpdateAppRequest', 'AppLimitsRequest', 'CreateFeatureRequest', 'UpdateFeatureRequest']) {
+      expect([name, document.components.schemas[name]?.additionalProperties]).toEqual([name, false]);
+    }
+  });
+});

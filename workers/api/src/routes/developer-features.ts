@@ -13,6 +13,7 @@ import { getOwnedFeature, toFeatureView } from '#shared/apps/feature-view.ts';
 import { listFeatures } from '#shared/apps/list-features.ts';
 import { FEATURE_KEY_PATTERN, maxNameLength } from '#shared/apps/names.ts';
 import { updateFeature } from '#shared/apps/update-feature.ts';
+import type { Db } from '#shared/db.ts';
 import { wireAmountSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
@@ -134,7 +135,7 @@ const archive = createRoute({
 });
 
 export function registerDeveloperFeatureRoutes(app: ServiceApp): void {
-  const view = async (db: Parameters<typeof getOwnedFeature>[0], developerId: string, publicAppId: string, featureKey: string) => {
+  const view = async (db: Db, developerId: string, publicAppId: string, featureKey: string) => {
     const found = await getOwnedFeature(db, { developerId, publicAppId, featureKey });
     return toFeatureView(found.feature, found.appDefaultFeatureKey);
   };
