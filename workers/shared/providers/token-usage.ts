@@ -28,8 +28,6 @@ export interface TokenUsage {
   audioOutput: number;
 }
 
-export const tokenClasses = ['input', 'cachedInput', 'cacheWrite', 'audioInput', 'output', 'reasoning', 'audioOutput'] as const;
-
 /** A usage with the given classes and every other class at zero. */
 export function tokenUsage(classes: Partial<TokenUsage>): TokenUsage {
   return { input: 0, cachedInput: 0, cacheWrite: 0, audioInput: 0, output: 0, reasoning: 0, audioOutput: 0, ...classes };

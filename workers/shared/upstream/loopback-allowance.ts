@@ -5,6 +5,7 @@
  * local service stays out of reach (DESIGN §6).
  */
 import { isProduction, type Env } from '../env.ts';
+import type { ProviderEntry } from '../providers/provider-catalog.ts';
 
 const loopbackHostPort = /^(127\.0\.0\.1|\[::1\]):([1-9][0-9]{0,4})$/;
 
@@ -17,11 +18,11 @@ export function loopbackAllowance(env: Env): string | null {
 }
 
 /**
- * The platform pool's API root for a provider: the catalog's, or for `openai` the operator's
- * `OPENAI_BASE_URL` (an OpenAI-compatible endpoint; still address-checked, so in production it must
- * be public).
+ * The platform pool's API root for a provider: the setting its catalog entry names when set
+ * (`OPENAI_BASE_URL` for another OpenAI-compatible endpoint, `AZURE_OPENAI_BASE_URL` for the
+ * platform's Azure resource), else the catalog's. Still address-checked, so in production it must be public.
  */
-export function platformBaseUrl(env: Env, provider: string, catalogBaseUrl: string): string {
-  const override = provider === 'openai' ? env.OPENAI_BASE_URL : undefined;
-  return typeof override === 'string' && override !== '' ? override : catalogBaseUrl;
+export function platformBaseUrl(env: Env, entry: ProviderEntry): string {
+  const override = entry.poolBaseUrlSetting === undefined ? undefined : env[entry.poolBaseUrlSetting];
+  return typeof override === 'string' && override !== '' ? override : entry.baseUrl;
 }

@@ -9,7 +9,7 @@
  * to the token classes. A detail larger than what is left of its total is clamped, so the classes
  * always add up to the totals the provider reported.
  */
-import { tokenUsage, type TokenUsage } from '#shared/providers/token-usage.ts';
+import { tokenUsage, totalInputTokens, totalOutputTokens, type TokenUsage } from '#shared/providers/token-usage.ts';
 import type { ChatUsage } from '../openai/chat-schemas.ts';
 
 export interface MeteredUsage {
@@ -54,4 +54,22 @@ export function meteredUsage(
 /** An estimate at the given bounds (input billed at the plain price, output as text). */
 export function estimatedUsage(inputTokens: number, outputTokens: number): MeteredUsage {
   return { tokens: tokenUsage({ input: inputTokens, output: outputTokens }), estimated: true };
+}
+
+/**
+ * The token counts rating takes (`UsageToRate` of workers/shared/rating): whole input and output
+ * with their parts named. A rating that does not price a part yet counts it at its whole's price.
+ */
+export function ratingTokens(usage: MeteredUsage) {
+  const { tokens } = usage;
+  return {
+    inputTokens: totalInputTokens(tokens),
+    outputTokens: totalOutputTokens(tokens),
+    cachedInputTokens: tokens.cachedInput,
+    cacheWriteTokens: tokens.cacheWrite,
+    audioInputTokens: tokens.audioInput,
+    audioOutputTokens: tokens.audioOutput,
+    reasoningTokens: tokens.reasoning,
+    estimated: usage.estimated,
+  };
 }

@@ -8,12 +8,11 @@ import type { Env } from '#shared/env.ts';
 import { bookUsage } from '#shared/ledger/book-usage.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { formatUsd } from '#shared/money/index.ts';
-import { totalInputTokens, totalOutputTokens } from '#shared/providers/token-usage.ts';
 import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { faucetObject, type FaucetObject } from './faucet-object.ts';
-import type { MeteredUsage } from './metered-usage.ts';
+import { ratingTokens, type MeteredUsage } from './metered-usage.ts';
 
 /**
  * The upstream answered: the call is booked, always. If the wallet cannot cover it (the cost
@@ -27,19 +26,9 @@ export async function settleCall(
   reference: ModelReference,
   usage: MeteredUsage,
 ): Promise<FaucetObject> {
-  const inputTokens = totalInputTokens(usage.tokens);
-  const outputTokens = totalOutputTokens(usage.tokens);
-  // Until the catalog prices each class: cache writes and audio at the input and output prices.
+  const counts = ratingTokens(usage);
   const rated = rateUsage(
-    {
-      routeMode: plan.routeMode,
-      provider: reference.provider,
-      model: reference.model,
-      inputTokens,
-      outputTokens,
-      cachedInputTokens: usage.tokens.cachedInput,
-      estimated: usage.estimated,
-    },
+    { routeMode: plan.routeMode, provider: reference.provider, model: reference.model, ...counts },
     plan.featurePricing,
     ratingSettingsFor(env, plan.developerShareBps),
   );
@@ -67,8 +56,8 @@ export async function settleCall(
     routeMode: plan.routeMode,
     provider: reference.provider,
     model: reference.model,
-    inputTokens,
-    outputTokens,
+    inputTokens: counts.inputTokens,
+    outputTokens: counts.outputTokens,
     estimated: usage.estimated,
     retailUsd: booking.retailUsd,
     upstreamCostUsd: booking.upstreamCostUsd,

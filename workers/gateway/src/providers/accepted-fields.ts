@@ -1,13 +1,21 @@
 /**
  * What each provider protocol may send upstream: the allow-list. The request schema already refuses
  * fields the gateway does not know; this refuses known fields a protocol cannot carry (the Anthropic
- * mapping has no place for `seed` or `response_format`), before any hold is placed, and is the
+ * mapping has no place for `seed` or `response_format`; Mistral answers 422 to a field it does not
+ * know), before any hold is placed, and is the
  * list an adapter builds its upstream body from, so a field added to the schema later cannot reach
  * a provider until someone adds it here.
  */
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatMessage, ChatRequest } from '../openai/chat-schemas.ts';
-import type { ProviderProtocol } from '#shared/providers/provider-catalog.ts';
+import {
+  isProviderName,
+  providerCatalog,
+  type OpenAiDialect,
+  type ProviderEntry,
+  type ProviderName,
+  type ProviderProtocol,
+} from '#shared/providers/provider-catalog.ts';
 
 interface AcceptedFields {
   request: ReadonlyArray<keyof ChatRequest>;
@@ -73,16 +81,158 @@ const anthropic: AcceptedFields = {
   roles: ['system', 'developer', 'user', 'assistant', 'tool'],
 };
 
+/** The fields `gemini/to-gemini-request.ts` maps. */
+const gemini: AcceptedFields = {
+  request: [
+    'model',
+    'messages',
+    'stream',
+    'stream_options',
+    'max_tokens',
+    'max_completion_tokens',
+    'n',
+    'temperature',
+    'top_p',
+    'stop',
+    'frequency_penalty',
+    'presence_penalty',
+    'seed',
+    'response_format',
+    'tools',
+    'tool_choice',
+  ],
+  message: ['role', 'content', 'tool_calls', 'tool_call_id'],
+  roles: ['system', 'developer', 'user', 'assistant', 'tool'],
+};
+
+/**
+ * What most OpenAI-compatible servers take (Together, Fireworks, a custom endpoint): sampling, tools
+ * and JSON output, no OpenAI-only fields (`store`, `service_tier`, `verbosity`, legacy functions).
+ * `max_completion_tokens` is sent as `max_tokens`, the name they all know.
+ */
+const basic: AcceptedFields = {
+  request: [
+    'model',
+    'messages',
+    'stream',
+    'stream_options',
+    'max_tokens',
+    'max_completion_tokens',
+    'n',
+    'temperature',
+    'top_p',
+    'stop',
+    'frequency_penalty',
+    'presence_penalty',
+    'seed',
+    'response_format',
+    'tools',
+    'tool_choice',
+    'user',
+  ],
+  message: ['role', 'content', 'name', 'tool_calls', 'tool_call_id'],
+  roles: ['system', 'user', 'assistant', 'tool'],
+};
+
+/** Mistral refuses unknown fields (422); `seed` goes out as its `random_seed`, and it streams usage unasked. */
+const mistral: AcceptedFields = {
+  request: [
+    'model',
+    'messages',
+    'stream',
+    'max_tokens',
+    'max_completion_tokens',
+    'n',
+    'temperature',
+    'top_p',
+    'stop',
+    'frequency_penalty',
+    'presence_penalty',
+    'seed',
+    'response_format',
+    'tools',
+    'tool_choice',
+    'parallel_tool_calls',
+  ],
+  message: ['role', 'content', 'name', 'tool_calls', 'tool_call_id'],
+  roles: ['system', 'user', 'assistant', 'tool'],
+};
+
+/** Groq answers 400 to `logprobs`, `logit_bias`, `top_logprobs` and `messages[].name` (its docs). */
+const groq: AcceptedFields = {
+  request: [
+    'model',
+    'messages',
+    'stream',
+    'stream_options',
+    'max_tokens',
+    'max_completion_tokens',
+    'n',
+    'temperature',
+    'top_p',
+    'stop',
+    'frequency_penalty',
+    'presence_penalty',
+    'seed',
+    'response_format',
+    'reasoning_effort',
+    'tools',
+    'tool_choice',
+    'parallel_tool_calls',
+    'user',
+  ],
+  message: ['role', 'content', 'tool_calls', 'tool_call_id'],
+  roles: ['system', 'user', 'assistant', 'tool'],
+};
+
+/** DeepSeek's chat API: no `seed`, `n`, `user` or `logit_bias`. */
+const deepseek: AcceptedFields = {
+  request: [
+    'model',
+    'messages',
+    'stream',
+    'stream_options',
+    'max_tokens',
+    'max_completion_tokens',
+    'temperature',
+    'top_p',
+    'stop',
+    'frequency_penalty',
+    'presence_penalty',
+    'logprobs',
+    'top_logprobs',
+    'response_format',
+    'tools',
+    'tool_choice',
+  ],
+  message: ['role', 'content', 'name', 'tool_calls', 'tool_call_id'],
+  roles: ['system', 'user', 'assistant', 'tool'],
+};
+
+const fieldSets: Record<OpenAiDialect['fields'], AcceptedFields> = { openai: openAiCompatible, basic, mistral, groq, deepseek };
+
 export const acceptedFields: Record<ProviderProtocol, AcceptedFields> = {
   openai_compatible: openAiCompatible,
   anthropic,
+  gemini,
   // The mock stands in for an OpenAI-compatible upstream in development and tests.
   mock: openAiCompatible,
 };
 
+/** The allow-list of one provider: its protocol's, narrowed by its dialect for OpenAI-compatible upstreams. */
+function acceptedFor(protocol: ProviderProtocol, provider: string): AcceptedFields {
+  const dialect = isProviderName(provider) ? dialectOf(provider) : undefined;
+  return protocol === 'openai_compatible' && dialect !== undefined ? fieldSets[dialect.fields] : acceptedFields[protocol];
+}
+
+function dialectOf(provider: ProviderName): OpenAiDialect | undefined {
+  const entry: ProviderEntry = providerCatalog[provider];
+  return entry.dialect;
+}
+
 /** Throws 400 naming the first field (or role) of `request` that `protocol` may not send; null counts as absent. */
 export function refuseUnacceptedFields(protocol: ProviderProtocol, provider: string, request: ChatRequest): void {
-  const accepted = acceptedFields[protocol];
+  const accepted = acceptedFor(protocol, provider);
   const extra = presentKeys(request).find((key) => !(accepted.request as readonly string[]).includes(key));
   if (extra !== undefined) throw new FaucetError('invalid_request', `field "${extra}" is not accepted for ${provider} models.`);
   request.messages.forEach((message, index) => {
@@ -95,9 +245,9 @@ export function refuseUnacceptedFields(protocol: ProviderProtocol, provider: str
   });
 }
 
-/** The upstream copy of `request` with only the fields `protocol` may send, at both levels. */
-export function pickAcceptedFields(protocol: ProviderProtocol, request: ChatRequest): ChatRequest {
-  const accepted = acceptedFields[protocol];
+/** The upstream copy of `request` with only the fields `protocol` (and `dialect`) may send, at both levels. */
+export function pickAcceptedFields(protocol: ProviderProtocol, request: ChatRequest, dialect?: OpenAiDialect): ChatRequest {
+  const accepted = protocol === 'openai_compatible' && dialect !== undefined ? fieldSets[dialect.fields] : acceptedFields[protocol];
   const messages = request.messages.map((message) => pick(message, accepted.message));
   return { ...pick(request, accepted.request), messages };
 }

@@ -87,7 +87,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       throw error;
     }
 
-    const adapter = createAdapter(reference.entry.protocol, {
+    const adapter = createAdapter(reference.entry, {
       fetch: dependencies.upstreamFetch,
       upstreamTimeoutMs: intSetting(c.env.UPSTREAM_TIMEOUT_MS, defaultUpstreamTimeoutMs),
       mockLatencyMs: intSetting(c.env.MOCK_PROVIDER_LATENCY_MS, 0),

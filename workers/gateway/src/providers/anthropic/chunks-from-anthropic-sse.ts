@@ -110,7 +110,12 @@ export async function* chunksFromAnthropicSse(body: ReadableStream<Uint8Array>, 
   throw new FaucetError('upstream_error', 'Anthropic ended the stream before message_stop.');
 }
 
-/** `message_delta` usage repeats only some counts; absent or null ones must not erase earlier ones. */
+/**
+ * The merge rule of Anthropic's streamed usage: `message_start` carries the input counts (and an
+ * early output count), `message_delta` the final output count and sometimes input counts again. Each
+ * count is cumulative, never an increment, so for every field the last value reported wins; fields a
+ * later event leaves out or sends as null keep the earlier value.
+ */
 function definedFields(usage: AnthropicUsage): AnthropicUsage {
   return Object.fromEntries(Object.entries(usage).filter(([, value]) => typeof value === 'number'));
 }

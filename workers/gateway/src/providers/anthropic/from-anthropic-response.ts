@@ -42,16 +42,21 @@ export function openAiFinishReason(stopReason: string | null | undefined): strin
   return finishReasons[stopReason] ?? 'stop';
 }
 
-/** Anthropic counts cache reads and writes apart from `input_tokens`; OpenAI's prompt count includes them. */
+/**
+ * Anthropic counts cache reads and writes apart from `input_tokens`; OpenAI's prompt count includes
+ * them, so they are added in and named in the details (`cache_write_tokens` is Faucet's name: OpenAI
+ * has no cache writes). Thinking is part of `output_tokens` and not reported apart.
+ */
 export function openAiUsage(usage: AnthropicUsage): ChatUsage {
   const cacheRead = usage.cache_read_input_tokens ?? 0;
-  const promptTokens = (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) + cacheRead;
+  const cacheWrite = usage.cache_creation_input_tokens ?? 0;
+  const promptTokens = (usage.input_tokens ?? 0) + cacheWrite + cacheRead;
   const completionTokens = usage.output_tokens ?? 0;
   return {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
-    prompt_tokens_details: { cached_tokens: cacheRead },
+    prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite },
   };
 }
 
