@@ -15,8 +15,22 @@ export interface Env {
   PROVIDER_KEY_ENCRYPTION_KEY?: string;
   STRIPE_SECRET_KEY?: string;
   STRIPE_WEBHOOK_SECRET?: string;
+  /** Platform pool keys, one per provider (workers/shared/providers/provider-catalog.ts). */
   OPENAI_API_KEY?: string;
   ANTHROPIC_API_KEY?: string;
+  GEMINI_API_KEY?: string;
+  MISTRAL_API_KEY?: string;
+  GROQ_API_KEY?: string;
+  DEEPSEEK_API_KEY?: string;
+  XAI_API_KEY?: string;
+  TOGETHER_API_KEY?: string;
+  FIREWORKS_API_KEY?: string;
+  OPENROUTER_API_KEY?: string;
+  AZURE_OPENAI_API_KEY?: string;
+  CUSTOM_OPENAI_API_KEY?: string;
+  /** API roots of the pool's providers whose root each account names (Azure's resource, a custom endpoint). */
+  AZURE_OPENAI_BASE_URL?: string;
+  CUSTOM_OPENAI_BASE_URL?: string;
 
   API_RATE_LIMIT_MAX_REQUESTS?: string;
   API_RATE_LIMIT_WINDOW_MS?: string;
