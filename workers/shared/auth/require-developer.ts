@@ -10,7 +10,7 @@ import { bearerToken } from './bearer.ts';
  */
 export function requireDeveloper(): MiddlewareHandler<AppEnv> {
   return async function requireDeveloperMiddleware(c, next) {
-    const found = await findDeveloperByKey(c.var.database().pool, bearerToken(c));
+    const found = await findDeveloperByKey(c.var.database().db, bearerToken(c));
     if (!found) throw new FaucetError('unauthorized', 'Invalid developer key');
     if (found.suspended) throw new FaucetError('forbidden', 'This developer is suspended');
     c.set('developer', { developerId: found.developerId });

@@ -1,9 +1,10 @@
 /** The developer's view of an app's identity settings, and the one query that reads it for its owner. */
 import { z } from '@hono/zod-openapi';
+import { and, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
+import { appSigningSecrets } from '../../../../drizzle/schema.ts';
+import type { Db } from '#shared/db.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { findAppIdentity, SessionPolicySchema, type AppIdentity } from './session-policy.ts';
-
-type Pool = { query(text: string, params: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> };
 
 export const PublicAppIdParam = z.object({
   public_app_id: z
@@ -30,27 +31,29 @@ export const AppIdentitySchema = z
   .openapi('AppIdentity');
 
 /** The app if `developerId` owns it; another developer's app is as unknown as a missing one (404). */
-export async function ownedApp(pool: Pool, publicAppId: string, developerId: string): Promise<AppIdentity> {
-  const app = await findAppIdentity(pool, publicAppId);
+export async function ownedApp(db: Db, publicAppId: string, developerId: string): Promise<AppIdentity> {
+  const app = await findAppIdentity(db, publicAppId);
   if (!app || app.developerId !== developerId) throw new FaucetError('not_found', 'Unknown app');
   return app;
 }
 
-export async function appIdentityView(pool: Pool, app: AppIdentity): Promise<z.infer<typeof AppIdentitySchema>> {
-  const { rows } = await pool.query(
-    `select id, created_at, retires_at from app_signing_secrets
-      where app_id = $1 and (retires_at is null or retires_at > now()) order by created_at desc`,
-    [app.appId],
-  );
+export async function appIdentityView(db: Db, app: AppIdentity): Promise<z.infer<typeof AppIdentitySchema>> {
+  const secrets = await db
+    .select({ id: appSigningSecrets.id, createdAt: appSigningSecrets.createdAt, retiresAt: appSigningSecrets.retiresAt })
+    .from(appSigningSecrets)
+    .where(
+      and(eq(appSigningSecrets.appId, app.appId), or(isNull(appSigningSecrets.retiresAt), gt(appSigningSecrets.retiresAt, sql`now()`))),
+    )
+    .orderBy(desc(appSigningSecrets.createdAt));
   return {
     public_app_id: app.publicAppId,
     session_policy: app.sessionPolicy,
     jwks_url: app.jwksUrl,
     allowed_origins: app.allowedOrigins,
-    signing_secrets: rows.map((row) => ({
-      id: row.id as string,
-      created_at: new Date(row.created_at as string).toISOString(),
-      retires_at: row.retires_at === null ? null : new Date(row.retires_at as string).toISOString(),
+    signing_secrets: secrets.map((secret) => ({
+      id: secret.id,
+      created_at: secret.createdAt.toISOString(),
+      retires_at: secret.retiresAt?.toISOString() ?? null,
     })),
   };
 }

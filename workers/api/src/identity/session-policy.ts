@@ -1,5 +1,8 @@
 /** Who may mint a session for an app's end users (DESIGN §3, docs/identity.md). */
 import { z } from '@hono/zod-openapi';
+import { eq } from 'drizzle-orm';
+import { apps, developers } from '../../../../drizzle/schema.ts';
+import type { Db } from '#shared/db.ts';
 
 export const sessionPolicies = ['server', 'signed', 'anonymous'] as const;
 export type SessionPolicy = (typeof sessionPolicies)[number];
@@ -8,7 +11,7 @@ export const SessionPolicySchema = z.enum(sessionPolicies).openapi({
     '`server`: only the developer backend (fdk_ key); `signed`: a user token the developer signed; `anonymous`: a random device id',
 });
 
-/** Everything session creation needs to know about the app, read in one query. */
+/** Everything session creation needs to know about the app. */
 export interface AppIdentity {
   appId: string;
   developerId: string;
@@ -22,39 +25,28 @@ export interface AppIdentity {
   archived: boolean;
 }
 
-interface AppIdentityRow {
-  id: string;
-  developer_id: string;
-  public_app_id: string;
-  session_policy: SessionPolicy;
-  jwks_url: string | null;
-  allowed_origins: string[];
-  developer_suspended: boolean;
-  archived: boolean;
-}
-
-const appIdentitySql = `select id, developer_id, public_app_id, session_policy, jwks_url, allowed_origins,
-       archived_at is not null as archived,
-       (select d.suspended_at is not null from developers d where d.id = apps.developer_id) as developer_suspended
-  from apps where public_app_id = $1`;
-
-function toAppIdentity(row: AppIdentityRow): AppIdentity {
+/** Everything session creation needs to know about the app, read in one query. */
+export async function findAppIdentity(db: Db, publicAppId: string): Promise<AppIdentity | undefined> {
+  const [row] = await db
+    .select({
+      appId: apps.id,
+      developerId: apps.developerId,
+      publicAppId: apps.publicAppId,
+      sessionPolicy: apps.sessionPolicy,
+      jwksUrl: apps.jwksUrl,
+      allowedOrigins: apps.allowedOrigins,
+      archivedAt: apps.archivedAt,
+      developerSuspendedAt: developers.suspendedAt,
+    })
+    .from(apps)
+    .innerJoin(developers, eq(developers.id, apps.developerId))
+    .where(eq(apps.publicAppId, publicAppId));
+  if (!row) return undefined;
+  const { archivedAt, developerSuspendedAt, ...identity } = row;
   return {
-    appId: row.id,
-    developerId: row.developer_id,
-    publicAppId: row.public_app_id,
-    sessionPolicy: row.session_policy,
-    jwksUrl: row.jwks_url,
-    allowedOrigins: row.allowed_origins,
-    developerSuspended: row.developer_suspended,
-    archived: row.archived,
+    ...identity,
+    sessionPolicy: SessionPolicySchema.parse(row.sessionPolicy),
+    developerSuspended: developerSuspendedAt !== null,
+    archived: archivedAt !== null,
   };
-}
-
-export async function findAppIdentity(
-  pool: { query(text: string, params: unknown[]): Promise<{ rows: unknown[] }> },
-  publicAppId: string,
-): Promise<AppIdentity | undefined> {
-  const { rows } = await pool.query(appIdentitySql, [publicAppId]);
-  return rows[0] ? toAppIdentity(rows[0] as AppIdentityRow) : undefined;
 }

@@ -5,6 +5,7 @@
  * stored form of the end user's identity; every refusal is a 401 or 403.
  */
 import { hashExternalUserId } from '#shared/crypto.ts';
+import type { Db } from '#shared/db.ts';
 import { findDeveloperByKey } from '#shared/developers/find-developer-by-key.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { AppIdentity } from './session-policy.ts';
@@ -17,15 +18,13 @@ export interface SessionRequest {
   deviceId: string | undefined;
 }
 
-type Pool = { query(text: string, params: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> };
-
 export async function provenUserHash(
   request: SessionRequest,
   app: AppIdentity,
-  context: { pool: Pool; hashSecret: string; verifier: UserTokenVerifier },
+  context: { db: Db; hashSecret: string; verifier: UserTokenVerifier },
 ): Promise<string> {
   if (request.authorization !== undefined) {
-    await requireAppDeveloper(request.authorization, app, context.pool);
+    await requireAppDeveloper(request.authorization, app, context.db);
     if (request.externalUserId === undefined) throw new FaucetError('invalid_request', 'external_user_id is required');
     return hashExternalUserId(context.hashSecret, request.externalUserId);
   }
@@ -57,9 +56,9 @@ export async function provenUserHash(
   }
 }
 
-async function requireAppDeveloper(authorization: string, app: AppIdentity, pool: Pool): Promise<void> {
+async function requireAppDeveloper(authorization: string, app: AppIdentity, db: Db): Promise<void> {
   const token = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
-  const found = token === undefined ? undefined : await findDeveloperByKey(pool, token);
+  const found = token === undefined ? undefined : await findDeveloperByKey(db, token);
   if (!found) throw new FaucetError('unauthorized', 'Invalid developer key');
   if (found.developerId !== app.developerId) throw new FaucetError('forbidden', 'This developer key does not own the app');
 }

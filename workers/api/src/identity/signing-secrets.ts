@@ -4,11 +4,26 @@
  * additional data) and shown to the developer once. A new secret becomes current; the previous ones
  * keep verifying until their `retires_at` (the rotation's overlap window), then never again.
  */
+import { and, desc, eq, gt, isNull, ne, or, sql } from 'drizzle-orm';
+import { appSigningSecrets } from '../../../../drizzle/schema.ts';
 import { randomToken } from '#shared/crypto.ts';
+import type { Db } from '#shared/db.ts';
+import { queryOne } from '#shared/ledger/database.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { decodeBase64, encodeBase64, keyringFrom, type Keyring } from '#shared/provider-keys/keyring.ts';
 
-type Pool = { query(text: string, params: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }> };
+const secrets = appSigningSecrets;
+/** A secret verifies while it is current (no `retires_at`) or inside its overlap window. */
+const verifying = or(isNull(secrets.retiresAt), gt(secrets.retiresAt, sql`now()`));
+/** The columns `open` needs. */
+const sealedColumns = {
+  id: secrets.id,
+  appId: secrets.appId,
+  ciphertext: secrets.ciphertext,
+  iv: secrets.iv,
+  keyVersion: secrets.keyVersion,
+};
+type SealedSecret = Pick<typeof secrets.$inferSelect, keyof typeof sealedColumns>;
 
 const encoder = new TextEncoder();
 
@@ -26,8 +41,8 @@ async function seal(keyring: Keyring, secret: string, secretId: string, appId: s
   return { ciphertext: encodeBase64(new Uint8Array(encrypted)), iv: encodeBase64(iv), keyVersion: keyring.current.version };
 }
 
-async function open(keyring: Keyring, row: { id: string; app_id: string; ciphertext: string; iv: string; key_version: number }) {
-  const key = keyring.byVersion.get(row.key_version);
+async function open(keyring: Keyring, row: SealedSecret) {
+  const key = keyring.byVersion.get(row.keyVersion);
   const iv = decodeBase64(row.iv);
   const ciphertext = decodeBase64(row.ciphertext);
   if (key === undefined || iv === null || ciphertext === null) {
@@ -35,7 +50,7 @@ async function open(keyring: Keyring, row: { id: string; app_id: string; ciphert
   }
   try {
     const plaintext = await crypto.subtle.decrypt(
-      { name: 'AES-GCM', iv, additionalData: additionalData(row.id, row.app_id) },
+      { name: 'AES-GCM', iv, additionalData: additionalData(row.id, row.appId) },
       key,
       ciphertext,
     );
@@ -59,7 +74,7 @@ export interface CreatedSigningSecret {
  * stay as they were) and insert the new current one, with its audit row.
  */
 export async function createSigningSecret(
-  pool: Pool,
+  db: Db,
   env: { PROVIDER_KEY_ENCRYPTION_KEY?: unknown },
   input: { appId: string; developerId: string; overlapSeconds: number; requestId: string },
 ): Promise<CreatedSigningSecret> {
@@ -67,51 +82,48 @@ export async function createSigningSecret(
   const id = crypto.randomUUID();
   const secret = randomToken('fss_');
   const sealed = await seal(keyring, secret, id, input.appId);
-  const { rows } = await pool.query(
-    `with retired as (
-       update app_signing_secrets set retires_at = now() + make_interval(secs => $6)
-        where app_id = $2 and (retires_at is null or retires_at > now() + make_interval(secs => $6))
-       returning retires_at),
-     created as (
-       insert into app_signing_secrets (id, app_id, ciphertext, iv, key_version) values ($1, $2, $3, $4, $5)
-       returning id, created_at),
-     audit as (
-       insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
-       select 'developer', $7, 'app.signing_secret_created', 'app', $2::text, $8,
-              jsonb_build_object('signing_secret_id', created.id, 'previous_valid_for_seconds', $6::integer)
-         from created)
-     select created.id, created.created_at, (select max(retires_at) from retired) as previous_retire_at from created`,
-    [id, input.appId, sealed.ciphertext, sealed.iv, sealed.keyVersion, input.overlapSeconds, input.developerId, input.requestId],
+  const overlap = sql`make_interval(secs => ${input.overlapSeconds}::integer)`;
+  // A write with its audit row and the latest retirement it set: the statement's own shape, as text.
+  const row = await queryOne<{ createdAt: string; previousRetireAt: string | null }>(
+    db,
+    sql`with retired as (
+          update app_signing_secrets set retires_at = now() + ${overlap}
+           where app_id = ${input.appId}::uuid and (retires_at is null or retires_at > now() + ${overlap})
+          returning retires_at),
+        created as (
+          insert into app_signing_secrets (id, app_id, ciphertext, iv, key_version)
+          values (${id}::uuid, ${input.appId}::uuid, ${sealed.ciphertext}, ${sealed.iv}, ${sealed.keyVersion}::integer)
+          returning id, created_at),
+        audit as (
+          insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
+          select 'developer', ${input.developerId}, 'app.signing_secret_created', 'app', ${input.appId}, ${input.requestId},
+                 jsonb_build_object('signing_secret_id', created.id, 'previous_valid_for_seconds', ${input.overlapSeconds}::integer)
+            from created)
+        select created.created_at::text as "createdAt", (select max(retires_at) from retired)::text as "previousRetireAt" from created`,
   );
-  const row = rows[0]!;
   return {
     id,
     secret,
-    createdAt: new Date(row.created_at as string).toISOString(),
-    previousRetireAt: row.previous_retire_at === null ? null : new Date(row.previous_retire_at as string).toISOString(),
+    createdAt: new Date(row.createdAt).toISOString(),
+    previousRetireAt: row.previousRetireAt === null ? null : new Date(row.previousRetireAt).toISOString(),
   };
 }
 
 /** The secrets that verify now: the current one first, then those still in their overlap window. */
 export async function verifyingSigningSecrets(
-  pool: Pool,
+  db: Db,
   env: { PROVIDER_KEY_ENCRYPTION_KEY?: unknown },
   appId: string,
 ): Promise<Array<{ id: string; key: Uint8Array }>> {
-  const { rows } = await pool.query(
-    `select id, app_id, ciphertext, iv, key_version from app_signing_secrets
-      where app_id = $1 and (retires_at is null or retires_at > now())
-      order by retires_at desc nulls first, created_at desc limit 5`,
-    [appId],
-  );
+  const rows = await db
+    .select(sealedColumns)
+    .from(secrets)
+    .where(and(eq(secrets.appId, appId), verifying))
+    .orderBy(sql`${secrets.retiresAt} desc nulls first`, desc(secrets.createdAt))
+    .limit(5);
   if (rows.length === 0) return [];
   const keyring = await keyringFrom(env.PROVIDER_KEY_ENCRYPTION_KEY);
-  return Promise.all(
-    rows.map(async (row) => ({
-      id: row.id as string,
-      key: encoder.encode(await open(keyring, row as { id: string; app_id: string; ciphertext: string; iv: string; key_version: number })),
-    })),
-  );
+  return Promise.all(rows.map(async (row) => ({ id: row.id, key: encoder.encode(await open(keyring, row)) })));
 }
 
 export interface SigningSecretReEncryption {
@@ -128,15 +140,12 @@ export interface SigningSecretReEncryption {
  * replaced only if it still holds the ciphertext read, so a concurrent rotation loses nothing.
  * Retired secrets never verify again and are left as they are.
  */
-export async function reEncryptSigningSecrets(pool: Pool, keyring: Keyring): Promise<SigningSecretReEncryption> {
-  const current = keyring.current.version;
-  const liveStale = `key_version <> $1 and (retires_at is null or retires_at > now())`;
-  const { rows } = await pool.query(`select id, app_id, ciphertext, iv, key_version from app_signing_secrets where ${liveStale}`, [
-    current,
-  ]);
+export async function reEncryptSigningSecrets(db: Db, keyring: Keyring): Promise<SigningSecretReEncryption> {
+  const liveStale = and(ne(secrets.keyVersion, keyring.current.version), verifying);
+  const rows = await db.select(sealedColumns).from(secrets).where(liveStale);
   let reEncrypted = 0;
   let unreadable = 0;
-  for (const row of rows as Array<{ id: string; app_id: string; ciphertext: string; iv: string; key_version: number }>) {
+  for (const row of rows) {
     let secret: string;
     try {
       secret = await open(keyring, row);
@@ -144,13 +153,13 @@ export async function reEncryptSigningSecrets(pool: Pool, keyring: Keyring): Pro
       unreadable++;
       continue;
     }
-    const sealed = await seal(keyring, secret, row.id, row.app_id);
-    const updated = await pool.query(
-      'update app_signing_secrets set ciphertext = $1, iv = $2, key_version = $3 where id = $4 and ciphertext = $5 returning id',
-      [sealed.ciphertext, sealed.iv, sealed.keyVersion, row.id, row.ciphertext],
-    );
-    reEncrypted += updated.rows.length;
+    const sealed = await seal(keyring, secret, row.id, row.appId);
+    const updated = await db
+      .update(secrets)
+      .set({ ciphertext: sealed.ciphertext, iv: sealed.iv, keyVersion: sealed.keyVersion })
+      .where(and(eq(secrets.id, row.id), eq(secrets.ciphertext, row.ciphertext)))
+      .returning({ id: secrets.id });
+    reEncrypted += updated.length;
   }
-  const { rows: left } = await pool.query(`select count(*)::int as count from app_signing_secrets where ${liveStale}`, [current]);
-  return { reEncrypted, unreadable, remaining: (left[0] as { count: number }).count };
+  return { reEncrypted, unreadable, remaining: await db.$count(secrets, liveStale) };
 }

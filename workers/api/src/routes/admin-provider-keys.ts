@@ -41,7 +41,7 @@ export function registerAdminProviderKeyRoutes(app: ServiceApp): void {
       actor: { type: 'admin', id: null },
       requestId: c.var.requestId,
     });
-    const secrets = await reEncryptSigningSecrets(c.var.database().pool, keyring);
+    const secrets = await reEncryptSigningSecrets(c.var.database().db, keyring);
     return c.json(
       {
         current_key_version: result.currentKeyVersion,

@@ -5,8 +5,10 @@
  * rotated with an overlap window). Every change writes an audit row in the same statement.
  */
 import { createRoute, z } from '@hono/zod-openapi';
+import { sql } from 'drizzle-orm';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
+import { queryRows } from '#shared/ledger/database.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { checkUpstreamUrl } from '#shared/upstream/address-guard.ts';
@@ -106,60 +108,64 @@ function checkJwksUrl(url: string): void {
 
 export function registerDeveloperAppIdentityRoutes(app: ServiceApp): void {
   app.openapi(getIdentity, async (c) => {
-    const { pool } = c.var.database();
-    const owned = await ownedApp(pool, c.req.valid('param').public_app_id, c.var.developer.developerId);
-    return c.json(await appIdentityView(pool, owned), 200);
+    const { db } = c.var.database();
+    const owned = await ownedApp(db, c.req.valid('param').public_app_id, c.var.developer.developerId);
+    return c.json(await appIdentityView(db, owned), 200);
   });
 
   app.openapi(setPolicy, async (c) => {
     const body = c.req.valid('json');
-    const { pool } = c.var.database();
+    const { db } = c.var.database();
     const developerId = c.var.developer.developerId;
-    const owned = changeable(await ownedApp(pool, c.req.valid('param').public_app_id, developerId));
+    const owned = changeable(await ownedApp(db, c.req.valid('param').public_app_id, developerId));
     if (typeof body.jwks_url === 'string') checkJwksUrl(body.jwks_url);
     const jwksUrl = body.jwks_url === undefined ? owned.jwksUrl : body.jwks_url;
     // `signed` needs something to verify with; the check and the update are one statement.
-    const { rows } = await pool.query(
-      `with changed as (
-         update apps set session_policy = $2, jwks_url = $3
-          where id = $1 and ($2 <> 'signed' or $3::text is not null
-                or exists (select 1 from app_signing_secrets where app_id = $1 and (retires_at is null or retires_at > now())))
-         returning id),
-       audit as (
-         insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
-         select 'developer', $4, 'app.session_policy_changed', 'app', id::text, $5,
-                jsonb_build_object('from', $6::text, 'to', $2::text, 'verifier', case when $2 <> 'signed' then null when $3::text is null then 'signing_secret' else 'jwks' end)
-           from changed)
-       select id from changed`,
-      [owned.appId, body.session_policy, jwksUrl, developerId, c.var.requestId, owned.sessionPolicy],
+    const policy = body.session_policy;
+    const rows = await queryRows<{ id: string }>(
+      db,
+      sql`with changed as (
+            update apps set session_policy = ${policy}, jwks_url = ${jwksUrl}
+             where id = ${owned.appId}::uuid and (${policy} <> 'signed' or ${jwksUrl}::text is not null
+                   or exists (select 1 from app_signing_secrets
+                               where app_id = ${owned.appId}::uuid and (retires_at is null or retires_at > now())))
+            returning id),
+          audit as (
+            insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
+            select 'developer', ${developerId}, 'app.session_policy_changed', 'app', id::text, ${c.var.requestId},
+                   jsonb_build_object('from', ${owned.sessionPolicy}::text, 'to', ${policy}::text, 'verifier',
+                                      case when ${policy} <> 'signed' then null when ${jwksUrl}::text is null then 'signing_secret' else 'jwks' end)
+              from changed)
+          select id from changed`,
     );
     if (!rows[0]) {
       throw new FaucetError('invalid_state', '`signed` needs a jwks_url or a signing secret (POST …/signing-secrets) first');
     }
-    return c.json(await appIdentityView(pool, { ...owned, sessionPolicy: body.session_policy, jwksUrl }), 200);
+    return c.json(await appIdentityView(db, { ...owned, sessionPolicy: body.session_policy, jwksUrl }), 200);
   });
 
   app.openapi(setOrigins, async (c) => {
     const origins = [...new Set(c.req.valid('json').allowed_origins)];
-    const { pool } = c.var.database();
+    const { db } = c.var.database();
     const developerId = c.var.developer.developerId;
-    const owned = changeable(await ownedApp(pool, c.req.valid('param').public_app_id, developerId));
-    await pool.query(
-      `with changed as (update apps set allowed_origins = $2::jsonb where id = $1 returning id)
-       insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
-       select 'developer', $3, 'app.allowed_origins_changed', 'app', id::text, $4, jsonb_build_object('allowed_origins', $2::jsonb)
-         from changed`,
-      [owned.appId, JSON.stringify(origins), developerId, c.var.requestId],
+    const owned = changeable(await ownedApp(db, c.req.valid('param').public_app_id, developerId));
+    const originsJson = JSON.stringify(origins);
+    await db.execute(
+      sql`with changed as (update apps set allowed_origins = ${originsJson}::jsonb where id = ${owned.appId}::uuid returning id)
+          insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
+          select 'developer', ${developerId}, 'app.allowed_origins_changed', 'app', id::text, ${c.var.requestId},
+                 jsonb_build_object('allowed_origins', ${originsJson}::jsonb)
+            from changed`,
     );
-    return c.json(await appIdentityView(pool, { ...owned, allowedOrigins: origins }), 200);
+    return c.json(await appIdentityView(db, { ...owned, allowedOrigins: origins }), 200);
   });
 
   app.openapi(createSecret, async (c) => {
     const body = c.req.valid('json') ?? {};
-    const { pool } = c.var.database();
+    const { db } = c.var.database();
     const developerId = c.var.developer.developerId;
-    const owned = changeable(await ownedApp(pool, c.req.valid('param').public_app_id, developerId));
-    const created = await createSigningSecret(pool, c.env, {
+    const owned = changeable(await ownedApp(db, c.req.valid('param').public_app_id, developerId));
+    const created = await createSigningSecret(db, c.env, {
       appId: owned.appId,
       developerId,
       overlapSeconds: body.previous_valid_for_seconds ?? 3600,

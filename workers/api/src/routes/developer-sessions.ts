@@ -5,9 +5,13 @@
  * session is refused from the next request on, by the gateway and by /v1/user/*. Audited.
  */
 import { createRoute, z } from '@hono/zod-openapi';
+import { and, eq, type SQL, sql } from 'drizzle-orm';
+import { virtualSessions } from '../../../../drizzle/schema.ts';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
 import { hashExternalUserId } from '#shared/crypto.ts';
+import type { Db } from '#shared/db.ts';
+import { queryOne } from '#shared/ledger/database.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { ownedApp, PublicAppIdParam } from '../identity/app-identity-view.ts';
@@ -47,46 +51,59 @@ const revokeOne = createRoute({
   responses: { 200: { description: 'Revoked', content: json(Revoked) }, ...errorResponses(400, 401, 404, 429) },
 });
 
-/** Revokes the live sessions `where` selects (of app $1), with one audit row per revocation request. */
-const revokeSql = (where: string) => `
-  with revoked as (
-    update virtual_sessions set revoked_at = now()
-     where app_id = $1 and ${where} and revoked_at is null and expires_at > now()
-    returning id),
-  audit as (
-    insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
-    values ('developer', $2, 'app.sessions_revoked', 'app', $1::text, $3,
-            jsonb_build_object('sessions', (select coalesce(jsonb_agg(id), '[]'::jsonb) from revoked))))
-  select count(*)::int as revoked from revoked`;
+/**
+ * Revokes the live sessions of the app that `which` selects, with one audit row per revocation
+ * request; answers how many were live.
+ */
+async function revokeSessions(db: Db, input: { appId: string; developerId: string; requestId: string; which: SQL }): Promise<number> {
+  const { revoked } = await queryOne<{ revoked: number }>(
+    db,
+    sql`with revoked as (
+          update virtual_sessions set revoked_at = now()
+           where app_id = ${input.appId}::uuid and ${input.which} and revoked_at is null and expires_at > now()
+          returning id),
+        audit as (
+          insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
+          values ('developer', ${input.developerId}, 'app.sessions_revoked', 'app', ${input.appId}, ${input.requestId},
+                  jsonb_build_object('sessions', (select coalesce(jsonb_agg(id), '[]'::jsonb) from revoked))))
+        select count(*)::int as revoked from revoked`,
+  );
+  return revoked;
+}
 
 export function registerDeveloperSessionRoutes(app: ServiceApp): void {
   app.openapi(revokeUser, async (c) => {
     const secret = c.env.SESSION_HASH_SECRET;
     if (!secret) throw new FaucetError('internal_error', 'SESSION_HASH_SECRET is not configured');
-    const { pool } = c.var.database();
+    const { db } = c.var.database();
     const developerId = c.var.developer.developerId;
-    const owned = await ownedApp(pool, c.req.valid('param').public_app_id, developerId);
+    const owned = await ownedApp(db, c.req.valid('param').public_app_id, developerId);
     const userHash = await hashExternalUserId(secret, c.req.valid('json').external_user_id);
-    const { rows } = await pool.query(revokeSql('end_user_id = (select id from end_users where app_id = $1 and external_user_hash = $4)'), [
-      owned.appId,
+    const revoked = await revokeSessions(db, {
+      appId: owned.appId,
       developerId,
-      c.var.requestId,
-      userHash,
-    ]);
-    return c.json({ revoked_sessions: rows[0].revoked as number }, 200);
+      requestId: c.var.requestId,
+      which: sql`end_user_id = (select id from end_users where app_id = ${owned.appId}::uuid and external_user_hash = ${userHash})`,
+    });
+    return c.json({ revoked_sessions: revoked }, 200);
   });
 
   app.openapi(revokeOne, async (c) => {
-    const { pool } = c.var.database();
+    const { db } = c.var.database();
     const developerId = c.var.developer.developerId;
     const params = c.req.valid('param');
-    const owned = await ownedApp(pool, params.public_app_id, developerId);
-    const { rows: found } = await pool.query('select 1 from virtual_sessions where id = $1 and app_id = $2', [
-      params.session_id,
-      owned.appId,
-    ]);
-    if (!found[0]) throw new FaucetError('not_found', 'Unknown session');
-    const { rows } = await pool.query(revokeSql('id = $4'), [owned.appId, developerId, c.var.requestId, params.session_id]);
-    return c.json({ revoked_sessions: rows[0].revoked as number }, 200);
+    const owned = await ownedApp(db, params.public_app_id, developerId);
+    const [found] = await db
+      .select({ id: virtualSessions.id })
+      .from(virtualSessions)
+      .where(and(eq(virtualSessions.id, params.session_id), eq(virtualSessions.appId, owned.appId)));
+    if (!found) throw new FaucetError('not_found', 'Unknown session');
+    const revoked = await revokeSessions(db, {
+      appId: owned.appId,
+      developerId,
+      requestId: c.var.requestId,
+      which: sql`id = ${params.session_id}::uuid`,
+    });
+    return c.json({ revoked_sessions: revoked }, 200);
   });
 }

@@ -6,10 +6,13 @@
  * holds.
  */
 import { createRoute, z } from '@hono/zod-openapi';
+import { sql } from 'drizzle-orm';
 import type { ServiceApp } from '#shared/app.ts';
 import { userRef } from '#shared/auth/user-ref.ts';
 import { randomToken, sha256Hex } from '#shared/crypto.ts';
+import type { Db } from '#shared/db.ts';
 import { intSetting } from '#shared/env.ts';
+import { queryOne } from '#shared/ledger/database.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
@@ -67,17 +70,21 @@ const route = createRoute({
 });
 
 /** One statement: upsert the end user and their wallet, store the session's hash. */
-const createSessionSql = `
-  with end_user as (
-    insert into end_users (app_id, external_user_hash) values ($1, $2)
-    on conflict (app_id, external_user_hash) do update set app_id = excluded.app_id
-    returning id, app_id),
-  wallet as (
-    insert into wallets (kind, end_user_id) select 'user', id from end_user
-    on conflict (end_user_id) do nothing returning id)
-  insert into virtual_sessions (token_hash, app_id, end_user_id, expires_at)
-  select $3, end_user.app_id, end_user.id, now() + make_interval(secs => $4) from end_user
-  returning id, end_user_id, expires_at`;
+function createSession(db: Db, input: { appId: string; userHash: string; tokenHash: string; ttlSeconds: number }) {
+  return queryOne<{ id: string; endUserId: string; expiresAt: string }>(
+    db,
+    sql`with end_user as (
+          insert into end_users (app_id, external_user_hash) values (${input.appId}::uuid, ${input.userHash})
+          on conflict (app_id, external_user_hash) do update set app_id = excluded.app_id
+          returning id, app_id),
+        wallet as (
+          insert into wallets (kind, end_user_id) select 'user', id from end_user
+          on conflict (end_user_id) do nothing returning id)
+        insert into virtual_sessions (token_hash, app_id, end_user_id, expires_at)
+        select ${input.tokenHash}, end_user.app_id, end_user.id, now() + make_interval(secs => ${input.ttlSeconds}::integer) from end_user
+        returning id, end_user_id as "endUserId", expires_at::text as "expiresAt"`,
+  );
+}
 
 export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchFunction } = {}): void {
   const jwksFetch = options.fetch ?? ((request: Request) => fetch(request));
@@ -86,8 +93,8 @@ export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchF
     const body = c.req.valid('json');
     const secret = c.env.SESSION_HASH_SECRET;
     if (!secret) throw new FaucetError('internal_error', 'SESSION_HASH_SECRET is not configured');
-    const { pool } = c.var.database();
-    const identity = await findAppIdentity(pool, body.public_app_id);
+    const { db } = c.var.database();
+    const identity = await findAppIdentity(db, body.public_app_id);
     if (!identity) throw new FaucetError('not_found', 'Unknown public_app_id');
     if (identity.developerSuspended) throw new FaucetError('forbidden', "This app's developer is suspended");
     if (identity.archived) throw new FaucetError('forbidden', 'This app is archived');
@@ -105,22 +112,21 @@ export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchF
       },
       identity,
       {
-        pool,
+        db,
         hashSecret: secret,
-        verifier: { secrets: () => verifyingSigningSecrets(pool, c.env, identity.appId), fetch: jwksFetch },
+        verifier: { secrets: () => verifyingSigningSecrets(db, c.env, identity.appId), fetch: jwksFetch },
       },
     );
     const ttlSeconds = Math.min(Math.max(intSetting(c.env.SESSION_TTL_SECONDS, 900), 1), 86_400);
     const token = randomToken('fvs_');
-    const { rows } = await pool.query(createSessionSql, [identity.appId, userHash, await sha256Hex(token), ttlSeconds]);
-    const row = rows[0];
+    const session = await createSession(db, { appId: identity.appId, userHash, tokenHash: await sha256Hex(token), ttlSeconds });
     return c.json(
       {
         session_token: token,
         token_type: 'Bearer' as const,
-        expires_at: new Date(row.expires_at).toISOString(),
-        session_id: row.id as string,
-        user_ref: await userRef(secret, row.end_user_id),
+        expires_at: new Date(session.expiresAt).toISOString(),
+        session_id: session.id,
+        user_ref: await userRef(secret, session.endUserId),
       },
       201,
     );
