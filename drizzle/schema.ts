@@ -385,6 +385,21 @@ export const usageEvents = pgTable(
     /** The part of the retail the wallet could not cover when the booking was written anyway. */
     receivableUsd: money('receivable_usd').notNull().default('0'),
     createdAt: createdAt(),
+    /** The price catalog version the call was rated with; null when no catalog price was needed (byok, local). */
+    priceCatalogVersion: text('price_catalog_version'),
+    /** Parts of `input_tokens` (besides `cached_tokens`) and of `output_tokens` priced apart (migration 0013). */
+    cacheWriteTokens: integer('cache_write_tokens').notNull().default(0),
+    audioInputTokens: integer('audio_input_tokens').notNull().default(0),
+    audioOutputTokens: integer('audio_output_tokens').notNull().default(0),
+    reasoningTokens: integer('reasoning_tokens').notNull().default(0),
+    /** USD per million tokens of each class as rated (its period and tier); all null with `price_catalog_version`. */
+    inputPricePerMtokUsd: money('input_price_per_mtok_usd'),
+    cachedInputPricePerMtokUsd: money('cached_input_price_per_mtok_usd'),
+    cacheWritePricePerMtokUsd: money('cache_write_price_per_mtok_usd'),
+    audioInputPricePerMtokUsd: money('audio_input_price_per_mtok_usd'),
+    outputPricePerMtokUsd: money('output_price_per_mtok_usd'),
+    reasoningPricePerMtokUsd: money('reasoning_price_per_mtok_usd'),
+    audioOutputPricePerMtokUsd: money('audio_output_price_per_mtok_usd'),
   },
   (table) => [
     uniqueIndex('usage_events_call').on(table.callId).where(sql`${table.callId} is not null`),
@@ -392,6 +407,19 @@ export const usageEvents = pgTable(
     index('usage_events_end_user_created').on(table.endUserId, table.createdAt),
     index('usage_events_created').on(table.createdAt),
     index('usage_events_credential_created').on(table.providerCredentialId, table.createdAt),
+    check(
+      'usage_events_token_parts',
+      sql`least(${table.cacheWriteTokens}, ${table.audioInputTokens}, ${table.audioOutputTokens}, ${table.reasoningTokens}) >= 0
+        and ${table.cachedTokens} + ${table.cacheWriteTokens} + ${table.audioInputTokens} <= ${table.inputTokens}
+        and ${table.audioOutputTokens} + ${table.reasoningTokens} <= ${table.outputTokens}`,
+    ),
+    check(
+      'usage_events_prices_recorded',
+      sql`(${table.priceCatalogVersion} is null) = (${table.inputPricePerMtokUsd} is null)
+        and num_nulls(${table.inputPricePerMtokUsd}, ${table.cachedInputPricePerMtokUsd}, ${table.cacheWritePricePerMtokUsd},
+          ${table.audioInputPricePerMtokUsd}, ${table.outputPricePerMtokUsd}, ${table.reasoningPricePerMtokUsd},
+          ${table.audioOutputPricePerMtokUsd}) in (0, 7)`,
+    ),
   ],
 );
 

@@ -5,6 +5,8 @@
 -- (returns the first booking) | 'insufficient_balance' (balance − other holds < retail and the
 -- caller did not allow a receivable: nothing is written). With p_allow_receivable the booking is
 -- written anyway and the part the wallet could not cover is recorded as `receivable_usd`.
+-- The usage record keeps the catalog version, the token parts and the per-million price of each
+-- class the call was rated with (migration 0013): all prices null (no catalog price) or none.
 create or replace function faucet_book_usage(
   p_request_id text,
   p_client_request_id text,
@@ -26,7 +28,19 @@ create or replace function faucet_book_usage(
   p_platform_share numeric,
   p_provider_credential_id uuid,
   p_metadata jsonb,
-  p_allow_receivable boolean
+  p_allow_receivable boolean,
+  p_price_catalog_version text,
+  p_cache_write_tokens integer,
+  p_audio_input_tokens integer,
+  p_audio_output_tokens integer,
+  p_reasoning_tokens integer,
+  p_input_price numeric,
+  p_cached_input_price numeric,
+  p_cache_write_price numeric,
+  p_audio_input_price numeric,
+  p_output_price numeric,
+  p_reasoning_price numeric,
+  p_audio_output_price numeric
 ) returns table (
   outcome text,
   usage_event_id uuid,
@@ -96,11 +110,16 @@ begin
   insert into usage_events (
     request_id, client_request_id, call_id, app_id, end_user_id, feature_key, route_mode, provider, model,
     input_tokens, output_tokens, cached_tokens, estimated, upstream_cost_usd, retail_usd, developer_revenue_usd,
-    platform_share_usd, provider_credential_id, ledger_transaction_id, receivable_usd
+    platform_share_usd, provider_credential_id, ledger_transaction_id, receivable_usd, price_catalog_version,
+    cache_write_tokens, audio_input_tokens, audio_output_tokens, reasoning_tokens, input_price_per_mtok_usd,
+    cached_input_price_per_mtok_usd, cache_write_price_per_mtok_usd, audio_input_price_per_mtok_usd,
+    output_price_per_mtok_usd, reasoning_price_per_mtok_usd, audio_output_price_per_mtok_usd
   ) values (
     p_request_id, p_client_request_id, p_call_id, p_app_id, p_end_user_id, p_feature_key, p_route_mode, p_provider,
     p_model, p_input_tokens, p_output_tokens, p_cached_tokens, p_estimated, p_upstream_cost, p_retail,
-    p_developer_revenue, p_platform_share, p_provider_credential_id, v_transaction_id, v_receivable
+    p_developer_revenue, p_platform_share, p_provider_credential_id, v_transaction_id, v_receivable, p_price_catalog_version,
+    p_cache_write_tokens, p_audio_input_tokens, p_audio_output_tokens, p_reasoning_tokens, p_input_price,
+    p_cached_input_price, p_cache_write_price, p_audio_input_price, p_output_price, p_reasoning_price, p_audio_output_price
   ) returning * into v_event;
 
   if p_retail > 0 then

@@ -1,6 +1,7 @@
 /**
- * Book one rated model call, once per request id: the usage record, its balanced ledger transaction
- * and the settlement of the request's hold, in one statement (one round trip, all or nothing).
+ * Book one rated model call, once per request id: the usage record (with the catalog version, token
+ * parts and per-million prices it was rated with), its balanced ledger transaction and the
+ * settlement of the request's hold, in one statement (one round trip, all or nothing).
  */
 import { sql } from 'drizzle-orm';
 import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
@@ -64,6 +65,7 @@ interface Row {
 }
 
 const amount = (value: string | null): Usd => parseDatabaseAmount(value ?? '');
+const price = (value: Usd | undefined): string | null => (value === undefined ? null : formatUsd(value));
 
 /**
  * Charges `rated.retailUsd` to the end user's wallet if its balance minus the other requests'
@@ -73,6 +75,7 @@ const amount = (value: string | null): Usd => parseDatabaseAmount(value ?? '');
  */
 export async function bookUsage(db: LedgerDatabase, input: BookUsageInput): Promise<BookUsageResult> {
   const { rated } = input;
+  const { prices } = rated;
   const row = await queryOne<Row>(
     db,
     sql`select * from faucet_book_usage(
@@ -84,7 +87,12 @@ export async function bookUsage(db: LedgerDatabase, input: BookUsageInput): Prom
       ${formatUsd(rated.developerRevenueUsd)}::numeric, ${formatUsd(rated.platformShareUsd)}::numeric,
       ${input.providerCredentialId ?? null}::uuid,
       ${JSON.stringify({ catalog_version: rated.catalogVersion, ...input.metadata })}::jsonb,
-      ${input.allowReceivable === true}::boolean)`,
+      ${input.allowReceivable === true}::boolean, ${rated.catalogVersion},
+      ${rated.cacheWriteTokens}::integer, ${rated.audioInputTokens}::integer, ${rated.audioOutputTokens}::integer,
+      ${rated.reasoningTokens}::integer, ${price(prices?.inputPerMillion)}::numeric, ${price(prices?.cachedInputPerMillion)}::numeric,
+      ${price(prices?.cacheWritePerMillion)}::numeric, ${price(prices?.audioInputPerMillion)}::numeric,
+      ${price(prices?.outputPerMillion)}::numeric, ${price(prices?.reasoningPerMillion)}::numeric,
+      ${price(prices?.audioOutputPerMillion)}::numeric)`,
   );
   if (row.outcome === 'insufficient_balance') {
     return { outcome: 'insufficient_balance', retailUsd: amount(row.retail_usd), balanceUsd: amount(row.balance_usd) };
