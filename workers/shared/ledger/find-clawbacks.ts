@@ -1,8 +1,10 @@
 /** Read revenue clawbacks for the admin review: one by id, or a page newest first, on the wire. */
 import { z } from '@hono/zod-openapi';
-import { sql } from 'drizzle-orm';
+import { and, desc, eq } from 'drizzle-orm';
+import { revenueClawbacks } from '../../../drizzle/schema.ts';
+import type { Db } from '../db.ts';
 import { formatUsd, parseDatabaseAmount, usdStringSchema } from '../money/index.ts';
-import { queryRows, requireUuid, type LedgerDatabase } from './database.ts';
+import { requireUuid } from './database.ts';
 
 export const clawbackStatuses = ['booked', 'reversed'] as const;
 
@@ -29,68 +31,53 @@ export const ClawbackSchema = z
 
 export type ClawbackView = z.infer<typeof ClawbackSchema>;
 
-interface Row {
-  id: string;
-  status: ClawbackView['status'];
-  developer_id: string;
-  developer_wallet_id: string;
-  user_wallet_id: string;
-  source_transaction_id: string;
-  source_kind: string;
-  spent_usd: string;
-  developer_revenue_basis_usd: string;
-  retail_basis_usd: string;
-  amount: string;
-  ledger_transaction_id: string;
-  reversal_transaction_id: string | null;
-  reversal_note: string | null;
-  created_at: Date | string;
-  reversed_at: Date | string | null;
-}
-
-const columns = sql`id, status, developer_id, developer_wallet_id, user_wallet_id, source_transaction_id, source_kind,
-  spent_usd::text, developer_revenue_basis_usd::text, retail_basis_usd::text, amount::text, ledger_transaction_id,
-  reversal_transaction_id, reversal_note, created_at, reversed_at`;
+type Clawback = typeof revenueClawbacks.$inferSelect;
 
 const usd = (value: string) => formatUsd(parseDatabaseAmount(value));
-const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString());
 
-function view(row: Row): ClawbackView {
+function view(row: Clawback): ClawbackView {
   return {
     id: row.id,
-    status: row.status,
-    developer_id: row.developer_id,
-    developer_wallet_id: row.developer_wallet_id,
-    user_wallet_id: row.user_wallet_id,
-    source_transaction_id: row.source_transaction_id,
-    source_kind: row.source_kind,
-    spent_usd: usd(row.spent_usd),
-    developer_revenue_basis_usd: usd(row.developer_revenue_basis_usd),
-    retail_basis_usd: usd(row.retail_basis_usd),
+    status: ClawbackSchema.shape.status.parse(row.status),
+    developer_id: row.developerId,
+    developer_wallet_id: row.developerWalletId,
+    user_wallet_id: row.userWalletId,
+    source_transaction_id: row.sourceTransactionId,
+    source_kind: row.sourceKind,
+    spent_usd: usd(row.spentUsd),
+    developer_revenue_basis_usd: usd(row.developerRevenueBasisUsd),
+    retail_basis_usd: usd(row.retailBasisUsd),
     amount_usd: usd(row.amount),
-    ledger_transaction_id: row.ledger_transaction_id,
-    reversal_transaction_id: row.reversal_transaction_id,
-    reversal_note: row.reversal_note,
-    created_at: iso(row.created_at) as string,
-    reversed_at: iso(row.reversed_at),
+    ledger_transaction_id: row.ledgerTransactionId,
+    reversal_transaction_id: row.reversalTransactionId,
+    reversal_note: row.reversalNote,
+    created_at: row.createdAt.toISOString(),
+    reversed_at: row.reversedAt?.toISOString() ?? null,
   };
 }
 
-export async function findClawback(db: LedgerDatabase, id: string): Promise<ClawbackView | undefined> {
-  const [row] = await queryRows<Row>(db, sql`select ${columns} from revenue_clawbacks where id = ${requireUuid(id, 'clawback')}::uuid`);
+export async function findClawback(db: Db, id: string): Promise<ClawbackView | undefined> {
+  const [row] = await db
+    .select()
+    .from(revenueClawbacks)
+    .where(eq(revenueClawbacks.id, requireUuid(id, 'clawback')));
   return row ? view(row) : undefined;
 }
 
 export async function listClawbacks(
-  db: LedgerDatabase,
+  db: Db,
   filter: { status?: ClawbackView['status']; developerId?: string; limit: number },
 ): Promise<ClawbackView[]> {
-  const rows = await queryRows<Row>(
-    db,
-    sql`select ${columns} from revenue_clawbacks
-        where (${filter.status ?? null}::text is null or status = ${filter.status ?? null})
-          and (${filter.developerId ?? null}::uuid is null or developer_id = ${filter.developerId ?? null}::uuid)
-        order by created_at desc, id desc limit ${filter.limit}`,
-  );
+  const rows = await db
+    .select()
+    .from(revenueClawbacks)
+    .where(
+      and(
+        filter.status === undefined ? undefined : eq(revenueClawbacks.status, filter.status),
+        filter.developerId === undefined ? undefined : eq(revenueClawbacks.developerId, filter.developerId),
+      ),
+    )
+    .orderBy(desc(revenueClawbacks.createdAt), desc(revenueClawbacks.id))
+    .limit(filter.limit);
   return rows.map(view);
 }
