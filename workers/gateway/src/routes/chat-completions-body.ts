@@ -7,7 +7,10 @@ export const chatCompletionsBodySchema = chatRequestSchema.extend({
   model: z
     .string()
     .max(256)
-    .regex(/^[a-z0-9][a-z0-9_-]*:[^\s]+$/, 'must be "provider:model", e.g. "mock:echo" or "openai:gpt-4o-mini"'),
+    .regex(
+      /^([a-z0-9][a-z0-9_-]*:)?[^\s:][^\s]*$/,
+      'must be "provider:model" (e.g. "openai:gpt-4o-mini") or a bare model name with a default provider (e.g. "gpt-4o-mini")',
+    ),
   /** Absent: the app's default feature, so an unmodified OpenAI client works. */
   feature: z.string().min(1).max(128).optional(),
   route_mode: routeModeSchema.optional(),
