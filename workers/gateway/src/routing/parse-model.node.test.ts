@@ -29,10 +29,7 @@ describe('defaultProvider: the explicit table for bare names', () => {
 
 describe('parseModel', () => {
   it('keeps provider:model as it is, model ids with colons included', () => {
-    expect(parseModel('openrouter:deepseek/deepseek-r1:free')).toMatchObject({
-      provider: 'openrouter',
-      model: 'deepseek/deepseek-r1:free',
-    });
+    expect(parseModel('openai:ft:gpt-4o-mini:acme::abc123')).toMatchObject({ provider: 'openai', model: 'ft:gpt-4o-mini:acme::abc123' });
   });
 
   it('qualifies a bare name with its default provider', () => {
