@@ -5,8 +5,10 @@ import { registerAdminProviderKeyRoutes } from './routes/admin-provider-keys.ts'
 import { registerAuditLogRoutes } from './routes/audit-log.ts';
 import { registerDeveloperAppIdentityRoutes } from './routes/developer-app-identity.ts';
 import { registerDeveloperAppRoutes } from './routes/developer-apps.ts';
+import { registerDeveloperExportRoutes } from './routes/developer-exports.ts';
 import { registerDeveloperFeatureRoutes } from './routes/developer-features.ts';
 import { registerDeveloperKeyRoutes } from './routes/developer-keys.ts';
+import { registerDeveloperMoneyRoutes } from './routes/developer-money.ts';
 import { registerDeveloperProviderKeyRoutes } from './routes/developer-provider-keys.ts';
 import { registerMoneyRoutes } from './routes/money.ts';
 import { registerPaymentRoutes } from './routes/payments.ts';
@@ -43,6 +45,8 @@ export function createApiApp(dependencies: { fetch?: FetchFunction } = {}): Serv
   registerAdminProviderKeyRoutes(app);
   registerAdminDeveloperRoutes(app);
   registerDeveloperKeyRoutes(app);
+  registerDeveloperMoneyRoutes(app);
+  registerDeveloperExportRoutes(app);
   registerAuditLogRoutes(app);
   return app;
 }

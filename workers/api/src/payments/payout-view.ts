@@ -4,6 +4,7 @@ import type { PayoutRow } from '#shared/ledger/reserve-payouts.ts';
 import { formatUsd, parseDatabaseAmount, usdStringSchema } from '#shared/money/index.ts';
 
 export const payoutStatuses = ['pending', 'processing', 'paid', 'cancelled', 'rejected'] as const;
+export const payoutStatusSchema = z.enum(payoutStatuses);
 
 export const PayoutSchema = z
   .object({
@@ -11,7 +12,7 @@ export const PayoutSchema = z
     developer_id: z.string(),
     wallet_id: z.string(),
     amount_usd: usdStringSchema,
-    status: z.enum(payoutStatuses),
+    status: payoutStatusSchema,
     operator_note: z.string().nullable(),
     ledger_transaction_id: z.string().nullable(),
     created_at: z.string(),

@@ -6,28 +6,37 @@
 import type { RequestDatabase } from '#shared/db.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { csvHeader, csvLine, type CsvColumn } from './csv.ts';
-import type { ReportRange } from './report-range.ts';
+import type { ReportScope } from './report-range.ts';
 
 export const REPORT_PAGE_SIZE = 500;
 
 export interface PagedReport<Row> {
   columns: CsvColumn<Row>[];
-  /** Rows after `after` (null: from the start) in a stable order, at most `limit`. */
-  page(db: LedgerDatabase, range: ReportRange, after: Row | null, limit: number): Promise<Row[]>;
+  /** Rows of the scope after `after` (null: from the start) in a stable order, at most `limit`. */
+  page(db: LedgerDatabase, scope: ReportScope, after: Row | null, limit: number): Promise<Row[]>;
+}
+
+/** The response headers of a CSV export named `name`.csv. */
+export function csvHeaders(name: string): Record<string, string> {
+  return {
+    'content-type': 'text/csv; charset=utf-8',
+    'content-disposition': `attachment; filename="${name}.csv"`,
+    'cache-control': 'no-store',
+  };
 }
 
 /** Reads the first page before answering (so a failure is still an error response), then streams. */
 export async function streamReport<Row>(
   database: RequestDatabase,
   report: PagedReport<Row>,
-  range: ReportRange,
+  scope: ReportScope,
   pageSize = REPORT_PAGE_SIZE,
 ): Promise<ReadableStream<Uint8Array>> {
   const release = database.retain();
   const close = async () => release();
   let rows: Row[];
   try {
-    rows = await report.page(database.db, range, null, pageSize);
+    rows = await report.page(database.db, scope, null, pageSize);
   } catch (error) {
     await close();
     throw error;
@@ -47,7 +56,7 @@ export async function streamReport<Row>(
           controller.close();
           return;
         }
-        rows = await report.page(database.db, range, rows[rows.length - 1]!, pageSize);
+        rows = await report.page(database.db, scope, rows[rows.length - 1]!, pageSize);
       } catch (error) {
         await close();
         controller.error(error);

@@ -33,15 +33,16 @@ export const payoutsReport: PagedReport<PayoutsReportRow> = {
     { name: 'paid_at', value: (row) => row.paid_at },
     { name: 'ledger_transaction_id', value: (row) => row.ledger_transaction_id },
   ],
-  page: (db, range, after, limit) =>
+  page: (db, scope, after, limit) =>
     queryRows<PayoutsReportRow>(
       db,
       sql`select ${utc('p.created_at')} as created_at, p.id, p.developer_id, d.name as developer_name, p.wallet_id,
                  p.amount::text as amount_usd, p.status, p.operator_note, ${utc('p.approved_at')} as approved_at,
                  ${utc('p.paid_at')} as paid_at, p.ledger_transaction_id
           from payouts p join developers d on d.id = p.developer_id
-          where (${range.from}::timestamptz is null or p.created_at >= ${range.from}::timestamptz)
-            and (${range.to}::timestamptz is null or p.created_at < ${range.to}::timestamptz)
+          where (${scope.from}::timestamptz is null or p.created_at >= ${scope.from}::timestamptz)
+            and (${scope.to}::timestamptz is null or p.created_at < ${scope.to}::timestamptz)
+            and (${scope.developerId}::uuid is null or p.developer_id = ${scope.developerId}::uuid)
             and (${after?.created_at ?? null}::timestamptz is null
                  or (p.created_at, p.id) > (${after?.created_at ?? null}::timestamptz, ${after?.id ?? null}::uuid))
           order by p.created_at, p.id

@@ -16,6 +16,12 @@ export interface ReportRange {
   to: string | null;
 }
 
+/** What a report covers: the range, and whose rows (every report filters on it; no default). */
+export interface ReportScope extends ReportRange {
+  /** Only this developer's rows (their apps' usage, their payouts); null = every developer's (admin). */
+  developerId: string | null;
+}
+
 function parseBound(name: string, value: string | undefined): string | null {
   if (value === undefined || value === '') return null;
   const text = DATE.test(value) ? `${value}T00:00:00Z` : value;

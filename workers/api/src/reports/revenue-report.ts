@@ -34,7 +34,7 @@ export const revenueReport: PagedReport<RevenueReportRow> = {
     { name: 'platform_share_usd', value: (row) => row.platform_share_usd, kind: 'number' },
   ],
   // Keyset over the group key; the scan starts at the cursor's day, not at the beginning.
-  page: (db, range, after, limit) =>
+  page: (db, scope, after, limit) =>
     queryRows<RevenueReportRow>(
       db,
       sql`select to_char(g.day, 'YYYY-MM-DD') as day, g.app_id, a.public_app_id as app_public_id, a.name as app_name,
@@ -46,8 +46,10 @@ export const revenueReport: PagedReport<RevenueReportRow> = {
                    ${total('u.developer_revenue_usd')} as developer_revenue_usd,
                    ${total('u.platform_share_usd')} as platform_share_usd
             from usage_events u
-            where (${range.from}::timestamptz is null or u.created_at >= ${range.from}::timestamptz)
-              and (${range.to}::timestamptz is null or u.created_at < ${range.to}::timestamptz)
+            where (${scope.from}::timestamptz is null or u.created_at >= ${scope.from}::timestamptz)
+              and (${scope.to}::timestamptz is null or u.created_at < ${scope.to}::timestamptz)
+              and (${scope.developerId}::uuid is null
+                   or u.app_id in (select d.id from apps d where d.developer_id = ${scope.developerId}::uuid))
               and (${after?.day ?? null}::date is null or u.created_at >= (${after?.day ?? null}::date)::timestamp at time zone 'UTC')
             group by 1, 2, 3
           ) g join apps a on a.id = g.app_id

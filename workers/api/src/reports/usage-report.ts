@@ -40,7 +40,7 @@ export const usageReport: PagedReport<UsageReportRow> = {
     { name: 'developer_revenue_usd', value: (row) => row.developer_revenue_usd, kind: 'number' },
     { name: 'platform_share_usd', value: (row) => row.platform_share_usd, kind: 'number' },
   ],
-  page: (db, range, after, limit) =>
+  page: (db, scope, after, limit) =>
     queryRows<UsageReportRow>(
       db,
       sql`select to_char(u.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at, u.id,
@@ -49,8 +49,9 @@ export const usageReport: PagedReport<UsageReportRow> = {
                  u.upstream_cost_usd::text as upstream_cost_usd, u.retail_usd::text as retail_usd,
                  u.developer_revenue_usd::text as developer_revenue_usd, u.platform_share_usd::text as platform_share_usd
           from usage_events u join apps a on a.id = u.app_id
-          where (${range.from}::timestamptz is null or u.created_at >= ${range.from}::timestamptz)
-            and (${range.to}::timestamptz is null or u.created_at < ${range.to}::timestamptz)
+          where (${scope.from}::timestamptz is null or u.created_at >= ${scope.from}::timestamptz)
+            and (${scope.to}::timestamptz is null or u.created_at < ${scope.to}::timestamptz)
+            and (${scope.developerId}::uuid is null or a.developer_id = ${scope.developerId}::uuid)
             and (${after?.created_at ?? null}::timestamptz is null
                  or (u.created_at, u.id) > (${after?.created_at ?? null}::timestamptz, ${after?.id ?? null}::uuid))
           order by u.created_at, u.id

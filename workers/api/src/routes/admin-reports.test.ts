@@ -180,7 +180,7 @@ describe('GET /v1/admin/reports/revenue.csv', () => {
   });
 
   it('gives the same rows when read in pages of two', async () => {
-    const range = parseReportRange({ from: '2025-03-01', to: '2025-03-04' });
+    const range = { ...parseReportRange({ from: '2025-03-01', to: '2025-03-04' }), developerId: null };
     const database = createDatabase(testEnv);
     let released = false;
     const handle = { ...database, retain: () => () => void (released = true) };

@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireAdmin } from '#shared/auth/require-admin.ts';
 import { errorResponses } from '#shared/openapi.ts';
-import { streamReport, type PagedReport } from '../reports/csv-stream.ts';
+import { csvHeaders, streamReport, type PagedReport } from '../reports/csv-stream.ts';
 import { payoutsReport } from '../reports/payouts-report.ts';
 import { parseReportRange, ReportRangeQuery } from '../reports/report-range.ts';
 import { revenueReport } from '../reports/revenue-report.ts';
@@ -21,13 +21,9 @@ function registerReport<Row>(app: ServiceApp, name: string, report: PagedReport<
     },
   });
   app.openapi(route, async (c) => {
-    const range = parseReportRange(c.req.valid('query'));
-    const body = await streamReport(c.var.database(), report, range);
-    return c.body(body, 200, {
-      'content-type': 'text/csv; charset=utf-8',
-      'content-disposition': `attachment; filename="${name}.csv"`,
-      'cache-control': 'no-store',
-    });
+    const scope = { ...parseReportRange(c.req.valid('query')), developerId: null };
+    const body = await streamReport(c.var.database(), report, scope);
+    return c.body(body, 200, csvHeaders(name));
   });
 }
 

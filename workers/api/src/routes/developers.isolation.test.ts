@@ -4,6 +4,8 @@
  * ids — 401/403/404 in the envelope, and nothing written.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { userRef } from '#shared/auth/user-ref.ts';
+import { fund } from '../../../test/ledger-kit.ts';
 import { adminToken, api, call, createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
@@ -94,6 +96,77 @@ describe('tenant isolation of developers and keys', () => {
       for (const token of [undefined, world.revoked, world.suspended, world.other]) await expectRefused(endpoint, token, 401);
     }
     expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe('tenant isolation of the money views and exports', () => {
+  const victim = {} as { appPublicId: string; walletId: string; endUserRef: string; payoutId: string };
+
+  beforeAll(async () => {
+    victim.appPublicId = 'app_victim_money';
+    const [row] = await sql<{ end_user_id: string; wallet_id: string }>(
+      testEnv,
+      `with a as (insert into apps (developer_id, public_app_id, name) values ($1, $2, 'Victim app') returning id),
+            u as (insert into end_users (app_id, external_user_hash) select id, 'victim-user-hash' from a returning id, app_id),
+            e as (insert into usage_events (request_id, app_id, end_user_id, feature_key, route_mode, provider, model,
+                    input_tokens, output_tokens, upstream_cost_usd, retail_usd, developer_revenue_usd, platform_share_usd)
+                  select 'victim-usage-1', app_id, id, 'chat', 'platform', 'mock', 'echo', 1, 1, 0, 0.5, 0.25, 0.25 from u)
+       select u.id as end_user_id, (select id from wallets where developer_id = $1) as wallet_id from u`,
+      [world.victimId, victim.appPublicId],
+    );
+    victim.walletId = row!.wallet_id;
+    victim.endUserRef = await userRef(testEnv.SESSION_HASH_SECRET, row!.end_user_id);
+    await fund(testEnv, victim.walletId, '5.00000000');
+    const run = await call(api(), testEnv, '/v1/admin/payouts/run-mock', { json: { threshold_usd: '1.00000000' }, token: adminToken });
+    victim.payoutId = ((await run.json()) as Body).data.find((payout: Body) => payout.wallet_id === victim.walletId).id;
+  });
+
+  const moneyEndpoints = () => [
+    { method: 'GET', path: '/v1/developer/wallet' },
+    { method: 'GET', path: '/v1/developer/end-users' },
+    { method: 'GET', path: `/v1/developer/end-users?app=${victim.appPublicId}` },
+    { method: 'GET', path: '/v1/developer/payouts' },
+    { method: 'GET', path: `/v1/developer/payouts?cursor=${victim.payoutId}` },
+    { method: 'GET', path: '/v1/developer/exports/usage.csv' },
+    { method: 'GET', path: '/v1/developer/exports/revenue.csv' },
+    { method: 'GET', path: '/v1/developer/exports/payouts.csv' },
+  ];
+
+  const moneySnapshot = async () => [
+    await snapshot(),
+    await sql(
+      testEnv,
+      `select (select count(*) from ledger_entries) as entries, (select count(*) from wallet_balance_deltas) as deltas,
+              (select json_agg(json_build_object('id', id, 'status', status) order by id) from payouts) as payouts,
+              (select count(*) from balance_holds) as holds`,
+    ),
+  ];
+
+  it('refuses every money endpoint without a live key of an active developer (401/403), writing nothing', async () => {
+    const before = await moneySnapshot();
+    for (const endpoint of moneyEndpoints()) {
+      await expectRefused(endpoint, undefined, 401);
+      await expectRefused(endpoint, world.revoked, 401);
+      await expectRefused(endpoint, `fdk_${'x'.repeat(43)}`, 401);
+      await expectRefused(endpoint, world.suspended, 403);
+    }
+    expect(await moneySnapshot()).toEqual(before);
+  });
+
+  it("gives another developer's key none of the victim's money: 404 on the victim's app, nothing of theirs in any answer", async () => {
+    const before = await moneySnapshot();
+    await expectRefused({ method: 'GET', path: `/v1/developer/end-users?app=${victim.appPublicId}` }, world.other, 404);
+    for (const endpoint of moneyEndpoints().filter((endpoint) => !endpoint.path.includes('?app='))) {
+      const response = await call(api(), testEnv, endpoint.path, { token: world.other });
+      expect([endpoint.path, response.status]).toEqual([endpoint.path, 200]);
+      const text = await response.text();
+      for (const secret of [world.victimId, victim.walletId, victim.endUserRef, victim.payoutId, victim.appPublicId, 'victim-usage-1']) {
+        expect(text, endpoint.path).not.toContain(secret);
+      }
+    }
+    const probe = await call(api(), testEnv, `/v1/developer/payouts?cursor=${victim.payoutId}`, { token: world.other });
+    expect(await probe.json()).toEqual({ data: [], next_cursor: null });
+    expect(await moneySnapshot()).toEqual(before);
   });
 });
 
