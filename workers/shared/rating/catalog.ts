@@ -7,8 +7,8 @@
  * version and the per-million prices it was rated with (usage_events), so an old call re-rates to
  * the cent without this catalog.
  *
- * Lookup never scans: a Map of every model id and exact alias is built once per isolate (no price
- * converted); a model's prices are converted on its first lookup and kept.
+ * Lookup never scans: a Map of every model id and exact alias is built once per isolate, on first
+ * use (no price converted then); a model's prices are converted on its first lookup and kept.
  */
 import { parseWireAmount } from '../money/index.ts';
 import { genaiCatalogSources, genaiPricesVersion, type CatalogSource } from './genai-prices-catalog.ts';
@@ -49,16 +49,26 @@ const isModel = (entry: Loaded): entry is CatalogModel => 'periods' in entry;
  */
 export class PriceCatalog {
   readonly version: string;
-  readonly #sources: CatalogSource[];
+  readonly #readSources: () => CatalogSource[];
+  #sources: CatalogSource[] | undefined;
   readonly #index = new Map<string, CatalogSource>();
   readonly #loaded = new Map<CatalogSource, Loaded>();
 
-  constructor(version: string, sources: CatalogSource[]) {
+  /** `sources` is read on first use (so an isolate that never rates pays nothing at start-up). */
+  constructor(version: string, sources: CatalogSource[] | (() => CatalogSource[])) {
     this.version = version;
-    this.#sources = sources;
-    // Model ids first, then aliases; the first source naming a key keeps it.
-    for (const source of sources) if (!this.#index.has(source.key)) this.#index.set(source.key, source);
-    for (const source of sources) for (const alias of source.aliases) if (!this.#index.has(alias)) this.#index.set(alias, source);
+    this.#readSources = typeof sources === 'function' ? sources : () => sources;
+  }
+
+  #all(): CatalogSource[] {
+    if (this.#sources === undefined) {
+      const sources = this.#readSources();
+      // Model ids first, then aliases; the first source naming a key keeps it.
+      for (const source of sources) if (!this.#index.has(source.key)) this.#index.set(source.key, source);
+      for (const source of sources) for (const alias of source.aliases) if (!this.#index.has(alias)) this.#index.set(alias, source);
+      this.#sources = sources;
+    }
+    return this.#sources;
   }
 
   #load(source: CatalogSource): Loaded {
@@ -72,6 +82,7 @@ export class PriceCatalog {
 
   /** The model `provider:model` names (its id or an exact alias), if the catalog prices it. */
   find(provider: string, model: string): CatalogModel | undefined {
+    this.#all();
     const source = this.#index.get(catalogKey(provider, model));
     if (source === undefined) return undefined;
     const loaded = this.#load(source);
@@ -80,7 +91,7 @@ export class PriceCatalog {
 
   /** Every priced model of the providers `include` accepts (all by default), in catalog order; converts them. */
   models(include: (provider: string) => boolean = () => true): CatalogModel[] {
-    return this.#sources
+    return this.#all()
       .filter((source) => include(source.provider) && this.#index.get(source.key) === source)
       .map((source) => this.#load(source))
       .filter(isModel);
@@ -88,7 +99,9 @@ export class PriceCatalog {
 
   /** The package's models left out, with the reason (genai-prices-catalog.ts). */
   excluded(): ExcludedModel[] {
-    return this.#sources.map((source) => this.#load(source)).filter((entry): entry is ExcludedModel => !isModel(entry));
+    return this.#all()
+      .map((source) => this.#load(source))
+      .filter((entry): entry is ExcludedModel => !isModel(entry));
   }
 }
 
@@ -108,7 +121,7 @@ export function catalogSourcesOf(models: readonly CatalogModel[]): CatalogSource
 }
 
 /** The catalog every call is rated with: the overlay, then the package's models. */
-export const currentPriceCatalog = new PriceCatalog(`genai-prices@${genaiPricesVersion}+faucet.${overlayRevision}`, [
+export const currentPriceCatalog = new PriceCatalog(`genai-prices@${genaiPricesVersion}+faucet.${overlayRevision}`, () => [
   ...catalogSourcesOf(overlay),
   ...genaiCatalogSources(),
 ]);
