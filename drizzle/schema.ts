@@ -341,6 +341,12 @@ export const gatewayCalls = pgTable(
     deadlineAt: timestamp('deadline_at', { withTimezone: true }).notNull(),
     createdAt: createdAt(),
     closedAt: timestamp('closed_at', { withTimezone: true }),
+    // What the call was authorized with (migration 0014); null on calls authorized before it.
+    developerPricePerMtokUsd: money('developer_price_per_mtok_usd'),
+    openFeeUsd: money('open_fee_usd'),
+    developerShareBps: integer('developer_share_bps'),
+    platformMarkupBps: integer('platform_markup_bps'),
+    platformFeeBps: integer('platform_fee_bps'),
   },
   (table) => [
     check('gateway_calls_status', sql`${table.status} in ('in_flight', 'settled', 'abandoned')`),

@@ -6,13 +6,20 @@
  * worst-case tokens its hold was sized for, marked estimated. Its hold outlives this sweep
  * (call-limits.ts), so the booking settles it; the money key makes a late gateway booking a
  * duplicate of this one, never a second charge.
+ *
+ * It books the call at the prices it was authorized with, recorded on its row by
+ * `faucet_authorize_call` (migration 0014): the feature's developer price and open fee, the app's
+ * channel share, the gateway's markup and fee; and in the catalog's price period of its
+ * authorization (`created_at`). A price changed since applies to later calls only, so the booking
+ * stays within the call's hold. A call authorized before 0014 has none of them recorded and is
+ * booked at the feature's and app's current rows and this worker's settings, as before.
  */
 import { sql } from 'drizzle-orm';
 import { abandonCall } from './abandon-call.ts';
 import type { Env } from '../env.ts';
 import { bookUsage } from '../ledger/book-usage.ts';
 import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
-import { featurePricingFromRow, rateUsage, ratingSettingsFor, type RouteMode } from '../rating/index.ts';
+import { featurePricingFromRow, featurePricingMetadata, rateUsage, ratingSettingsFor, type RouteMode } from '../rating/index.ts';
 import { callLimits } from './call-limits.ts';
 
 export interface SweepResult {
@@ -33,19 +40,27 @@ interface StaleCall {
   provider_credential_id: string | null;
   bound_input_tokens: number;
   bound_output_tokens: number;
+  created_at: Date;
   developer_share_bps: number;
   developer_price_per_mtok_usd: string | null;
   open_fee_usd: string | null;
+  /** Null on a call whose authorizing gateway did not record them: this worker's settings. */
+  platform_markup_bps: number | null;
+  platform_fee_bps: number | null;
 }
 
 export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200): Promise<SweepResult> {
   const { settleGraceSeconds } = callLimits(env);
   const stale = await queryRows<StaleCall>(
     db,
+    // `g.developer_share_bps` is recorded on every call authorized since 0014 (with the feature's prices).
     sql`select g.id::text, g.money_key, g.client_request_id, g.app_id::text, g.end_user_id::text, g.feature_key, g.route_mode,
                g.provider, g.model, g.provider_credential_id::text, g.bound_input_tokens, g.bound_output_tokens,
-               a.developer_share_bps, f.developer_price_per_mtok_usd::numeric(20, 8)::text as developer_price_per_mtok_usd,
-               f.open_fee_usd::numeric(20, 8)::text as open_fee_usd
+               g.created_at, coalesce(g.developer_share_bps, a.developer_share_bps) as developer_share_bps,
+               (case when g.developer_share_bps is null then f.developer_price_per_mtok_usd else g.developer_price_per_mtok_usd end)
+                 ::numeric(20, 8)::text as developer_price_per_mtok_usd,
+               (case when g.developer_share_bps is null then f.open_fee_usd else g.open_fee_usd end)::numeric(20, 8)::text as open_fee_usd,
+               g.platform_markup_bps, g.platform_fee_bps
           from gateway_calls g join apps a on a.id = g.app_id
           left join app_features f on f.app_id = g.app_id and f.feature_key = g.feature_key
          where g.status = 'in_flight' and g.deadline_at + make_interval(secs => ${settleGraceSeconds}::integer) < now()
@@ -58,6 +73,8 @@ export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200)
       if (await abandonCall(db, call.money_key)) result.abandoned += 1;
       continue;
     }
+    const pricing = featurePricingFromRow({ developerPricePerMtokUsd: call.developer_price_per_mtok_usd, openFeeUsd: call.open_fee_usd });
+    const settings = ratingSettingsFor(env, call.developer_share_bps);
     const rated = rateUsage(
       {
         routeMode: call.route_mode,
@@ -66,9 +83,15 @@ export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200)
         inputTokens: call.bound_input_tokens,
         outputTokens: call.bound_output_tokens,
         estimated: true,
+        // The catalog's price period when the call was authorized (a time-of-day price may have changed since).
+        pricedAt: new Date(call.created_at),
       },
-      featurePricingFromRow({ developerPricePerMtokUsd: call.developer_price_per_mtok_usd, openFeeUsd: call.open_fee_usd }),
-      ratingSettingsFor(env, call.developer_share_bps),
+      pricing,
+      {
+        ...settings,
+        platformMarkupBps: call.platform_markup_bps ?? settings.platformMarkupBps,
+        platformFeeBps: call.platform_fee_bps ?? settings.platformFeeBps,
+      },
     );
     const booking = await bookUsage(db, {
       requestId: call.money_key,
@@ -80,7 +103,7 @@ export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200)
       rated,
       providerCredentialId: call.provider_credential_id,
       allowReceivable: true,
-      metadata: { source: 'stale_call_sweep' },
+      metadata: { source: 'stale_call_sweep', feature_pricing: featurePricingMetadata(call.feature_key, pricing) },
     });
     if (booking.outcome === 'booked') result.booked += 1;
   }

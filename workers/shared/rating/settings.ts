@@ -2,7 +2,7 @@
  * Where rating inputs come from: the platform's percentages from the environment (with the documented
  * defaults), the channel share from the app, the feature's prices from its row.
  */
-import { parseDatabaseAmount } from '../money/index.ts';
+import { formatUsd, parseDatabaseAmount } from '../money/index.ts';
 import { defaultRatingSettings, type FeaturePricing, type RatingSettings } from './rate-usage.ts';
 
 /** Worker bindings; reads `PLATFORM_MARKUP_BPS` and `PLATFORM_FEE_BPS` (basis points, as strings). */
@@ -42,5 +42,15 @@ export function featurePricingFromRow(row: FeaturePriceRow | null | undefined): 
   return {
     developerPrice: perMillion ? { inputPerMillion: perMillion, outputPerMillion: perMillion } : null,
     openFeeUsd: row.openFeeUsd === null ? null : parseDatabaseAmount(row.openFeeUsd),
+  };
+}
+
+/** The feature prices a booking used, as its ledger metadata records them (`feature_pricing`). */
+export function featurePricingMetadata(featureKey: string, pricing: FeaturePricing) {
+  const { developerPrice, openFeeUsd } = pricing;
+  return {
+    feature_key: featureKey,
+    developer_price_per_mtok_usd: developerPrice ? formatUsd(developerPrice.outputPerMillion) : null,
+    open_fee_usd: openFeeUsd ? formatUsd(openFeeUsd) : null,
   };
 }

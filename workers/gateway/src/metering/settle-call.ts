@@ -4,11 +4,9 @@
  * the call, abandon it so nothing is charged and its request id can be retried.
  */
 import { abandonCall as abandonCallByKey } from '#shared/calls/abandon-call.ts';
-import type { Env } from '#shared/env.ts';
 import { bookUsage } from '#shared/ledger/book-usage.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
-import { formatUsd } from '#shared/money/index.ts';
-import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
+import { featurePricingMetadata, rateUsage } from '#shared/rating/index.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { faucetObject, type FaucetObject } from './faucet-object.ts';
@@ -21,16 +19,16 @@ import { ratingTokens, type MeteredUsage } from './metered-usage.ts';
  */
 export async function settleCall(
   db: LedgerDatabase,
-  env: Env,
   plan: CallPlan,
   reference: ModelReference,
   usage: MeteredUsage,
 ): Promise<FaucetObject> {
   const counts = ratingTokens(usage);
   const rated = rateUsage(
-    { routeMode: plan.routeMode, provider: reference.provider, model: reference.model, ...counts },
+    // The prices, settings and price period the call was authorized with, never re-read: a change applies to later calls.
+    { routeMode: plan.routeMode, provider: reference.provider, model: reference.model, ...counts, pricedAt: plan.pricedAt },
     plan.featurePricing,
-    ratingSettingsFor(env, plan.developerShareBps),
+    plan.ratingSettings,
   );
   const book = () =>
     bookUsage(db, {
@@ -43,8 +41,7 @@ export async function settleCall(
       rated,
       providerCredentialId: plan.providerCredentialId,
       allowReceivable: true,
-      // The feature prices this call was authorized with (a later price change never reprices it).
-      metadata: { feature_pricing: featurePricingMetadata(plan) },
+      metadata: { feature_pricing: featurePricingMetadata(plan.featureKey, plan.featurePricing) },
     });
   // One retry (idempotent by the money key) for a cut connection; a call still unbooked after it is
   // booked at its bound by the API's sweeper once its deadline has passed.
@@ -62,15 +59,6 @@ export async function settleCall(
     retailUsd: booking.retailUsd,
     upstreamCostUsd: booking.upstreamCostUsd,
   });
-}
-
-function featurePricingMetadata(plan: CallPlan) {
-  const { developerPrice, openFeeUsd } = plan.featurePricing;
-  return {
-    feature_key: plan.featureKey,
-    developer_price_per_mtok_usd: developerPrice ? formatUsd(developerPrice.outputPerMillion) : null,
-    open_fee_usd: openFeeUsd ? formatUsd(openFeeUsd) : null,
-  };
 }
 
 /** The upstream never accepted the call: free the hold and budget, charge nothing, free the request id. */

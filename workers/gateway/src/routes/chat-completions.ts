@@ -178,7 +178,7 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
       ),
     }));
     const settleStarted = performance.now();
-    const faucet = await settleCall(database, c.env, plan, reference, usage);
+    const faucet = await settleCall(database, plan, reference, usage);
     const timing = [
       `authorize;dur=${tenths(call.authorizeMs)}`,
       `upstream;dur=${tenths(settleStarted - upstreamStarted)}`,
@@ -208,7 +208,7 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
     requestId,
     deadlineMs: Math.max(0, call.limits.maxDurationSeconds * 1000 - (Date.now() - started)),
     drainMs: call.limits.drainMs,
-    settle: (usage) => settleCall(database, c.env, plan, reference, usage).finally(call.release),
+    settle: (usage) => settleCall(database, plan, reference, usage).finally(call.release),
     abandon: () => abandonCall(database, plan).finally(call.release),
     stopUpstream: () => upstream.abort(),
     defer: call.defer,
@@ -234,18 +234,14 @@ async function endUnanswered(call: Call, error: unknown, signal: AbortSignal): P
     await abandonCall(call.database, call.plan);
     return;
   }
-  await settleCall(
-    call.database,
-    call.c.env,
-    call.plan,
-    call.reference,
-    estimatedUsage(call.bounds.inputTokens, call.bounds.outputTokens),
-  ).catch((settleError: unknown) => {
-    // Left in flight: the sweeper books it at the same bound after its deadline.
-    call.c.var.logger?.error('booking an unanswered call failed', {
-      code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error',
-    });
-  });
+  await settleCall(call.database, call.plan, call.reference, estimatedUsage(call.bounds.inputTokens, call.bounds.outputTokens)).catch(
+    (settleError: unknown) => {
+      // Left in flight: the sweeper books it at the same bound after its deadline.
+      call.c.var.logger?.error('booking an unanswered call failed', {
+        code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error',
+      });
+    },
+  );
 }
 
 const encoder = new TextEncoder();

@@ -6,7 +6,9 @@
  * all keyed by the call's money key (`call:<uuid>`), which the server generated for this call alone —
  * and enforces the app's per-end-user limits (spend per day and month: 402 `budget_exceeded`;
  * requests per minute: 429 `rate_limited` with `retry-after`).
- * This file supplies the prices (from the money module) and turns the outcome into a plan or an error.
+ * This file supplies the prices (from the money module) and the rating settings, which the call's
+ * record keeps with the feature's prices (whoever books the call books it as authorized), and turns
+ * the outcome into a plan or an error.
  */
 import { sql } from 'drizzle-orm';
 import type { Env } from '#shared/env.ts';
@@ -15,7 +17,7 @@ import { abandonCall } from '#shared/calls/abandon-call.ts';
 import { queryOne, type LedgerDatabase } from '#shared/ledger/database.ts';
 import { formatUsd, type Usd } from '#shared/money/index.ts';
 import { openStoredKey } from '#shared/provider-keys/open-stored-key.ts';
-import { featurePricingFromRow, type FeaturePricing } from '#shared/rating/index.ts';
+import { featurePricingFromRow, ratingSettingsFor, type FeaturePricing, type RatingSettings } from '#shared/rating/index.ts';
 import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
@@ -51,10 +53,13 @@ export interface CallPlan {
   keys: CallKeys;
   appId: string;
   endUserId: string;
-  developerShareBps: number;
   /** The feature the call used: the one it named, or the app's default. */
   featureKey: string;
+  /** The feature's prices and the rating settings at authorization: what the call is booked with. */
   featurePricing: FeaturePricing;
+  ratingSettings: RatingSettings;
+  /** When the call was authorized: the catalog's price period it is rated in (time-of-day and dated prices). */
+  pricedAt: Date;
   /** The feature's cap on output tokens; null = none. */
   maxOutputTokens: number | null;
   routeMode: CallRoute;
@@ -106,6 +111,8 @@ const usd = (amount: Usd | null) => (amount === null ? null : formatUsd(amount))
 export async function authorizeCall(db: LedgerDatabase, env: Env, input: AuthorizeInput): Promise<CallPlan> {
   const { call: keys, reference, bounds } = input;
   const pool = platformPoolCredential(env, reference);
+  const settings = ratingSettingsFor(env, null);
+  const pricedAt = new Date();
   const row = await queryOne<AuthorizeRow>(
     db,
     sql`select * from faucet_authorize_call(
@@ -113,7 +120,8 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
       ${input.requestedRoute ?? null}::text, ${reference.provider}, ${reference.model},
       ${bounds.worstCaseInputTokens}::integer, ${bounds.worstCaseOutputTokens}::integer,
       ${usd(bounds.platform)}::numeric, ${usd(bounds.developerKeyAtCost)}::numeric, ${pool !== null}::boolean,
-      ${keys.holdTtlSeconds}::integer, ${keys.maxDurationSeconds}::integer)`,
+      ${keys.holdTtlSeconds}::integer, ${keys.maxDurationSeconds}::integer,
+      ${settings.platformMarkupBps}::integer, ${settings.platformFeeBps}::integer)`,
   );
   if (row.outcome !== 'authorized') throw refusal(row.outcome, input, row);
 
@@ -122,10 +130,11 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
     keys,
     appId: row.app_id as string,
     endUserId: row.end_user_id as string,
-    developerShareBps: row.developer_share_bps as number,
     featureKey: row.feature_key as string,
     maxOutputTokens: row.max_output_tokens,
     featurePricing: featurePricingFromRow({ developerPricePerMtokUsd: row.developer_price_per_mtok_usd, openFeeUsd: row.open_fee_usd }),
+    ratingSettings: { ...settings, channelShareBps: ratingSettingsFor(env, row.developer_share_bps).channelShareBps },
+    pricedAt,
     routeMode,
     providerCredentialId: row.credential_id,
   };
