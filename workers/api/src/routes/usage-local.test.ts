@@ -8,6 +8,7 @@ import {
   createTestEnv,
   demoFixture,
   demoPublicAppId,
+  developerKey,
   sql,
   type TestEnv,
 } from '../../../test/harness.ts';
@@ -33,7 +34,36 @@ const report = (session: { userRef: string }, overrides: Record<string, unknown>
   ...overrides,
 });
 
-const send = (token: string, json: unknown) => call(api(), testEnv, '/v1/usage/local', { json, token });
+const send = (token: string, json: unknown, env: TestEnv = testEnv) => call(api(), env, '/v1/usage/local', { json, token });
+
+/** What a report of this end user wrote: usage records and usage bookings on their wallet. */
+async function eventsOf(endUserId: string, env: TestEnv = testEnv) {
+  const [row] = await sql<{ events: number }>(
+    env,
+    `select (select count(*)::int from usage_events where end_user_id = $1)
+          + (select count(*)::int from ledger_entries e join ledger_transactions t on t.id = e.transaction_id
+               join wallets w on w.id = e.wallet_id where w.end_user_id = $1 and t.kind = 'usage') as events`,
+    [endUserId],
+  );
+  return row!.events;
+}
+
+/** The feature a report was booked under and the feature prices its ledger transaction recorded. */
+async function bookedPricing(requestId: string) {
+  const [row] = await sql<{ feature_key: string; feature_pricing: Record<string, unknown> }>(
+    testEnv,
+    `select u.feature_key, t.metadata -> 'feature_pricing' as feature_pricing
+       from usage_events u join ledger_transactions t on t.id = u.ledger_transaction_id where u.client_request_id = $1`,
+    [requestId],
+  );
+  return row;
+}
+
+async function expectRefused(response: Response, status: number, code: string, message: string) {
+  expect(response.status).toBe(status);
+  const envelope = (await response.json()) as { error: { code: string; message: string; request_id: string } };
+  expect(envelope.error).toEqual({ code, message: expect.stringContaining(message), request_id: response.headers.get('x-request-id') });
+}
 
 describe('POST /v1/usage/local', () => {
   it('records a local call at zero upstream cost', async () => {
@@ -105,9 +135,51 @@ describe('POST /v1/usage/local', () => {
     expect(response.status).toBe(403);
   });
 
-  it('answers 404 for a feature the app does not have', async () => {
+  it('answers 404 for a feature the app does not have, writing nothing', async () => {
     const session = await createSession(testEnv);
-    expect((await send(session.token, report(session, { feature: 'no-such-feature' }))).status).toBe(404);
+    const response = await send(session.token, report(session, { feature: 'no-such-feature' }));
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('not_found');
+    expect(await eventsOf(session.endUserId)).toBe(0);
+  });
+
+  it('records the feature prices its booking used in the ledger metadata, as a gateway booking does', async () => {
+    const { app_id: appId } = await demoFixture(testEnv);
+    await sql(
+      testEnv,
+      `insert into app_features (app_id, feature_key, name, default_model, developer_price_per_mtok_usd, open_fee_usd)
+       values ($1, 'priced-local', 'Priced', 'mock:echo', 3, 0.0002)`,
+      [appId],
+    );
+    const session = await createSession(testEnv);
+    await call(api(), testEnv, `/v1/admin/wallets/${session.walletId}/credit-test-balance`, {
+      json: { amount_usd: '1.00000000' },
+      token: adminToken,
+    });
+    const body = report(session, { feature: 'priced-local' });
+    expect((await send(session.token, body)).status).toBe(200);
+    expect(await bookedPricing(body.request_id)).toEqual({
+      feature_key: 'priced-local',
+      feature_pricing: { feature_key: 'priced-local', developer_price_per_mtok_usd: '3.00000000', open_fee_usd: '0.00020000' },
+    });
+  });
+
+  it('refuses a report naming an archived feature with 403, writing nothing', async () => {
+    const { app_id: appId } = await demoFixture(testEnv);
+    await sql(
+      testEnv,
+      `insert into app_features (app_id, feature_key, name, default_model) values ($1, 'retired-local', 'Retired', 'mock:echo')`,
+      [appId],
+    );
+    const archived = await call(api(), testEnv, `/v1/developer/apps/${demoPublicAppId}/features/retired-local/archive`, {
+      method: 'POST',
+      token: developerKey,
+    });
+    expect(archived.status).toBe(200);
+    const session = await createSession(testEnv);
+    const response = await send(session.token, report(session, { feature: 'retired-local' }));
+    await expectRefused(response, 403, 'forbidden', 'Feature "retired-local" is archived');
+    expect(await eventsOf(session.endUserId)).toBe(0);
   });
 
   it.each([
@@ -165,5 +237,78 @@ describe('POST /v1/usage/local', () => {
   it('refuses a report without a session with 401', async () => {
     const response = await call(api(), testEnv, '/v1/usage/local', { json: report({ userRef: 'a'.repeat(64) }) });
     expect(response.status).toBe(401);
+  });
+});
+
+/** App-wide changes (default feature, suspension, archive) on a database of their own, in this order. */
+describe('POST /v1/usage/local: app and developer state', () => {
+  let own: TestEnv;
+  beforeAll(async () => {
+    own = await createTestEnv();
+  });
+
+  it("books a report without feature under the app's default feature, at its prices", async () => {
+    const created = await call(api(), own, `/v1/developer/apps/${demoPublicAppId}/features`, {
+      json: { feature_key: 'fee-default', name: 'Fee default', default_model: 'mock:echo', open_fee_usd: '0.00030000' },
+      token: developerKey,
+    });
+    expect(created.status).toBe(201);
+    const changed = await call(api(), own, `/v1/developer/apps/${demoPublicAppId}`, {
+      method: 'PATCH',
+      json: { default_feature_key: 'fee-default' },
+      token: developerKey,
+    });
+    expect(changed.status).toBe(200);
+    const session = await createSession(own);
+    await call(api(), own, `/v1/admin/wallets/${session.walletId}/credit-test-balance`, {
+      json: { amount_usd: '1.00000000' },
+      token: adminToken,
+    });
+    const { feature: _omitted, ...body } = report(session);
+    const response = await send(session.token, body, own);
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { charge: { amount_usd: string } }).charge.amount_usd).toBe('0.00030000');
+    const [event] = await sql<{ feature_key: string; feature_pricing: Record<string, unknown> }>(
+      own,
+      `select u.feature_key, t.metadata -> 'feature_pricing' as feature_pricing
+         from usage_events u join ledger_transactions t on t.id = u.ledger_transaction_id where u.client_request_id = $1`,
+      [body.request_id],
+    );
+    expect(event).toEqual({
+      feature_key: 'fee-default',
+      feature_pricing: { feature_key: 'fee-default', developer_price_per_mtok_usd: null, open_fee_usd: '0.00030000' },
+    });
+  });
+
+  it("refuses a report of a suspended developer's app with 403, writing nothing, and takes it after unsuspend", async () => {
+    const session = await createSession(own);
+    const { developer_id: developerId } = await demoFixture(own);
+    const suspend = (action: string) =>
+      call(api(), own, `/v1/admin/developers/${developerId}/${action}`, { method: 'POST', token: adminToken });
+    expect((await suspend('suspend')).status).toBe(200);
+    const body = report(session);
+    await expectRefused(await send(session.token, body, own), 403, 'forbidden', 'developer is suspended');
+    expect(await eventsOf(session.endUserId, own)).toBe(0);
+    expect((await suspend('unsuspend')).status).toBe(200);
+    expect((await send(session.token, body, own)).status).toBe(200);
+  });
+
+  it('refuses a report without feature with 400 when the app has no default feature, writing nothing', async () => {
+    const session = await createSession(own);
+    await sql(own, `update apps set default_feature_key = null where public_app_id = $1`, [demoPublicAppId]);
+    const { feature: _omitted, ...body } = report(session);
+    await expectRefused(await send(session.token, body, own), 400, 'invalid_request', 'no default feature');
+    expect(await eventsOf(session.endUserId, own)).toBe(0);
+    await sql(own, `update apps set default_feature_key = 'chat' where public_app_id = $1`, [demoPublicAppId]);
+  });
+
+  it('refuses a report of an archived app with 403, writing nothing', async () => {
+    const session = await createSession(own);
+    const archived = await call(api(), own, `/v1/developer/apps/${demoPublicAppId}/archive`, { method: 'POST', token: developerKey });
+    expect(archived.status).toBe(200);
+    for (const body of [report(session), report(session, { feature: undefined })]) {
+      await expectRefused(await send(session.token, body, own), 403, 'forbidden', 'This app is archived');
+    }
+    expect(await eventsOf(session.endUserId, own)).toBe(0);
   });
 });

@@ -1,7 +1,13 @@
+/**
+ * `POST /v1/usage/local`: a local model call reported by the desktop bridge, booked at zero upstream
+ * cost under the same feature rules as a gateway call (the named feature or the app's default; no
+ * archived app or feature, no suspended developer), its booking recording the feature prices it used.
+ */
 import { createRoute, z } from '@hono/zod-openapi';
 import { and, eq } from 'drizzle-orm';
-import { appFeatures, apps } from '../../../../drizzle/schema.ts';
+import { appFeatures, apps, developers } from '../../../../drizzle/schema.ts';
 import type { ServiceApp } from '#shared/app.ts';
+import type { Db } from '#shared/db.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
 import { userRef } from '#shared/auth/user-ref.ts';
 import { timingSafeEqual } from '#shared/crypto.ts';
@@ -10,10 +16,8 @@ import { bookUsage } from '#shared/ledger/index.ts';
 import { formatUsd, usdStringSchema } from '#shared/money/index.ts';
 import { usageReportSchema } from '#shared/wire/usage-report.ts';
 import { errorResponses } from '#shared/openapi.ts';
-import { featurePricingFromRow, rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
+import { featurePricingFromRow, featurePricingMetadata, rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 
-/** Feature key recorded when a local report names none. */
-const UNSPECIFIED_FEATURE = 'unspecified';
 // The wire contract's schema (strict: a report can never carry prompt text), documented here.
 const UsageReport = usageReportSchema.openapi('LocalUsageReport');
 
@@ -46,6 +50,43 @@ export function localUsageKey(endUserId: string, requestId: string): string {
   return `local:${endUserId}:${requestId}`;
 }
 
+/**
+ * The feature a report is booked under, by the gateway's rules (`faucet_authorize_call`): the one it
+ * names or the app's default; the app not archived, its developer not suspended, the feature the
+ * app's own and not archived. Anything else is refused before anything is written.
+ */
+async function reportedFeature(db: Db, appId: string, named: string | undefined) {
+  const [row] = await db
+    .select({
+      appArchivedAt: apps.archivedAt,
+      developerSuspendedAt: developers.suspendedAt,
+      developerShareBps: apps.developerShareBps,
+      featureKey: appFeatures.featureKey,
+      featureArchivedAt: appFeatures.archivedAt,
+      developerPricePerMtokUsd: appFeatures.developerPricePerMtokUsd,
+      openFeeUsd: appFeatures.openFeeUsd,
+    })
+    .from(apps)
+    .innerJoin(developers, eq(developers.id, apps.developerId))
+    .leftJoin(
+      appFeatures,
+      and(eq(appFeatures.appId, apps.id), eq(appFeatures.featureKey, named === undefined ? apps.defaultFeatureKey : named)),
+    )
+    .where(eq(apps.id, appId));
+  if (!row) throw new FaucetError('unauthorized', 'Session is unknown or expired');
+  if (row.developerSuspendedAt !== null) throw new FaucetError('forbidden', "This app's developer is suspended");
+  if (row.appArchivedAt !== null) throw new FaucetError('forbidden', 'This app is archived: it takes no new usage reports.');
+  const { featureKey, featureArchivedAt } = row;
+  if (featureKey === null) {
+    if (named === undefined) throw new FaucetError('invalid_request', 'This report names no feature and the app has no default feature.');
+    throw new FaucetError('not_found', `This app has no feature "${named}".`);
+  }
+  if (featureArchivedAt !== null) {
+    throw new FaucetError('forbidden', `Feature "${featureKey}" is archived: it takes no new usage reports.`);
+  }
+  return { ...row, featureKey };
+}
+
 export function registerUsageLocalRoutes(app: ServiceApp): void {
   app.openapi(route, async (c) => {
     const report = c.req.valid('json');
@@ -58,19 +99,8 @@ export function registerUsageLocalRoutes(app: ServiceApp): void {
       throw new FaucetError('forbidden', "user_id_hash is not the session's user_ref");
     }
     const { db } = c.var.database();
-    const featureKey = report.feature ?? UNSPECIFIED_FEATURE;
-    const [pricing] = await db
-      .select({
-        developerShareBps: apps.developerShareBps,
-        featureId: appFeatures.id,
-        developerPricePerMtokUsd: appFeatures.developerPricePerMtokUsd,
-        openFeeUsd: appFeatures.openFeeUsd,
-      })
-      .from(apps)
-      .leftJoin(appFeatures, and(eq(appFeatures.appId, apps.id), eq(appFeatures.featureKey, featureKey)))
-      .where(eq(apps.id, session.appId));
-    if (!pricing) throw new FaucetError('unauthorized', 'Session is unknown or expired');
-    if (report.feature !== undefined && pricing.featureId === null) throw new FaucetError('not_found', 'Unknown feature');
+    const feature = await reportedFeature(db, session.appId, report.feature);
+    const featurePricing = featurePricingFromRow(feature);
     const rated = rateUsage(
       {
         routeMode: 'local',
@@ -80,17 +110,21 @@ export function registerUsageLocalRoutes(app: ServiceApp): void {
         outputTokens: report.output_tokens,
         estimated: report.estimated,
       },
-      featurePricingFromRow(pricing.featureId === null ? null : pricing),
-      ratingSettingsFor(c.env, pricing.developerShareBps),
+      featurePricing,
+      ratingSettingsFor(c.env, feature.developerShareBps),
     );
     const booking = await bookUsage(db, {
       requestId: localUsageKey(session.endUserId, report.request_id),
       clientRequestId: report.request_id,
       appId: session.appId,
       endUserId: session.endUserId,
-      featureKey,
+      featureKey: feature.featureKey,
       rated,
-      metadata: { occurred_at: report.occurred_at, source: 'local_usage_report' },
+      metadata: {
+        occurred_at: report.occurred_at,
+        source: 'local_usage_report',
+        feature_pricing: featurePricingMetadata(feature.featureKey, featurePricing),
+      },
     });
     if (booking.outcome === 'insufficient_balance') {
       throw new FaucetError('insufficient_balance', "The feature's fee exceeds the wallet's available balance");
