@@ -80,7 +80,8 @@ describe('authentication', () => {
 describe('request validation', () => {
   it.each([
     ['no model', { feature: 'chat', messages: [userMessage('hi')] }],
-    ['a model without provider', { ...hello, model: 'gpt-4o-mini' }],
+    // A bare name resolves to its default provider (gpt-4o-mini → openai); one without a default is refused.
+    ['a bare model name without a default provider', { ...hello, model: 'llama-3-70b' }],
     ['an empty feature', { model: 'mock:echo', feature: '', messages: [userMessage('hi')] }],
     ['a feature the app does not have', { ...hello, feature: 'nope' }],
     ['no messages', { model: 'mock:echo', feature: 'chat', messages: [] }],
