@@ -41,6 +41,10 @@ function databaseType(row: ColumnRow): string {
       return 'integer';
     case 'int8':
       return 'bigint';
+    case '_int8':
+      return 'bigint[]';
+    case '_numeric':
+      return 'numeric[]';
     case 'bool':
       return 'boolean';
     default:

@@ -9,11 +9,13 @@ import {
   boolean,
   char,
   check,
+  date,
   index,
   integer,
   jsonb,
   numeric,
   pgTable,
+  primaryKey,
   text,
   timestamp,
   uniqueIndex,
@@ -413,6 +415,7 @@ export const usageEvents = pgTable(
     index('usage_events_end_user_created').on(table.endUserId, table.createdAt),
     index('usage_events_created').on(table.createdAt),
     index('usage_events_credential_created').on(table.providerCredentialId, table.createdAt),
+    index('usage_events_app_created').on(table.appId, table.createdAt),
     check(
       'usage_events_token_parts',
       sql`least(${table.cacheWriteTokens}, ${table.audioInputTokens}, ${table.audioOutputTokens}, ${table.reasoningTokens}) >= 0
@@ -427,6 +430,50 @@ export const usageEvents = pgTable(
           ${table.audioOutputPricePerMtokUsd}) in (0, 7)`,
     ),
   ],
+);
+
+/**
+ * The developer usage rollup (migrations/0012_usage_rollup.sql, docs/developers.md "Usage"): per UTC
+ * day and app × feature × provider × model × route, each measure is 25 running sums over the day's
+ * hours (element k + 1 sums the hours before k), so a run of whole hours is one subtraction.
+ */
+export const usageRollupDaily = pgTable(
+  'usage_rollup_daily',
+  {
+    day: date('day', { mode: 'string' }).notNull(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id),
+    featureKey: text('feature_key').notNull(),
+    provider: text('provider').notNull(),
+    model: text('model').notNull(),
+    routeMode: text('route_mode').notNull(),
+    calls: bigint('calls', { mode: 'number' }).array().notNull(),
+    inputTokens: bigint('input_tokens', { mode: 'number' }).array().notNull(),
+    outputTokens: bigint('output_tokens', { mode: 'number' }).array().notNull(),
+    retailUsd: numeric('retail_usd').array().notNull(),
+    developerRevenueUsd: numeric('developer_revenue_usd').array().notNull(),
+    upstreamCostUsd: numeric('upstream_cost_usd').array().notNull(),
+  },
+  (table) => [
+    primaryKey({
+      name: 'usage_rollup_daily_pkey',
+      columns: [table.appId, table.day, table.featureKey, table.provider, table.model, table.routeMode],
+    }),
+  ],
+);
+
+/** Usage events not folded into `usage_rollup_daily` yet, appended by a trigger on `usage_events`. */
+export const usageRollupPending = pgTable(
+  'usage_rollup_pending',
+  {
+    usageEventId: uuid('usage_event_id')
+      .primaryKey()
+      .references(() => usageEvents.id),
+    appId: uuid('app_id').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+  },
+  (table) => [index('usage_rollup_pending_app_created').on(table.appId, table.createdAt)],
 );
 
 export const payouts = pgTable(

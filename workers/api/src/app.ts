@@ -10,6 +10,7 @@ import { registerDeveloperFeatureRoutes } from './routes/developer-features.ts';
 import { registerDeveloperKeyRoutes } from './routes/developer-keys.ts';
 import { registerDeveloperMoneyRoutes } from './routes/developer-money.ts';
 import { registerDeveloperProviderKeyRoutes } from './routes/developer-provider-keys.ts';
+import { registerDeveloperUsageRoutes } from './routes/developer-usage.ts';
 import { registerMoneyRoutes } from './routes/money.ts';
 import { registerPaymentRoutes } from './routes/payments.ts';
 import { registerDeveloperSessionRoutes } from './routes/developer-sessions.ts';
@@ -47,6 +48,7 @@ export function createApiApp(dependencies: { fetch?: FetchFunction } = {}): Serv
   registerDeveloperKeyRoutes(app);
   registerDeveloperMoneyRoutes(app);
   registerDeveloperExportRoutes(app);
+  registerDeveloperUsageRoutes(app);
   registerAuditLogRoutes(app);
   return app;
 }

@@ -1,8 +1,8 @@
 /**
  * Housekeeping on a cron trigger (wrangler.toml `[triggers]`): books gateway calls the gateway could
- * not settle (sweep-stale-calls.ts), marks expired holds and folds the hot
- * accounts' appended credits into their balance rows. Balances are exact without it; it keeps the
- * holds and deltas tables short.
+ * not settle (sweep-stale-calls.ts), marks expired holds, folds the hot
+ * accounts' appended credits into their balance rows and new usage events into the usage rollup.
+ * Balances and usage reads are exact without it; it keeps the holds, deltas and pending lists short.
  */
 import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
 import { createDatabase } from '#shared/db.ts';
@@ -10,12 +10,15 @@ import type { Env } from '#shared/env.ts';
 import { expireHolds } from '#shared/ledger/holds.ts';
 import { rollUpBalances } from '#shared/ledger/roll-up.ts';
 import { createLogger } from '#shared/logger.ts';
+import { rollUpUsage } from '#shared/usage/roll-up-usage.ts';
 
 export interface MaintenanceResult {
   /** Gateway calls past their deadline and grace that the gateway never settled: booked at their bound. */
   sweptCalls: number;
   expiredHolds: number;
   rolledUpWallets: number;
+  /** Usage events folded into the usage rollup (docs/developers.md, "Usage"). */
+  rolledUpUsageEvents: number;
 }
 
 export async function runMaintenance(env: Env): Promise<MaintenanceResult> {
@@ -23,11 +26,17 @@ export async function runMaintenance(env: Env): Promise<MaintenanceResult> {
   try {
     // Sweep first: a stale call's hold must still count when it is booked.
     const swept = await sweepStaleCalls(db, env);
-    const result = { sweptCalls: swept.booked, expiredHolds: await expireHolds(db), rolledUpWallets: await rollUpBalances(db) };
+    const result = {
+      sweptCalls: swept.booked,
+      expiredHolds: await expireHolds(db),
+      rolledUpWallets: await rollUpBalances(db),
+      rolledUpUsageEvents: await rollUpUsage(db),
+    };
     createLogger({ service: 'api' }, env.LOG_LEVEL).info('maintenance', {
       swept_calls: result.sweptCalls,
       expired_holds: result.expiredHolds,
       rolled_up_wallets: result.rolledUpWallets,
+      rolled_up_usage_events: result.rolledUpUsageEvents,
     });
     return result;
   } finally {
