@@ -3,7 +3,9 @@
  * Parsing is strict on purpose: a JSON number (a float), an exponent, a sign, or a 9th digit is
  * refused rather than rounded, so a client can never make the server guess an amount.
  */
-import { z } from 'zod';
+// The OpenAPI-extended zod: a schema built before the extension has no `.openapi()`, so routes
+// describing these amounts would throw in any module graph that loads money first.
+import { z } from '@hono/zod-openapi';
 import { FaucetError } from '../wire/errors.ts';
 import { isNegativeUsd, isZeroUsd, negateUsd, usdFromUnits, usdToUnits, type Usd } from './usd.ts';
 
