@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: prints the figures the issues ask for — worker bundle sizes, ledger bookings per
- * second, gateway overhead, SDK size. Each part runs against the embedded PostgreSQL / local stack it
- * starts itself. `npm run bench -- ledger` runs one part.
+ * second, gateway overhead, developer usage over a million events, SDK size. Each part runs against
+ * the embedded PostgreSQL / local stack it starts itself. `npm run bench -- ledger` runs one part.
  */
 import { measureWorkerBundles } from './bench/bundle-size.ts';
 
@@ -21,6 +21,11 @@ const parts: Record<string, () => Promise<void>> = {
     console.log('\n== Gateway ==');
     const { runGatewayBench } = await import('./bench/gateway.ts');
     await runGatewayBench();
+  },
+  usage: async () => {
+    console.log('\n== Developer usage (GET /v1/developer/usage) ==');
+    const { runDeveloperUsageBench } = await import('./bench/developer-usage.ts');
+    await runDeveloperUsageBench();
   },
   sdk: async () => {
     console.log('\n== SDK size (minified + gzip) ==');
