@@ -41,8 +41,7 @@ const settings = {
   developer_price_per_mtok_usd: wireAmountSchema
     .nullable()
     .openapi({ description: 'Price per million tokens on the developer_key route; null = upstream cost' }),
-  // describe, not openapi: wireAmountSchema is built by plain zod, possibly before @hono/zod-openapi extends it.
-  open_fee_usd: wireAmountSchema.describe('Fee per call on the byok and local routes, shown openly (default 0)'),
+  open_fee_usd: wireAmountSchema.openapi({ description: 'Fee per call on the byok and local routes, shown openly (default 0)' }),
   max_output_tokens: z.number().int().min(1).max(featureBounds.maxOutputTokens).nullable(),
 };
 
