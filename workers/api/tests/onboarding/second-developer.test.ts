@@ -4,7 +4,7 @@
  * provider key, mints a session for an end user under the app's policy, and the user makes a call
  * on each route (platform, developer_key, byok, local). The revenue shows in the second developer's
  * wallet and usage report, exactly what the usage records say; the first (demo) developer sees none
- * of it, and neither can reach the other's app.
+ * of it, and neither can reach the other's app. It ends on reconciliation and the upstream audit.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { addUsd, compareUsd, formatUsd, parseDatabaseAmount, parseWireAmount, subtractUsd, zeroUsd } from '#shared/money/index.ts';
@@ -171,6 +171,9 @@ describe('a second developer onboards through the API alone', () => {
     // The ledger agrees with itself; the retail the user paid is what the wallet lost.
     const reconciliation = await send('/v1/admin/reconciliation/ledger', adminToken);
     expect(reconciliation.body.ok).toBe(true);
+    // …and with what was paid upstream: every upstream call on a paid route billed once.
+    const upstreamAudit = await send('/v1/admin/reconciliation/upstream', adminToken);
+    expect(upstreamAudit.body).toMatchObject({ ok: true, unbilled_calls: 0 });
     const userWalletAfter = await send('/v1/user/wallet', token);
     expect(userWalletAfter.body.balance_usd).toBe(formatUsd(subtractUsd(parseWireAmount('5.00000000'), spent)));
   });
