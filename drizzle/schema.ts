@@ -463,6 +463,26 @@ export const usageRollupDaily = pgTable(
   ],
 );
 
+/** The day totals of each app: `usage_rollup_daily`'s running sums added up per UTC day × app (migration 0017). */
+export const usageRollupAppDaily = pgTable(
+  'usage_rollup_app_daily',
+  {
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id),
+    day: date('day', { mode: 'string' }).notNull(),
+    /** How many `usage_rollup_daily` rows (groups) the app has that day. */
+    keys: integer('keys').notNull(),
+    calls: bigint('calls', { mode: 'number' }).array().notNull(),
+    inputTokens: bigint('input_tokens', { mode: 'number' }).array().notNull(),
+    outputTokens: bigint('output_tokens', { mode: 'number' }).array().notNull(),
+    retailUsd: numeric('retail_usd').array().notNull(),
+    developerRevenueUsd: numeric('developer_revenue_usd').array().notNull(),
+    upstreamCostUsd: numeric('upstream_cost_usd').array().notNull(),
+  },
+  (table) => [primaryKey({ name: 'usage_rollup_app_daily_pkey', columns: [table.appId, table.day] })],
+);
+
 /** Usage events not folded into `usage_rollup_daily` yet, appended by a trigger on `usage_events`. */
 export const usageRollupPending = pgTable(
   'usage_rollup_pending',

@@ -3,11 +3,14 @@
 -- usage_rollup_daily and return how many were folded. Reads are exact without it (they add the pending
 -- events); it keeps the pending list short. An event leaves the list and joins its day's running sums
 -- in one transaction, so a reader sees it in exactly one of the two. One fold at a time: a second
--- caller returns 0 at once.
+-- caller returns 0 at once. The app-day totals (`usage_rollup_app_daily`, migration 0017) of every
+-- day the fold touched are recomputed from the rollup in the same transaction, so they always equal it.
 create or replace function faucet_roll_up_usage(p_limit integer default 100000) returns integer
 language plpgsql as $$
 declare
   v_count integer;
+  v_apps uuid[];
+  v_days date[];
 begin
   if not pg_try_advisory_xact_lock(hashtext('faucet_roll_up_usage')) then
     return 0;
@@ -67,7 +70,30 @@ begin
                                  from unnest(r.upstream_cost_usd, excluded.upstream_cost_usd) with ordinality as t(a, b, n))
   )
   -- A data-modifying CTE runs to completion whether or not the final select reads it.
-  select count(*) into v_count from moved;
+  select (select count(*) from moved), t.apps, t.days into v_count, v_apps, v_days
+    from (select array_agg(app_id) as apps, array_agg(day) as days from (select distinct app_id, day from hourly) d) t;
+
+  -- The touched app-days, summed again from the rollup rows (which this statement now sees).
+  insert into usage_rollup_app_daily as a (app_id, day, keys, calls, input_tokens, output_tokens, retail_usd,
+                                          developer_revenue_usd, upstream_cost_usd)
+  select t.app_id, t.day, s.keys, s.calls, s.input_tokens, s.output_tokens, s.retail_usd, s.developer_revenue_usd,
+         s.upstream_cost_usd
+    from unnest(v_apps, v_days) as t(app_id, day)
+   cross join lateral (
+     select max(h.keys)::integer as keys, array_agg(h.calls order by h.n) as calls,
+            array_agg(h.input_tokens order by h.n) as input_tokens, array_agg(h.output_tokens order by h.n) as output_tokens,
+            array_agg(h.retail_usd order by h.n) as retail_usd, array_agg(h.developer_revenue_usd order by h.n) as developer_revenue_usd,
+            array_agg(h.upstream_cost_usd order by h.n) as upstream_cost_usd
+       from (select i.n, count(*) as keys, sum(r.calls[i.n])::bigint as calls, sum(r.input_tokens[i.n])::bigint as input_tokens,
+                    sum(r.output_tokens[i.n])::bigint as output_tokens, sum(r.retail_usd[i.n]) as retail_usd,
+                    sum(r.developer_revenue_usd[i.n]) as developer_revenue_usd, sum(r.upstream_cost_usd[i.n]) as upstream_cost_usd
+               from usage_rollup_daily r cross join generate_series(1, 25) as i(n)
+              where r.app_id = t.app_id and r.day = t.day
+              group by i.n) h) s
+  on conflict (app_id, day) do update
+    set keys = excluded.keys, calls = excluded.calls, input_tokens = excluded.input_tokens,
+        output_tokens = excluded.output_tokens, retail_usd = excluded.retail_usd,
+        developer_revenue_usd = excluded.developer_revenue_usd, upstream_cost_usd = excluded.upstream_cost_usd;
   return v_count;
 end
 $$;

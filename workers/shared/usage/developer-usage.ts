@@ -1,15 +1,17 @@
 /**
  * A developer's usage by local day × app × feature × model × provider × route (docs/developers.md,
- * "Usage"), read from the hourly rollup (migration 0012) and exact at any moment:
+ * "Usage"), read from the rollups (migrations 0012, 0017) and exact at any moment:
  *
- * - an hour wholly inside one local day of `tz` (no day boundary and no offset change within it)
- *   is taken from `usage_rollup_hourly`, plus its events not folded yet (`usage_rollup_pending`);
- * - an hour a local day boundary cuts (zones with sub-hour offsets such as Asia/Kolkata, or a
- *   half-hour DST shift) is summed from its raw events instead, with the index on (app, time).
+ * - the range's totals from the app-day totals (`usage_rollup_app_daily`, a row per app and day) over
+ *   the whole UTC hours inside the range, plus their pending events, plus the raw events of the at most
+ *   two hours the range's edges cut;
+ * - the page from a window of local days starting at the cursor's day, sized by the rollup's per-day
+ *   group count: an hour wholly inside one local day of `tz` is taken from `usage_rollup_daily` (plus
+ *   its events not folded yet), an hour a local day boundary cuts (sub-hour offsets such as
+ *   Asia/Kolkata, a half-hour DST shift) from its raw events, through the index on (app, time).
  *
- * Whole-hour zones therefore never touch raw events but the few pending ones; DST days come right
- * because PostgreSQL maps each hour to its local day. One statement returns the page and the totals
- * of the whole range.
+ * So a request reads a few days of group rows, not the range's; a window that comes up short is
+ * followed by the next days. DST days come right because PostgreSQL maps each hour to its local day.
  */
 import { type SQL, sql } from 'drizzle-orm';
 import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
@@ -85,22 +87,99 @@ interface UsageRow {
   total_developer_revenue_usd: string;
   total_upstream_cost_usd: string;
   app_found: boolean;
+  /** The last local day the statement's page looked at. */
+  window_last_day: string;
 }
 
 const usd = (value: string | null) => formatUsd(parseDatabaseAmount(value ?? ''));
 
-/** The one statement: the range's totals on every row, the page's rows in order. */
-function usageStatement(query: UsageQuery): SQL {
-  const { from, to, timeZone: tz, after } = query;
+/** One statement's page: the rows of local days `windowFrom`.. (after the cursor), and the range's totals. */
+interface PageRequest {
+  /** The first local day this statement looks at: the cursor's day, or the range's first day. */
+  windowFrom: string;
+  after: UsageKey | undefined;
+  /** Rows wanted (the caller asks one more than it shows, to know whether a next page exists). */
+  rows: number;
+  /** Whether to compute the range's totals (the first statement of a request does; a follow-up does not). */
+  withTotals: boolean;
+}
+
+/** The one statement: the range's totals on every row, then the page's rows in order. */
+export function usageStatement(query: UsageQuery, request: PageRequest): SQL {
+  const { from, to, timeZone: tz } = query;
+  const { after, windowFrom } = request;
   return sql`
     with dev_apps as materialized (
       select a.id, a.public_app_id from apps a
        where a.developer_id = ${query.developerId}::uuid
          and (${query.publicAppId ?? null}::text is null or a.public_app_id = ${query.publicAppId ?? null}::text)
+    ), edges as materialized (
+      -- The range's instants [start_at, end_at) and the whole UTC hours inside them [first_at, last_at).
+      select e.start_at, e.end_at,
+             date_trunc('hour', e.start_at, 'UTC')
+               + case when date_trunc('hour', e.start_at, 'UTC') = e.start_at then interval '0' else interval '1 hour' end as first_at,
+             date_trunc('hour', e.end_at, 'UTC') as last_at
+        from (select ${from}::date::timestamp at time zone ${tz} as start_at,
+                     (${to}::date + 1)::timestamp at time zone ${tz} as end_at) e
+    ), total_days as materialized (
+      -- Totals: the UTC days of the whole hours and, per day, the run [first_hour, end_hour) they cover.
+      -- A local day boundary inside the range splits nothing here: only the range's two edges matter.
+      select d.midnight::date as day,
+             case when d.midnight::date = (g.first_at at time zone 'UTC')::date
+                  then extract(hour from g.first_at at time zone 'UTC')::integer else 0 end as first_hour,
+             case when d.midnight::date = (g.last_at at time zone 'UTC')::date
+                  then extract(hour from g.last_at at time zone 'UTC')::integer else 24 end as end_hour
+        from edges g
+       cross join generate_series((g.first_at at time zone 'UTC')::date::timestamp,
+                                  ((g.last_at - interval '1 hour') at time zone 'UTC')::date::timestamp, interval '1 day') as d(midnight)
+       where ${request.withTotals}::boolean
+    ), total_parts as (
+      -- Whole hours from the app-day totals (a row per app and day, not per group)…
+      select sum(r.calls[t.end_hour + 1] - r.calls[t.first_hour + 1]) as calls,
+             sum(r.input_tokens[t.end_hour + 1] - r.input_tokens[t.first_hour + 1]) as input_tokens,
+             sum(r.output_tokens[t.end_hour + 1] - r.output_tokens[t.first_hour + 1]) as output_tokens,
+             sum(r.retail_usd[t.end_hour + 1] - r.retail_usd[t.first_hour + 1]) as retail_usd,
+             sum(r.developer_revenue_usd[t.end_hour + 1] - r.developer_revenue_usd[t.first_hour + 1]) as developer_revenue_usd,
+             sum(r.upstream_cost_usd[t.end_hour + 1] - r.upstream_cost_usd[t.first_hour + 1]) as upstream_cost_usd
+        from usage_rollup_app_daily r join total_days t on t.day = r.day
+       where r.app_id in (select id from dev_apps)
+         and r.day between (select min(day) from total_days) and (select max(day) from total_days)
+      union all
+      -- …plus, of the whole hours, the events not folded yet…
+      select count(*), sum(e.input_tokens), sum(e.output_tokens), sum(e.retail_usd), sum(e.developer_revenue_usd),
+             sum(e.upstream_cost_usd)
+        from usage_rollup_pending p cross join edges g
+        join usage_events e on e.id = p.usage_event_id
+       where ${request.withTotals}::boolean and p.app_id in (select id from dev_apps)
+         and p.created_at >= g.first_at and p.created_at < g.last_at
+      union all
+      -- …plus every event of the range's cut edges (zones with sub-hour offsets), folded or not.
+      select count(*), sum(e.input_tokens), sum(e.output_tokens), sum(e.retail_usd), sum(e.developer_revenue_usd),
+             sum(e.upstream_cost_usd)
+        from dev_apps a cross join edges g
+       cross join lateral (
+         select * from usage_events u
+          where u.app_id = a.id and u.created_at >= g.start_at and u.created_at < g.first_at
+         union all
+         select * from usage_events u
+          where u.app_id = a.id and u.created_at >= g.last_at and u.created_at < g.end_at) e
+       where ${request.withTotals}::boolean
+    ), page_window as materialized (
+      -- The local days this page reads: from the cursor's day until the rollup holds enough rows (its
+      -- per-day row count), and a day more for zones west of UTC. Too short only costs a follow-up.
+      select ${windowFrom}::date as first_day,
+             least(${to}::date, coalesce((
+               select min(c.day) + 1 from (
+                 select k.day, sum(sum(k.keys)) over (order by k.day) as rows_so_far
+                   from usage_rollup_app_daily k
+                  where k.app_id in (select id from dev_apps) and k.day between ${windowFrom}::date and ${to}::date
+                  group by k.day) c
+                where c.rows_so_far >= ${request.rows}), ${to}::date)) as last_day
     ), bounds as materialized (
-      -- Every instant of the range, and then some: a DST shift moves a day's edge by at most 2 hours.
-      select (${from}::date::timestamp at time zone ${tz}) - interval '3 hours' as start_at,
-             ((${to}::date + 1)::timestamp at time zone ${tz}) + interval '3 hours' as end_at
+      -- Every instant of the window, and then some: a DST shift moves a day's edge by at most 2 hours.
+      select (w.first_day::timestamp at time zone ${tz}) - interval '3 hours' as start_at,
+             ((w.last_day + 1)::timestamp at time zone ${tz}) + interval '3 hours' as end_at
+        from page_window w
     ), hours as materialized (
       -- Each UTC hour of the UTC days concerned: its local day, and whether it lies wholly inside it.
       select d.midnight::date as utc_day, k.hour, h.at, (h.at at time zone ${tz})::date as local_day,
@@ -112,11 +191,11 @@ function usageStatement(query: UsageQuery): SQL {
        cross join generate_series(0, 23) as k(hour)
        cross join lateral (select (d.midnight + k.hour * interval '1 hour') at time zone 'UTC' as at) h
     ), runs as materialized (
-      -- Runs of consecutive whole hours of one UTC day in one local day of the range: [first_hour, end_hour).
+      -- Runs of consecutive whole hours of one UTC day in one local day of the window: [first_hour, end_hour).
       select utc_day, local_day, min(hour) as first_hour, max(hour) + 1 as end_hour
         from (select utc_day, local_day, hour, hour - row_number() over (partition by utc_day, local_day order by hour) as island
                 from hours where whole) w
-       where local_day between ${from}::date and ${to}::date
+       where local_day between (select first_day from page_window) and (select last_day from page_window)
        group by utc_day, local_day, island
     ), folded as (
       select * from (
@@ -157,13 +236,14 @@ function usageStatement(query: UsageQuery): SQL {
              1::bigint as calls, e.input_tokens::bigint, e.output_tokens::bigint, e.retail_usd, e.developer_revenue_usd,
              e.upstream_cost_usd
         from raw_events e
-    ), groups as materialized (
+    ), groups as (
       select u.day, a.public_app_id, u.feature_key, u.model, u.provider, u.route_mode,
              sum(u.calls) as calls, sum(u.input_tokens) as input_tokens, sum(u.output_tokens) as output_tokens,
              sum(u.retail_usd) as retail_usd, sum(u.developer_revenue_usd) as developer_revenue_usd,
              sum(u.upstream_cost_usd) as upstream_cost_usd
-        from (select * from folded union all select * from raw where day between ${from}::date and ${to}::date) u
+        from (select * from folded union all select * from raw) u
         join dev_apps a on a.id = u.app_id
+       where u.day between (select first_day from page_window) and (select last_day from page_window)
        group by u.day, a.public_app_id, u.feature_key, u.model, u.provider, u.route_mode
     ), page as (
       select * from groups g
@@ -175,15 +255,16 @@ function usageStatement(query: UsageQuery): SQL {
                 ${after?.routeMode ?? null}::text collate "C")
        order by g.day, g.public_app_id collate "C", g.feature_key collate "C", g.model collate "C", g.provider collate "C",
                 g.route_mode collate "C"
-       limit ${query.limit + 1}
+       limit ${request.rows}
     ), totals as (
       select coalesce(sum(calls), 0)::bigint as total_calls, coalesce(sum(input_tokens), 0)::bigint as total_input_tokens,
              coalesce(sum(output_tokens), 0)::bigint as total_output_tokens,
              coalesce(sum(retail_usd), 0)::numeric(20, 8)::text as total_retail_usd,
              coalesce(sum(developer_revenue_usd), 0)::numeric(20, 8)::text as total_developer_revenue_usd,
              coalesce(sum(upstream_cost_usd), 0)::numeric(20, 8)::text as total_upstream_cost_usd,
-             exists (select 1 from dev_apps) as app_found
-        from groups
+             exists (select 1 from dev_apps) as app_found,
+             (select to_char(last_day::timestamp, 'YYYY-MM-DD') from page_window) as window_last_day
+        from total_parts
     )
     select to_char(p.day::timestamp, 'YYYY-MM-DD') as day, p.public_app_id, p.feature_key, p.model, p.provider, p.route_mode,
            p.calls::bigint as calls, p.input_tokens::bigint as input_tokens, p.output_tokens::bigint as output_tokens,
@@ -194,14 +275,45 @@ function usageStatement(query: UsageQuery): SQL {
               p.route_mode collate "C"`;
 }
 
-export async function queryDeveloperUsage(db: LedgerDatabase, query: UsageQuery): Promise<UsagePage> {
-  const rows = await queryRows<UsageRow>(db, usageStatement(query)).catch((error: unknown) => {
+const nextDay = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+
+async function runStatement(db: LedgerDatabase, query: UsageQuery, request: PageRequest): Promise<UsageRow[]> {
+  return queryRows<UsageRow>(db, usageStatement(query, request)).catch((error: unknown) => {
     // 22023: a zone name the caller's check let through but PostgreSQL does not know.
     if (FaucetError.isInstance(error) && (error.cause as { code?: unknown } | undefined)?.code === '22023') {
       throw new FaucetError('invalid_request', `tz: unknown time zone ${JSON.stringify(query.timeZone)}`, { cause: error });
     }
     throw error;
   });
+}
+
+/**
+ * The page and the totals. Usually one statement: its window of days holds enough rows. When it did
+ * not (sparse usage, or rows the window's estimate counted that the cursor skips), the next days are
+ * asked for the rest, without totals, until the page is full or the range ends.
+ */
+export async function queryDeveloperUsage(db: LedgerDatabase, query: UsageQuery): Promise<UsagePage> {
+  const wanted = query.limit + 1;
+  const rows = await runStatement(db, query, {
+    windowFrom: query.after?.day ?? query.from,
+    after: query.after,
+    rows: wanted,
+    withTotals: true,
+  });
+  let pageRows = rows.filter((row) => row.day !== null).length;
+  let windowLastDay = rows[0]?.window_last_day;
+  while (windowLastDay !== undefined && pageRows < wanted && windowLastDay < query.to) {
+    const more = await runStatement(db, query, {
+      windowFrom: nextDay(windowLastDay),
+      after: undefined,
+      rows: wanted - pageRows,
+      withTotals: false,
+    });
+    const found = more.filter((row) => row.day !== null);
+    rows.push(...found);
+    pageRows += found.length;
+    windowLastDay = more[0]?.window_last_day;
+  }
   const first = rows[0];
   if (!first) throw new Error('usage query returned no totals row');
   const groups: UsageGroup[] = rows

@@ -222,6 +222,42 @@ describe('GET /v1/developer/usage', () => {
     }
   });
 
+  it('fills a page across days with no usage (a window too short is followed by the next days)', async () => {
+    // The events leave 03-11..03-26 empty: a page whose cursor sits at the end of 03-10 finds its rows
+    // only after the gap, past the days the rollup's per-day row count had promised.
+    for (const tz of ['UTC', 'America/New_York']) {
+      const query = `from=2026-03-04&to=2026-04-10&tz=${encodeURIComponent(tz)}`;
+      const all = await walk(query, 1000);
+      for (const limit of [1, 7, 50]) expect((await walk(query, limit)).rows, `${tz} limit ${limit}`).toEqual(all.rows);
+    }
+  });
+
+  it('keeps the app-day totals equal to the rollup rows they add up, fold after fold', async () => {
+    await insertEvents([world.apps[1]!.id], instants('2026-03-09T00:00:00Z', 2, 30, 6), 18);
+    await fold();
+    const mismatches = await sql<Body>(
+      testEnv,
+      `with sums as (
+         select r.app_id, r.day, count(distinct (r.feature_key, r.provider, r.model, r.route_mode))::integer as keys, i.n,
+                sum(r.calls[i.n])::bigint as calls, sum(r.input_tokens[i.n])::bigint as input_tokens,
+                sum(r.output_tokens[i.n])::bigint as output_tokens, sum(r.retail_usd[i.n]) as retail_usd,
+                sum(r.developer_revenue_usd[i.n]) as developer_revenue_usd, sum(r.upstream_cost_usd[i.n]) as upstream_cost_usd
+           from usage_rollup_daily r cross join generate_series(1, 25) as i(n)
+          group by r.app_id, r.day, i.n)
+       select s.app_id, s.day, s.n from sums s
+         full join (select a.app_id, a.day, a.keys, i.n, a.calls[i.n] as calls, a.input_tokens[i.n] as input_tokens,
+                           a.output_tokens[i.n] as output_tokens, a.retail_usd[i.n] as retail_usd,
+                           a.developer_revenue_usd[i.n] as developer_revenue_usd, a.upstream_cost_usd[i.n] as upstream_cost_usd
+                      from usage_rollup_app_daily a cross join generate_series(1, 25) as i(n)) t
+           on t.app_id = s.app_id and t.day = s.day and t.n = s.n
+        where (s.keys, s.calls, s.input_tokens, s.output_tokens, s.retail_usd, s.developer_revenue_usd, s.upstream_cost_usd)
+              is distinct from (t.keys, t.calls, t.input_tokens, t.output_tokens, t.retail_usd, t.developer_revenue_usd, t.upstream_cost_usd)`,
+    );
+    expect(mismatches).toEqual([]);
+    const [{ count }] = (await sql<{ count: string }>(testEnv, 'select count(*) from usage_rollup_app_daily')) as [{ count: string }];
+    expect(Number(count)).toBeGreaterThan(10);
+  });
+
   it('filters by app, and a day with no usage is an empty page with zero totals', async () => {
     const one = await walk('from=2026-03-04&to=2026-04-10&app=app_usage_one', 1000);
     expect(one.rows.length).toBeGreaterThan(0);
