@@ -105,7 +105,7 @@ interface PageRequest {
 }
 
 /** The one statement: the range's totals on every row, then the page's rows in order. */
-export function usageStatement(query: UsageQuery, request: PageRequest): SQL {
+function usageStatement(query: UsageQuery, request: PageRequest): SQL {
   const { from, to, timeZone: tz } = query;
   const { after, windowFrom } = request;
   return sql`
