@@ -1,8 +1,9 @@
 /**
  * Every provider adapter against recorded-shaped bodies of its provider (fixtures/<provider>/, no
  * network): plain, streamed, tool call, cached tokens, reasoning tokens where the provider reports
- * them, and its error bodies. Each answer's usage is checked as the usage record's token classes and,
- * where the price catalog prices the model, as the rated amount to the 8th decimal.
+ * them, and its error bodies. Each answer's usage is checked as the usage record's token classes and
+ * as the rated amount to the 8th decimal: every row names its expected upstream cost and retail, worked
+ * out by hand from the pinned catalog's per-million prices (or `unpriced` where the catalog has none).
  */
 import { describe, expect, it } from 'vitest';
 import { formatUsd } from '#shared/money/index.ts';
@@ -28,10 +29,12 @@ import azure429 from './fixtures/azure/error-429.json';
 import azure500 from './fixtures/azure/error-500.json';
 import azurePlain from './fixtures/azure/plain.json';
 import azureStream from './fixtures/azure/stream.sse?raw';
+import azureToolCall from './fixtures/azure/tool-call.json';
 import custom400 from './fixtures/custom/error-400.json';
 import custom500 from './fixtures/custom/error-500.json';
 import customPlain from './fixtures/custom/plain.json';
 import customStream from './fixtures/custom/stream.sse?raw';
+import customToolCall from './fixtures/custom/tool-call.json';
 import deepseekCached from './fixtures/deepseek/cached.json';
 import deepseek400 from './fixtures/deepseek/error-400.json';
 import deepseek429 from './fixtures/deepseek/error-429.json';
@@ -103,8 +106,11 @@ interface AnswerCase {
   body: unknown;
   /** The usage record's token classes. */
   tokens: Partial<TokenUsage>;
-  /** Platform-route upstream cost and retail (default settings), where the catalog prices `model`. */
-  rated?: { upstream: string; retail: string };
+  /**
+   * Platform-route upstream cost and retail (default settings, priced at `pricedAt`), computed by hand
+   * from the pinned catalog's per-million prices; `unpriced` where the catalog has no price for the model.
+   */
+  rated: { upstream: string; retail: string } | 'unpriced';
 }
 
 interface ProviderFixtures {
@@ -122,6 +128,8 @@ interface ProviderFixtures {
 }
 
 const apiKey = 'test-key-0123456789abcdefghij';
+/** Inside DeepSeek's 00:30–16:30 UTC period (0.27 / 0.07 cached / 1.10), after every other model's last price change. */
+const pricedAt = new Date('2026-01-15T12:00:00Z');
 const chatUrl = (root: string) => ({ complete: `${root}/chat/completions`, stream: `${root}/chat/completions` });
 const commonErrors = (bad: unknown, limited: unknown, failed: unknown, badStatus = 400, failedStatus = 500) => [
   { status: badStatus, body: bad, code: 'invalid_request' as const },
@@ -150,7 +158,12 @@ const table: ProviderFixtures[] = [
         tokens: { input: 86, cachedInput: 1_920, output: 300 },
         rated: { upstream: '0.00033690', retail: '0.00040428' },
       },
-      { kind: 'reasoning tokens', body: openaiReasoning, tokens: { input: 13, output: 210, reasoning: 192 } },
+      {
+        kind: 'reasoning tokens',
+        body: openaiReasoning,
+        tokens: { input: 13, output: 210, reasoning: 192 },
+        rated: { upstream: '0.00012795', retail: '0.00015354' },
+      },
       {
         kind: 'stream',
         body: openaiStream,
@@ -180,9 +193,19 @@ const table: ProviderFixtures[] = [
         tokens: { input: 36, cachedInput: 2_048, output: 120 },
         rated: { upstream: '0.00084080', retail: '0.00100896' },
       },
-      { kind: 'cache writes', body: anthropicCacheWrite, tokens: { input: 21, cacheWrite: 3_072, output: 15 } },
+      {
+        kind: 'cache writes',
+        body: anthropicCacheWrite,
+        tokens: { input: 21, cacheWrite: 3_072, output: 15 },
+        rated: { upstream: '0.00393600', retail: '0.00472320' },
+      },
       // Input counts in message_start and again in message_delta; output only final in message_delta.
-      { kind: 'stream', body: anthropicStream, tokens: { input: 12, cacheWrite: 1_100, cachedInput: 2_048, output: 25 } },
+      {
+        kind: 'stream',
+        body: anthropicStream,
+        tokens: { input: 12, cacheWrite: 1_100, cachedInput: 2_048, output: 25 },
+        rated: { upstream: '0.00171680', retail: '0.00206016' },
+      },
     ],
     errors: commonErrors(anthropic400, anthropic429, anthropic529, 400, 529),
   },
@@ -197,11 +220,31 @@ const table: ProviderFixtures[] = [
     keyHeader: 'x-goog-api-key',
     answers: [
       // Thinking is reported apart from the answer and billed as output.
-      { kind: 'reasoning tokens', body: googlePlain, tokens: { input: 8, output: 619, reasoning: 611 } },
-      { kind: 'tool call', body: googleToolCall, tokens: { input: 57, output: 86, reasoning: 71 } },
-      { kind: 'cached tokens', body: googleCached, tokens: { input: 140, cachedInput: 3_980, output: 9 } },
+      {
+        kind: 'reasoning tokens',
+        body: googlePlain,
+        tokens: { input: 8, output: 619, reasoning: 611 },
+        rated: { upstream: '0.00154990', retail: '0.00185988' },
+      },
+      {
+        kind: 'tool call',
+        body: googleToolCall,
+        tokens: { input: 57, output: 86, reasoning: 71 },
+        rated: { upstream: '0.00023210', retail: '0.00027852' },
+      },
+      {
+        kind: 'cached tokens',
+        body: googleCached,
+        tokens: { input: 140, cachedInput: 3_980, output: 9 },
+        rated: { upstream: '0.00018390', retail: '0.00022068' },
+      },
       // Each event's usageMetadata is a running total: the last one is the call's.
-      { kind: 'stream', body: googleStream, tokens: { input: 8, output: 414, reasoning: 412 } },
+      {
+        kind: 'stream',
+        body: googleStream,
+        tokens: { input: 8, output: 414, reasoning: 412 },
+        rated: { upstream: '0.00103740', retail: '0.00124488' },
+      },
     ],
     errors: commonErrors(google400, google429, google503, 400, 503),
   },
@@ -212,9 +255,14 @@ const table: ProviderFixtures[] = [
     url: chatUrl('https://api.mistral.ai/v1'),
     keyHeader: 'authorization',
     answers: [
-      { kind: 'plain', body: mistralPlain, tokens: { input: 10, output: 9 } },
-      { kind: 'tool call', body: mistralToolCall, tokens: { input: 90, output: 22 } },
-      { kind: 'stream', body: mistralStream, tokens: { input: 10, output: 2 } },
+      { kind: 'plain', body: mistralPlain, tokens: { input: 10, output: 9 }, rated: { upstream: '0.00000370', retail: '0.00000444' } },
+      {
+        kind: 'tool call',
+        body: mistralToolCall,
+        tokens: { input: 90, output: 22 },
+        rated: { upstream: '0.00001560', retail: '0.00001872' },
+      },
+      { kind: 'stream', body: mistralStream, tokens: { input: 10, output: 2 }, rated: { upstream: '0.00000160', retail: '0.00000192' } },
     ],
     errors: commonErrors(mistral422, mistral429, mistral500, 422),
   },
@@ -225,12 +273,27 @@ const table: ProviderFixtures[] = [
     url: chatUrl('https://api.groq.com/openai/v1'),
     keyHeader: 'authorization',
     answers: [
-      { kind: 'plain', body: groqPlain, tokens: { input: 42, output: 8 } },
-      { kind: 'tool call', body: groqToolCall, tokens: { input: 224, output: 19 } },
-      { kind: 'reasoning tokens', body: groqReasoning, tokens: { input: 78, output: 141, reasoning: 128 } },
-      { kind: 'cached tokens', body: groqCached, tokens: { input: 664, cachedInput: 1_536, output: 7 } },
+      { kind: 'plain', body: groqPlain, tokens: { input: 42, output: 8 }, rated: { upstream: '0.00003110', retail: '0.00003732' } },
+      {
+        kind: 'tool call',
+        body: groqToolCall,
+        tokens: { input: 224, output: 19 },
+        rated: { upstream: '0.00014717', retail: '0.00017661' },
+      },
+      {
+        kind: 'reasoning tokens',
+        body: groqReasoning,
+        tokens: { input: 78, output: 141, reasoning: 128 },
+        rated: { upstream: '0.00015741', retail: '0.00018890' },
+      },
+      {
+        kind: 'cached tokens',
+        body: groqCached,
+        tokens: { input: 664, cachedInput: 1_536, output: 7 },
+        rated: { upstream: '0.00130353', retail: '0.00156424' },
+      },
       // The stream's usage arrives in x_groq.usage of the last chunk.
-      { kind: 'stream', body: groqStream, tokens: { input: 42, output: 2 } },
+      { kind: 'stream', body: groqStream, tokens: { input: 42, output: 2 }, rated: { upstream: '0.00002636', retail: '0.00003164' } },
     ],
     errors: commonErrors(groq400, groq429, groq500),
   },
@@ -241,12 +304,32 @@ const table: ProviderFixtures[] = [
     url: chatUrl('https://api.deepseek.com'),
     keyHeader: 'authorization',
     answers: [
-      { kind: 'plain', body: deepseekPlain, tokens: { input: 12, output: 8 } },
+      { kind: 'plain', body: deepseekPlain, tokens: { input: 12, output: 8 }, rated: { upstream: '0.00001204', retail: '0.00001445' } },
       // prompt_cache_hit_tokens alone (no prompt_tokens_details) still counts as cache reads.
-      { kind: 'cached tokens', body: deepseekCached, tokens: { input: 86, cachedInput: 1_984, output: 9 } },
-      { kind: 'tool call', body: deepseekToolCall, tokens: { input: 38, cachedInput: 128, output: 21 } },
-      { kind: 'reasoning tokens', body: deepseekReasoning, tokens: { input: 18, output: 412, reasoning: 398 } },
-      { kind: 'stream', body: deepseekStream, tokens: { input: 76, cachedInput: 1_024, output: 2 } },
+      {
+        kind: 'cached tokens',
+        body: deepseekCached,
+        tokens: { input: 86, cachedInput: 1_984, output: 9 },
+        rated: { upstream: '0.00017200', retail: '0.00020640' },
+      },
+      {
+        kind: 'tool call',
+        body: deepseekToolCall,
+        tokens: { input: 38, cachedInput: 128, output: 21 },
+        rated: { upstream: '0.00004232', retail: '0.00005079' },
+      },
+      {
+        kind: 'reasoning tokens',
+        body: deepseekReasoning,
+        tokens: { input: 18, output: 412, reasoning: 398 },
+        rated: { upstream: '0.00045806', retail: '0.00054968' },
+      },
+      {
+        kind: 'stream',
+        body: deepseekStream,
+        tokens: { input: 76, cachedInput: 1_024, output: 2 },
+        rated: { upstream: '0.00009440', retail: '0.00011328' },
+      },
     ],
     errors: commonErrors(deepseek400, deepseek429, deepseek503, 400, 503),
   },
@@ -258,9 +341,24 @@ const table: ProviderFixtures[] = [
     keyHeader: 'authorization',
     answers: [
       // xAI's completion_tokens leave the reasoning out (total = 32 + 9 + 94): it is billed as output.
-      { kind: 'reasoning tokens', body: xaiReasoning, tokens: { input: 26, cachedInput: 6, output: 103, reasoning: 94 } },
-      { kind: 'tool call', body: xaiToolCall, tokens: { input: 31, cachedInput: 384, output: 27 } },
-      { kind: 'stream', body: xaiStream, tokens: { input: 14, output: 216, reasoning: 214 } },
+      {
+        kind: 'reasoning tokens',
+        body: xaiReasoning,
+        tokens: { input: 26, cachedInput: 6, output: 103, reasoning: 94 },
+        rated: { upstream: '0.00005975', retail: '0.00007170' },
+      },
+      {
+        kind: 'tool call',
+        body: xaiToolCall,
+        tokens: { input: 31, cachedInput: 384, output: 27 },
+        rated: { upstream: '0.00005160', retail: '0.00006192' },
+      },
+      {
+        kind: 'stream',
+        body: xaiStream,
+        tokens: { input: 14, output: 216, reasoning: 214 },
+        rated: { upstream: '0.00011220', retail: '0.00013464' },
+      },
     ],
     errors: commonErrors(xai400, xai429, xai500),
   },
@@ -271,9 +369,14 @@ const table: ProviderFixtures[] = [
     url: chatUrl('https://api.together.xyz/v1'),
     keyHeader: 'authorization',
     answers: [
-      { kind: 'plain', body: togetherPlain, tokens: { input: 44, output: 8 } },
-      { kind: 'tool call', body: togetherToolCall, tokens: { input: 223, output: 22 } },
-      { kind: 'stream', body: togetherStream, tokens: { input: 44, output: 2 } },
+      { kind: 'plain', body: togetherPlain, tokens: { input: 44, output: 8 }, rated: { upstream: '0.00004576', retail: '0.00005492' } },
+      {
+        kind: 'tool call',
+        body: togetherToolCall,
+        tokens: { input: 223, output: 22 },
+        rated: { upstream: '0.00021560', retail: '0.00025872' },
+      },
+      { kind: 'stream', body: togetherStream, tokens: { input: 44, output: 2 }, rated: { upstream: '0.00004048', retail: '0.00004858' } },
     ],
     errors: commonErrors(together400, together429, together500),
   },
@@ -284,10 +387,20 @@ const table: ProviderFixtures[] = [
     url: chatUrl('https://api.fireworks.ai/inference/v1'),
     keyHeader: 'authorization',
     answers: [
-      { kind: 'plain', body: fireworksPlain, tokens: { input: 19, output: 8 } },
-      { kind: 'cached tokens', body: fireworksCached, tokens: { input: 28, cachedInput: 3_072, output: 9 } },
-      { kind: 'tool call', body: fireworksToolCall, tokens: { input: 180, output: 24 } },
-      { kind: 'stream', body: fireworksStream, tokens: { input: 19, output: 2 } },
+      { kind: 'plain', body: fireworksPlain, tokens: { input: 19, output: 8 }, rated: { upstream: '0.00000540', retail: '0.00000648' } },
+      {
+        kind: 'cached tokens',
+        body: fireworksCached,
+        tokens: { input: 28, cachedInput: 3_072, output: 9 },
+        rated: { upstream: '0.00062180', retail: '0.00074616' },
+      },
+      {
+        kind: 'tool call',
+        body: fireworksToolCall,
+        tokens: { input: 180, output: 24 },
+        rated: { upstream: '0.00004080', retail: '0.00004896' },
+      },
+      { kind: 'stream', body: fireworksStream, tokens: { input: 19, output: 2 }, rated: { upstream: '0.00000420', retail: '0.00000504' } },
     ],
     errors: commonErrors(fireworks400, fireworks429, fireworks500),
   },
@@ -298,11 +411,26 @@ const table: ProviderFixtures[] = [
     url: chatUrl('https://openrouter.ai/api/v1'),
     keyHeader: 'authorization',
     answers: [
-      { kind: 'cached tokens', body: openrouterCached, tokens: { input: 18, cachedInput: 3_072, output: 11 } },
-      { kind: 'reasoning tokens', body: openrouterReasoning, tokens: { input: 20, output: 330, reasoning: 320 } },
-      { kind: 'tool call', body: openrouterToolCall, tokens: { input: 82, output: 15 } },
+      {
+        kind: 'cached tokens',
+        body: openrouterCached,
+        tokens: { input: 18, cachedInput: 3_072, output: 11 },
+        rated: { upstream: '0.00114060', retail: '0.00136872' },
+      },
+      {
+        kind: 'reasoning tokens',
+        body: openrouterReasoning,
+        tokens: { input: 20, output: 330, reasoning: 320 },
+        rated: { upstream: '0.00501000', retail: '0.00601200' },
+      },
+      {
+        kind: 'tool call',
+        body: openrouterToolCall,
+        tokens: { input: 82, output: 15 },
+        rated: { upstream: '0.00047100', retail: '0.00056520' },
+      },
       // With OpenRouter's ": OPENROUTER PROCESSING" comments between events.
-      { kind: 'stream', body: openrouterStream, tokens: { input: 14, output: 4 } },
+      { kind: 'stream', body: openrouterStream, tokens: { input: 14, output: 4 }, rated: { upstream: '0.00010200', retail: '0.00012240' } },
     ],
     errors: [
       { status: 400, body: openrouter400, code: 'invalid_request' },
@@ -321,10 +449,21 @@ const table: ProviderFixtures[] = [
     },
     keyHeader: 'api-key',
     answers: [
-      { kind: 'plain', body: azurePlain, tokens: { input: 24, output: 8 } },
-      { kind: 'cached tokens', body: azureCached, tokens: { input: 148, cachedInput: 1_152, output: 9 } },
+      { kind: 'plain', body: azurePlain, tokens: { input: 24, output: 8 }, rated: { upstream: '0.00000840', retail: '0.00001008' } },
+      {
+        kind: 'tool call',
+        body: azureToolCall,
+        tokens: { input: 79, output: 15 },
+        rated: { upstream: '0.00002085', retail: '0.00002502' },
+      },
+      {
+        kind: 'cached tokens',
+        body: azureCached,
+        tokens: { input: 148, cachedInput: 1_152, output: 9 },
+        rated: { upstream: '0.00011400', retail: '0.00013680' },
+      },
       // Starts with Azure's prompt_filter_results chunk (no id, no choices).
-      { kind: 'stream', body: azureStream, tokens: { input: 24, output: 2 } },
+      { kind: 'stream', body: azureStream, tokens: { input: 24, output: 2 }, rated: { upstream: '0.00000480', retail: '0.00000576' } },
     ],
     errors: commonErrors(azure404, azure429, azure500, 404),
   },
@@ -335,8 +474,9 @@ const table: ProviderFixtures[] = [
     url: chatUrl('https://llm.example.com/v1'),
     keyHeader: 'authorization',
     answers: [
-      { kind: 'plain', body: customPlain, tokens: { input: 43, output: 8 } },
-      { kind: 'stream', body: customStream, tokens: { input: 43, output: 2 } },
+      { kind: 'plain', body: customPlain, tokens: { input: 43, output: 8 }, rated: 'unpriced' },
+      { kind: 'tool call', body: customToolCall, tokens: { input: 187, output: 20 }, rated: 'unpriced' },
+      { kind: 'stream', body: customStream, tokens: { input: 43, output: 2 }, rated: 'unpriced' },
     ],
     errors: commonErrors(custom400, custom400, custom500).filter((error) => error.status !== 429),
   },
@@ -382,12 +522,12 @@ function expectUsage(fixtures: ProviderFixtures, answer: AnswerCase, usage: Chat
     throw new Error(`${fixtures.provider} ${answer.kind}: no usage reported`);
   });
   expect(metered).toEqual({ tokens: tokenUsage(answer.tokens), estimated: false });
-  if (answer.rated === undefined) return;
-  const rated = rateUsage(
-    { routeMode: 'platform', provider: fixtures.provider, model: fixtures.model, ...ratingTokens(metered) },
-    {},
-    defaultRatingSettings,
-  );
+  const toRate = { routeMode: 'platform', provider: fixtures.provider, model: fixtures.model, ...ratingTokens(metered), pricedAt };
+  if (answer.rated === 'unpriced') {
+    expect(() => rateUsage(toRate, {}, defaultRatingSettings)).toThrow(expect.objectContaining({ reason: 'unknown_model' }));
+    return;
+  }
+  const rated = rateUsage(toRate, {}, defaultRatingSettings);
   expect({ upstream: formatUsd(rated.upstreamCostUsd), retail: formatUsd(rated.retailUsd) }).toEqual(answer.rated);
 }
 
@@ -439,12 +579,13 @@ describe.each(table)('the $provider adapter against its recorded bodies', (fixtu
 });
 
 describe('every routable provider', () => {
-  it('has recorded bodies for plain or reasoning answers, a stream, and its errors', () => {
+  it('has recorded bodies for plain or reasoning answers, a stream, a tool call, and its errors', () => {
     const covered = new Set(table.map((fixtures) => fixtures.provider));
     const routable = (Object.keys(providerCatalog) as ProviderName[]).filter((provider) => provider !== 'mock');
     expect([...covered].sort()).toEqual(routable.sort());
     for (const fixtures of table) {
       expect(fixtures.answers.map((answer) => answer.kind)).toContain('stream');
+      expect(fixtures.answers.map((answer) => answer.kind)).toContain('tool call');
       expect(fixtures.errors.length).toBeGreaterThan(1);
     }
   });
