@@ -10,6 +10,8 @@ import type { OpenDatabase } from './db.ts';
 import { FaucetError } from './wire/errors.ts';
 import { appCors } from './middleware/app-cors.ts';
 import { database } from './middleware/database.ts';
+import { flushPending } from './metrics/batch.ts';
+import { readMetrics } from './metrics/shards.ts';
 import { observe } from './middleware/observe.ts';
 import { rateLimit, type RateLimitOptions } from './middleware/rate-limit.ts';
 import { requestId } from './middleware/request-id.ts';
@@ -72,7 +74,10 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   });
   app.get('/metrics', async (c) => {
     if (!c.env.METRICS) throw new FaucetError('not_found', 'Metrics are not configured');
-    const text = await c.env.METRICS.get(c.env.METRICS.idFromName('global')).render(options.service);
+    await flushPending(c);
+    const text = await readMetrics(c.env.METRICS, options.service).catch((error: unknown) => {
+      throw new FaucetError('internal_error', 'Metrics are unavailable', { cause: error });
+    });
     return c.body(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
   app.doc31('/openapi.json', {

@@ -10,6 +10,7 @@ export interface WindowDecision {
   resetAtMs: number;
 }
 
+/** One request's sample, as the `observe` middleware takes it. */
 export interface RequestSample {
   service: string;
   method: string;
@@ -19,11 +20,26 @@ export interface RequestSample {
   rateLimited: boolean;
 }
 
+/** The counters of one series (service, method, route pattern, status), summed over many requests. */
+export interface SeriesCounts {
+  service: string;
+  method: string;
+  route: string;
+  status: string;
+  requests: number;
+  durationMsSum: number;
+  rateLimited: number;
+}
+
 export interface RateLimiterObject extends Rpc.DurableObjectBranded {
   hit(limit: number, windowMs: number): Promise<WindowDecision>;
 }
 
+/**
+ * One shard of the request counters (workers/shared/metrics/shards.ts). Workers add their isolate's
+ * batched counts to a shard; `/metrics` sums every shard's series.
+ */
 export interface MetricsObject extends Rpc.DurableObjectBranded {
-  record(samples: RequestSample[]): Promise<void>;
-  render(service?: string): Promise<string>;
+  record(batch: SeriesCounts[]): Promise<void>;
+  series(service?: string): Promise<SeriesCounts[]>;
 }

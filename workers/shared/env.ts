@@ -43,6 +43,8 @@ export interface Env {
   CALL_MAX_DURATION_SECONDS?: string;
   CALL_SETTLE_GRACE_SECONDS?: string;
   UPSTREAM_DRAIN_MS?: string;
+  /** How often an isolate sends its batched request counters to its metrics shard (default 1000; 0 = every request). */
+  METRICS_FLUSH_INTERVAL_MS?: string;
 
   RATE_LIMITER?: DurableObjectNamespace<RateLimiterObject>;
   METRICS?: DurableObjectNamespace<MetricsObject>;

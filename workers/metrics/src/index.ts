@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '#shared/app-env.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { requestId } from '#shared/middleware/request-id.ts';
+import { readMetrics } from '#shared/metrics/shards.ts';
 import { renderError } from '#shared/render-error.ts';
 
 export { MetricsAggregator } from './metrics-aggregator.ts';
@@ -20,7 +21,7 @@ app.onError((error, c) => renderError(error, c));
 app.get('/health', (c) => c.json({ status: 'ok', service: 'metrics' }));
 app.get('/metrics', async (c) => {
   if (!c.env.METRICS) return c.text('metrics binding missing\n', 503);
-  const text = await c.env.METRICS.get(c.env.METRICS.idFromName('global')).render();
+  const text = await readMetrics(c.env.METRICS);
   return c.body(text, 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
 });
 app.notFound((c) => renderError(new FaucetError('not_found', 'Not found'), c));

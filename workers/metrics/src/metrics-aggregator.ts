@@ -1,92 +1,46 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '#shared/env.ts';
-import { renderPrometheus, type RequestSample } from './prometheus.ts';
-import type { MetricsObject } from '#shared/durable-objects.ts';
-
-interface SeriesState {
-  service: string;
-  method: string;
-  route: string;
-  status: string;
-  requests: number;
-  durationMsSum: number;
-  rateLimited: number;
-}
+import type { MetricsObject, SeriesCounts } from '#shared/durable-objects.ts';
+import { addCounts, seriesKey } from '#shared/metrics/exposition.ts';
 
 /**
- * Aggregates request samples from every worker (one instance, `global`). Counters live in memory and
- * in the object's storage, so they survive eviction; workers send samples with `waitUntil`, off the
- * request's critical path.
+ * One shard of the request counters (`shard-0` … `shard-15`, workers/shared/metrics/shards.ts).
+ * Isolates add their batched counts here, at most once a second each; `/metrics` reads every
+ * shard's series and sums them. Counters live in memory and in the object's storage, so they
+ * survive eviction.
  */
 export class MetricsAggregator extends DurableObject<Env> implements MetricsObject {
-  private readonly series = new Map<string, SeriesState>();
+  private readonly counts = new Map<string, SeriesCounts>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     ctx.blockConcurrencyWhile(async () => {
-      const stored = await ctx.storage.list<SeriesState>({ prefix: 's:' });
-      for (const [key, value] of stored) this.series.set(key, value);
+      const stored = await ctx.storage.list<SeriesCounts>({ prefix: 's:' });
+      for (const [key, value] of stored) this.counts.set(key.slice(2), value);
     });
   }
 
-  async record(samples: RequestSample[]): Promise<void> {
-    const changed: Record<string, SeriesState> = {};
-    for (const sample of samples) {
-      const status = String(sample.status);
-      const key = `s:${sample.service}|${sample.method}|${sample.route}|${status}`;
-      const state = this.series.get(key) ?? {
-        service: sample.service,
-        method: sample.method,
-        route: sample.route,
-        status,
+  async record(batch: SeriesCounts[]): Promise<void> {
+    const changed: Record<string, SeriesCounts> = {};
+    for (const counts of batch) {
+      const key = seriesKey(counts);
+      const state = this.counts.get(key) ?? {
+        service: counts.service,
+        method: counts.method,
+        route: counts.route,
+        status: counts.status,
         requests: 0,
         durationMsSum: 0,
         rateLimited: 0,
       };
-      state.requests += 1;
-      state.durationMsSum += sample.durationMs;
-      if (sample.rateLimited) state.rateLimited += 1;
-      this.series.set(key, state);
-      changed[key] = state;
+      addCounts(state, counts);
+      this.counts.set(key, state);
+      changed[`s:${key}`] = state;
     }
     await this.ctx.storage.put(changed);
   }
 
-  async render(service?: string): Promise<string> {
-    const states = [...this.series.values()].filter((state) => !service || state.service === service);
-    const labels = (state: SeriesState) => ({
-      service: state.service,
-      method: state.method,
-      route: state.route,
-      status: state.status,
-    });
-    const limitedByRoute = new Map<string, { labels: Record<string, string>; value: number }>();
-    for (const state of states) {
-      if (!state.rateLimited) continue;
-      const key = `${state.service}|${state.method}|${state.route}`;
-      const entry = limitedByRoute.get(key) ?? {
-        labels: { service: state.service, method: state.method, route: state.route },
-        value: 0,
-      };
-      entry.value += state.rateLimited;
-      limitedByRoute.set(key, entry);
-    }
-    return renderPrometheus([
-      {
-        name: 'service_http_requests_total',
-        help: 'HTTP requests served, by service, method, route pattern and status.',
-        series: states.map((state) => ({ labels: labels(state), value: state.requests })),
-      },
-      {
-        name: 'service_http_request_duration_ms_sum',
-        help: 'Sum of request durations in milliseconds, by service, method, route pattern and status.',
-        series: states.map((state) => ({ labels: labels(state), value: state.durationMsSum })),
-      },
-      {
-        name: 'service_rate_limited_total',
-        help: 'Requests refused with 429 by the rate limiter, by service, method and route pattern.',
-        series: [...limitedByRoute.values()],
-      },
-    ]);
+  async series(service?: string): Promise<SeriesCounts[]> {
+    return [...this.counts.values()].filter((state) => !service || state.service === service);
   }
 }

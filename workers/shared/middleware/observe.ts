@@ -1,12 +1,13 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { createLogger } from '../logger.ts';
+import { recordRequest } from '../metrics/batch.ts';
 import { routePattern } from '../route-pattern.ts';
-import { waitUntil } from '../wait-until.ts';
 
 /**
- * Access log line and metrics sample for every request. The sample goes to the metrics Durable
- * Object through `waitUntil`, after the response: never on the request's critical path.
+ * Access log line and metrics sample for every request. The sample joins the isolate's batch
+ * (workers/shared/metrics/batch.ts), sent to a metrics shard at most once a second after a
+ * response: a request never calls, nor waits on, a metrics Durable Object.
  */
 export function observe(): MiddlewareHandler<AppEnv> {
   return async function observeMiddleware(c, next) {
@@ -25,13 +26,6 @@ export function observe(): MiddlewareHandler<AppEnv> {
       rateLimited: c.res.status === 429,
     };
     logger.info('request', { method: sample.method, route, status: sample.status, duration_ms: durationMs });
-    const metrics = c.env.METRICS;
-    if (metrics) {
-      // Started inside a promise so that a binding throwing synchronously is caught like a rejection.
-      const recording = Promise.resolve()
-        .then(() => metrics.get(metrics.idFromName('global')).record([sample]))
-        .catch((error: unknown) => logger.warn('metrics unavailable', { error: (error as Error).name }));
-      waitUntil(c, recording);
-    }
+    recordRequest(c, sample);
   };
 }

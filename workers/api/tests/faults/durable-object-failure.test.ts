@@ -16,7 +16,7 @@ function unreachableNamespace(where: 'get' | 'call') {
     idFromName: (name: string) => ({ name }),
     get: () => {
       if (where === 'get') throw new Error('Durable Object namespace unavailable');
-      return { hit: failing, record: failing, render: failing };
+      return { hit: failing, record: failing, series: failing };
     },
   } as unknown as NonNullable<Env['RATE_LIMITER']>;
 }
