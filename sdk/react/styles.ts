@@ -4,7 +4,7 @@
  * Insert it with `<style>{faucetStyles}</style>`.
  */
 export const faucetStyles = `
-:where(.faucet-chat, .faucet-feature, .faucet-usage) {
+:where(.faucet-chat, .faucet-feature, .faucet-usage, .faucet-topup, .faucet-receipt) {
   --faucet-font: system-ui, sans-serif;
   --faucet-text: #1c1f24;
   --faucet-muted: #5b6270;
@@ -28,7 +28,7 @@ export const faucetStyles = `
   min-width: 0;
   box-sizing: border-box;
 }
-:where(.faucet-chat, .faucet-feature, .faucet-usage) h2 { margin: 0; font-size: 1.1rem; }
+:where(.faucet-chat, .faucet-feature, .faucet-usage, .faucet-topup, .faucet-receipt) h2 { margin: 0; font-size: 1.1rem; }
 .faucet-chat__messages { list-style: none; margin: 0; padding: 0; display: grid; gap: 0.5rem; max-height: 24rem; overflow-y: auto; }
 .faucet-chat__message { overflow-wrap: anywhere; padding: 0.5rem 0.75rem; border-radius: var(--faucet-radius); background: var(--faucet-surface-alt); white-space: pre-wrap; }
 .faucet-chat__message--user { justify-self: end; background: var(--faucet-accent); color: var(--faucet-accent-text); }
@@ -40,7 +40,7 @@ export const faucetStyles = `
 .faucet-feature__input[aria-invalid="true"] { border-color: var(--faucet-error); }
 .faucet-button { font: inherit; padding: 0.5rem 1rem; border: 0; border-radius: var(--faucet-radius); background: var(--faucet-accent); color: var(--faucet-accent-text); cursor: pointer; }
 .faucet-button:disabled { opacity: 0.5; cursor: not-allowed; }
-.faucet-button:focus-visible, .faucet-chat__input:focus-visible, .faucet-feature__input:focus-visible { outline: 3px solid var(--faucet-accent); outline-offset: 2px; }
+.faucet-button:focus-visible, .faucet-chat__input:focus-visible, .faucet-feature__input:focus-visible, .faucet-topup__input:focus-visible { outline: 3px solid var(--faucet-accent); outline-offset: 2px; }
 .faucet-error { border-left: 4px solid var(--faucet-error); background: var(--faucet-error-surface); color: var(--faucet-error); padding: 0.5rem 0.75rem; border-radius: var(--faucet-radius); }
 .faucet-error p { margin: 0; }
 .faucet-error__details { font-size: 0.8rem; }
@@ -53,4 +53,15 @@ export const faucetStyles = `
 .faucet-usage__table { border-collapse: collapse; font-size: 0.85rem; width: 100%; }
 .faucet-usage__table caption { text-align: left; color: var(--faucet-muted); }
 .faucet-usage__table :is(th, td) { text-align: left; padding: 0.25rem 0.5rem; border-bottom: 1px solid var(--faucet-border); }
+.faucet-topup__balance { font-weight: 700; font-family: ui-monospace, monospace; }
+.faucet-topup p { margin: 0; }
+.faucet-topup__status:empty { display: none; }
+.faucet-topup__form { display: grid; gap: 0.5rem; grid-template-columns: 1fr auto; align-items: end; }
+.faucet-topup__label, .faucet-topup__hint { grid-column: 1 / -1; }
+.faucet-topup__label { font-weight: 600; font-size: 0.9rem; }
+.faucet-topup__hint { font-size: 0.8rem; color: var(--faucet-muted); }
+.faucet-topup__input { box-sizing: border-box; width: 100%; min-width: 0; font: inherit; padding: 0.5rem; border: 1px solid var(--faucet-border); border-radius: var(--faucet-radius); background: var(--faucet-surface); color: inherit; }
+.faucet-topup__input[aria-invalid="true"] { border-color: var(--faucet-error); }
+.faucet-topup__check { justify-self: start; }
+.faucet-receipt__empty { margin: 0; color: var(--faucet-muted); }
 `;

@@ -20,11 +20,13 @@ import type {
   FlushResult,
   RouteMode,
   Session,
+  TopUpCheckout,
+  TopUpStatus,
   UsageRecord,
   UsageReport,
   Wallet,
 } from './types.ts';
-import { getWallet, listUsage, type UserAccountConfig } from './user-account.ts';
+import { getTopUp, getUsageRecord, getWallet, listUsage, startTopUp, type UserAccountConfig } from './user-account.ts';
 
 export interface FaucetOptions {
   publicAppId: string;
@@ -82,6 +84,15 @@ export interface FaucetClient {
   runFeature(options: FeatureOptions): Promise<FeatureResult>;
   getWallet(signal?: AbortSignal): Promise<Wallet>;
   listUsage(options?: { limit?: number; signal?: AbortSignal }): Promise<UsageRecord[]>;
+  /** The booked usage record of one call by its `faucet.request_id`; undefined until it is booked. */
+  getUsageRecord(requestId: string, signal?: AbortSignal): Promise<UsageRecord | undefined>;
+  /**
+   * Starts a Stripe Checkout top-up of the user's wallet (`amountUsd`: whole cents, e.g. `"10.00000000"`);
+   * send the user to the answer's `url`. Stripe returns them to `returnUrl` with `?checkout=success|cancelled`.
+   */
+  startTopUp(options: { amountUsd: string; returnUrl?: string; signal?: AbortSignal }): Promise<TopUpCheckout>;
+  /** A started top-up: `completed` once the payment was confirmed and the wallet credited. */
+  getTopUp(checkoutSessionId: string, signal?: AbortSignal): Promise<TopUpStatus>;
   local: {
     detectBridge(signal?: AbortSignal): Promise<BridgeInfo>;
     listModels(signal?: AbortSignal): Promise<BridgeModel[]>;
@@ -148,6 +159,9 @@ export function createFaucet(options: FaucetOptions): FaucetClient {
     },
     getWallet: (signal) => getWallet(account, signal),
     listUsage: (listOptions) => listUsage(account, listOptions),
+    getUsageRecord: (requestId, signal) => getUsageRecord(account, requestId, signal),
+    startTopUp: (topUpOptions) => startTopUp(account, topUpOptions),
+    getTopUp: (checkoutSessionId, signal) => getTopUp(account, checkoutSessionId, signal),
     local: {
       detectBridge: (signal) => detectBridge(local, signal),
       listModels: (signal) => listModels(local, signal),

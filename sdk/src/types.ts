@@ -102,6 +102,28 @@ export interface UsageRecord {
   created_at: string;
 }
 
+/** A Stripe Checkout started for the user's wallet: send the user to `url`. */
+export interface TopUpCheckout {
+  checkout_session_id: string;
+  url: string;
+  amount_usd: string;
+  amount_cents: number;
+  currency: 'USD';
+  status: 'pending';
+  expires_at: string | null;
+}
+
+/** A top-up as the server knows it: `completed` once Stripe's webhook credited the wallet. */
+export interface TopUpStatus {
+  checkout_session_id: string;
+  amount_usd: string;
+  amount_cents: number;
+  currency: 'USD';
+  status: 'pending' | 'completed' | 'expired';
+  created_at: string;
+  completed_at: string | null;
+}
+
 /** What the SDK sends to the bridge after a local call: counts and identifiers, never content. */
 export interface UsageReport {
   request_id: string;

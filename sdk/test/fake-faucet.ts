@@ -12,6 +12,10 @@ export interface FakeFaucet extends FakeServer {
   sessions: string[];
   /** Makes every outstanding token invalid, as if the server had expired them. */
   expireAllSessions(): void;
+  /** Top-ups started through `POST /v1/user/stripe/checkout-sessions`, by id. */
+  checkouts: Map<string, { amountCents: number; status: 'pending' | 'completed' | 'expired' }>;
+  /** What Stripe's webhook does for a paid checkout: marks it completed and credits the wallet. */
+  completeCheckout(id: string): void;
 }
 
 const chargeUnits = 1234n; // 0.00001234 USD per call
@@ -29,6 +33,7 @@ export async function startFakeFaucet(options: { sessionTtlSeconds?: number } = 
   let balance = 10n * scale;
   const usage: Array<Record<string, unknown>> = [];
   let counter = 0;
+  const checkouts: FakeFaucet['checkouts'] = new Map();
 
   const authorized = (request: RecordedRequest): boolean => {
     const token = /^Bearer (.+)$/.exec(String(request.headers.authorization ?? ''))?.[1];
@@ -118,9 +123,51 @@ export async function startFakeFaucet(options: { sessionTtlSeconds?: number } = 
         available_usd: formatUsd(balance),
       });
     }
-    if (request.method === 'GET' && path === '/v1/user/usage') return sendJson(response, 200, { data: usage.slice(0, 20) });
+    if (request.method === 'GET' && path === '/v1/user/usage') {
+      const receiptOf = new URLSearchParams(request.path.split('?')[1] ?? '').get('request_id');
+      const data = receiptOf === null ? usage.slice(0, 20) : usage.filter((record) => record.request_id === receiptOf);
+      return sendJson(response, 200, { data });
+    }
+    if (request.method === 'POST' && path === '/v1/user/stripe/checkout-sessions') {
+      const body = JSON.parse(request.body) as { amount_usd?: string; return_url?: string };
+      const amount = /^(\d{1,4})\.(\d{2})000000$/.exec(body.amount_usd ?? '');
+      const amountCents = amount ? Number(amount[1]) * 100 + Number(amount[2]) : 0;
+      if (amountCents < 100 || amountCents > 100_000) return sendError(response, 400, 'invalid_request', requestId);
+      const id = `cs_test_fake${checkouts.size + 1}`;
+      checkouts.set(id, { amountCents, status: 'pending' });
+      return sendJson(response, 201, {
+        checkout_session_id: id,
+        url: `https://checkout.stripe.test/pay/${id}?return=${encodeURIComponent(body.return_url ?? '')}`,
+        amount_usd: body.amount_usd,
+        amount_cents: amountCents,
+        currency: 'USD',
+        status: 'pending',
+        expires_at: null,
+      });
+    }
+    const checkoutPath = /^\/v1\/user\/stripe\/checkout-sessions\/([^/]+)$/.exec(path ?? '');
+    if (request.method === 'GET' && checkoutPath) {
+      const id = decodeURIComponent(checkoutPath[1]!);
+      const checkout = checkouts.get(id);
+      if (!checkout) return sendError(response, 404, 'not_found', requestId);
+      return sendJson(response, 200, {
+        checkout_session_id: id,
+        amount_usd: formatUsd(BigInt(checkout.amountCents) * 1_000_000n),
+        amount_cents: checkout.amountCents,
+        currency: 'USD',
+        status: checkout.status,
+        created_at: new Date().toISOString(),
+        completed_at: checkout.status === 'completed' ? new Date().toISOString() : null,
+      });
+    }
     if (request.method === 'POST' && path === '/v1/chat/completions') return chat(request, response, requestId);
     sendError(response, 404, 'not_found', requestId);
   });
-  return { ...server, publicAppId, sessions, expireAllSessions: () => valid.clear() };
+  const completeCheckout = (id: string) => {
+    const checkout = checkouts.get(id);
+    if (checkout?.status !== 'pending') throw new Error(`no pending checkout ${id}`);
+    checkout.status = 'completed';
+    balance += BigInt(checkout.amountCents) * 1_000_000n;
+  };
+  return { ...server, publicAppId, sessions, expireAllSessions: () => valid.clear(), checkouts, completeCheckout };
 }

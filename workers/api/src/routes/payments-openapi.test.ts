@@ -15,6 +15,7 @@ it('describes the payment, payout and report routes in the OpenAPI document', as
   expect(operations).toEqual(
     expect.arrayContaining([
       'POST /v1/user/stripe/checkout-sessions',
+      'GET /v1/user/stripe/checkout-sessions/{checkout_session_id}',
       'POST /v1/webhooks/stripe',
       'POST /v1/admin/payouts/run-mock',
       'GET /v1/admin/payouts',

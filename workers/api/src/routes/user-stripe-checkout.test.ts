@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createPendingCheckout } from '../../../test/payments-kit.ts';
+import { completedEvent, createPendingCheckout, deliver } from '../../../test/payments-kit.ts';
 import { api, call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
@@ -121,5 +121,40 @@ describe('POST /v1/user/stripe/checkout-sessions', () => {
     const second = (await (await send()).json()) as { checkout_session_id: string };
     expect(second.checkout_session_id).toBe(first.checkout_session_id);
     expect(await checkoutRows(session.walletId)).toHaveLength(1);
+  });
+});
+
+describe('GET /v1/user/stripe/checkout-sessions/{id}', () => {
+  const status = (token: string | undefined, id: string) =>
+    call(api(), testEnv, `/v1/user/stripe/checkout-sessions/${encodeURIComponent(id)}`, { token });
+
+  it('is pending until the webhook credits the wallet, then completed with the credited amount', async () => {
+    const created = await createPendingCheckout(testEnv, '12.34000000');
+    const pending = await status(created.token, created.stripeSessionId);
+    expect(pending.status).toBe(200);
+    expect(await pending.json()).toMatchObject({
+      checkout_session_id: created.stripeSessionId,
+      amount_usd: '12.34000000',
+      amount_cents: 1234,
+      currency: 'USD',
+      status: 'pending',
+      completed_at: null,
+    });
+    expect((await deliver(testEnv, completedEvent(created.stripeSessionId, 1234))).body.credited).toBe(true);
+    const completed = (await (await status(created.token, created.stripeSessionId)).json()) as { status: string; completed_at: string };
+    expect(completed.status).toBe('completed');
+    expect(Date.parse(completed.completed_at)).not.toBeNaN();
+  });
+
+  it("answers 404 for another wallet's checkout and for an unknown id, 401 without a session", async () => {
+    const created = await createPendingCheckout(testEnv, '2.00000000');
+    const stranger = await createSession(testEnv);
+    const foreign = await status(stranger.token, created.stripeSessionId);
+    expect(foreign.status).toBe(404);
+    const body = (await foreign.json()) as { error: { code: string; request_id: string } };
+    expect(body.error.code).toBe('not_found');
+    expect(JSON.stringify(body)).not.toContain('2.00');
+    expect((await status(created.token, 'cs_test_unknown')).status).toBe(404);
+    expect((await status(undefined, created.stripeSessionId)).status).toBe(401);
   });
 });

@@ -1,10 +1,17 @@
+/**
+ * The session user's Stripe top-ups: start one (a Checkout Session for their own wallet), and read
+ * one back by its id, so a page returning from Stripe can wait for the webhook's credit. Only the
+ * session's wallet's checkouts are visible; any other id is `not_found`.
+ */
 import { createRoute, z } from '@hono/zod-openapi';
+import { and, eq } from 'drizzle-orm';
+import { checkoutSessions } from '../../../../drizzle/schema.ts';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { formatUsd, usdStringSchema, wireAmountSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
-import { MAX_TOP_UP_USD, MIN_TOP_UP_USD, parseTopUpAmount } from '../payments/checkout-amount.ts';
+import { MAX_TOP_UP_USD, MIN_TOP_UP_USD, parseTopUpAmount, topUpAmountOfCents } from '../payments/checkout-amount.ts';
 import { createCheckoutSession } from '../payments/create-checkout-session.ts';
 
 const Body = z
@@ -41,7 +48,54 @@ const route = createRoute({
   },
 });
 
+const StatusResponse = z
+  .object({
+    checkout_session_id: z.string(),
+    amount_usd: usdStringSchema,
+    amount_cents: z.number().int(),
+    currency: z.literal('USD'),
+    status: z.enum(['pending', 'completed', 'expired']).openapi({ description: '`completed` once the webhook credited the wallet' }),
+    created_at: z.string(),
+    completed_at: z.string().nullable(),
+  })
+  .openapi('CheckoutSessionStatus');
+
+const statusRoute = createRoute({
+  method: 'get',
+  path: '/v1/user/stripe/checkout-sessions/{checkout_session_id}',
+  summary: "A top-up of the session user's wallet: pending until Stripe's webhook credited it",
+  middleware: [requireSession()] as const,
+  request: { params: z.object({ checkout_session_id: z.string().min(1).max(255) }) },
+  responses: {
+    200: { description: 'The checkout session', content: { 'application/json': { schema: StatusResponse } } },
+    ...errorResponses(401, 404, 429),
+  },
+});
+
 export function registerUserStripeCheckoutRoutes(app: ServiceApp): void {
+  app.openapi(statusRoute, async (c) => {
+    const { checkout_session_id: id } = c.req.valid('param');
+    const [row] = await c.var
+      .database()
+      .db.select()
+      .from(checkoutSessions)
+      .where(and(eq(checkoutSessions.stripeSessionId, id), eq(checkoutSessions.walletId, c.var.session.walletId)))
+      .limit(1);
+    if (!row) throw new FaucetError('not_found', 'checkout session not found');
+    return c.json(
+      {
+        checkout_session_id: row.stripeSessionId,
+        amount_usd: formatUsd(topUpAmountOfCents(row.amountCents)),
+        amount_cents: row.amountCents,
+        currency: 'USD' as const,
+        status: StatusResponse.shape.status.parse(row.status),
+        created_at: row.createdAt.toISOString(),
+        completed_at: row.completedAt ? row.completedAt.toISOString() : null,
+      },
+      200,
+    );
+  });
+
   app.openapi(route, async (c) => {
     const body = c.req.valid('json');
     const { amount, cents } = parseTopUpAmount(body.amount_usd);

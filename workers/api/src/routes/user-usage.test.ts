@@ -67,4 +67,22 @@ describe('GET /v1/user/usage', () => {
   it('refuses a request without a session with 401', async () => {
     expect((await call(api(), testEnv, '/v1/user/usage', { token: adminToken })).status).toBe(401);
   });
+
+  it("answers one call by its request ID (a receipt), and only the session user's", async () => {
+    const alice = await createSession(testEnv);
+    const bob = await createSession(testEnv);
+    for (const id of ['r-1', 'r-2']) await reportLocal(alice, `${alice.endUserId}-${id}`, 7);
+    await reportLocal(bob, `${bob.endUserId}-r-1`, 9);
+    const receipt = async (token: string, requestId: string) => {
+      const response = await call(api(), testEnv, `/v1/user/usage?request_id=${encodeURIComponent(requestId)}`, { token });
+      expect(response.status).toBe(200);
+      return ((await response.json()) as UsageList).data.map((record) => record.request_id);
+    };
+    expect(await receipt(alice.token, `${alice.endUserId}-r-1`)).toEqual([`${alice.endUserId}-r-1`]);
+    // Another user's call is not theirs to see, and a request ID of nothing is an empty list.
+    expect(await receipt(alice.token, `${bob.endUserId}-r-1`)).toEqual([]);
+    expect(await receipt(alice.token, 'no-such-request')).toEqual([]);
+    const empty = await call(api(), testEnv, '/v1/user/usage?request_id=', { token: alice.token });
+    expect(empty.status).toBe(400);
+  });
 });

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { desc, eq, sql } from 'drizzle-orm';
+import { and, desc, eq, or, sql } from 'drizzle-orm';
 import { usageEvents } from '../../../../drizzle/schema.ts';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
@@ -14,6 +14,12 @@ const UsageQuery = z.object({
     .transform(Number)
     .refine((value) => value >= 1 && value <= 100, 'must be a whole number from 1 to 100')
     .optional(),
+  request_id: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .openapi({ description: 'Only the call with this request ID (the `faucet.request_id` of its answer): a receipt' }),
 });
 
 const UsageRecord = z
@@ -45,7 +51,11 @@ const route = createRoute({
 
 export function registerUserUsageRoutes(app: ServiceApp): void {
   app.openapi(route, async (c) => {
-    const limit = c.req.valid('query').limit ?? 20;
+    const { limit = 20, request_id: requestId } = c.req.valid('query');
+    const ofUser = eq(usageEvents.endUserId, c.var.session.endUserId);
+    // A receipt: the id the client sent (x-request-id) or the server's own, whichever the answer named.
+    const ofRequest =
+      requestId === undefined ? undefined : or(eq(usageEvents.clientRequestId, requestId), eq(usageEvents.requestId, requestId));
     // A plain read: the query builder, so the row type is the schema's, not a hand-written copy.
     const rows = await c.var
       .database()
@@ -62,7 +72,7 @@ export function registerUserUsageRoutes(app: ServiceApp): void {
         createdAt: usageEvents.createdAt,
       })
       .from(usageEvents)
-      .where(eq(usageEvents.endUserId, c.var.session.endUserId))
+      .where(and(ofUser, ofRequest))
       .orderBy(desc(usageEvents.createdAt), desc(usageEvents.id))
       .limit(limit);
     const data = rows.map((row) => ({
