@@ -7,7 +7,8 @@ import { testSecrets } from './tests/setup/test-secrets.ts';
  * - `workers`: every `*.test.ts` under workers/ (but `*.node.test.ts`), inside the Workers runtime,
  *   against a real embedded PostgreSQL behind the WebSocket proxy; each file clones its own database.
  * - `node`: the SDK, the bridge, scripts, pure logic (`*.node.test.ts`) and end-to-end tests against the
- *   whole local stack started once by the global setup; `*.browser.test.ts` drive headless Chromium.
+ *   whole local stack started once by the global setup; `*.browser.test.ts` drive headless Chromium
+ *   (the console's, under workers/console/test, too).
  */
 export default defineConfig({
   test: {
@@ -33,7 +34,7 @@ export default defineConfig({
         test: {
           name: 'workers',
           include: ['workers/**/*.test.ts'],
-          exclude: ['**/*.node.test.ts', '**/node_modules/**'],
+          exclude: ['**/*.node.test.ts', '**/*.browser.test.ts', '**/node_modules/**'],
           globalSetup: ['tests/setup/workers-database.ts', 'tests/setup/stripe-fake.ts'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
@@ -50,6 +51,7 @@ export default defineConfig({
             'tests/**/*.test.ts',
             'drizzle/**/*.test.ts',
             'workers/**/*.node.test.ts',
+            'workers/**/*.browser.test.ts',
           ],
           exclude: ['**/node_modules/**', '**/dist/**'],
           globalSetup: ['tests/setup/node-stack.ts'],

@@ -6,11 +6,12 @@ import { portOrFree } from './lib/ports.ts';
 import { repoRoot, startStack } from './lib/stack.ts';
 
 const secrets = ensureDevVars(join(repoRoot, '.dev.vars'));
-console.log('faucet: starting PostgreSQL, the WebSocket proxy and three workers…');
+console.log('faucet: starting PostgreSQL, the WebSocket proxy, three workers and the console…');
 const stack = await startStack({
   stateDir: join(repoRoot, '.faucet'),
   secrets,
-  ports: { api: 8787, gateway: 8788, metrics: 8789, postgres: 54329, proxy: 54330 },
+  ports: { api: 8787, gateway: 8788, metrics: 8789, console: 8791, postgres: 54329, proxy: 54330 },
+  console: true,
   verbose: process.env.FAUCET_VERBOSE === '1',
 });
 
@@ -39,6 +40,7 @@ Faucet is running (local, embedded PostgreSQL; data in .faucet/, secrets in .dev
   Control API     ${stack.apiUrl}        (OpenAPI: ${stack.apiUrl}/openapi.json)
   Gateway         ${stack.gatewayUrl}/v1     (OpenAPI: ${stack.gatewayUrl}/openapi.json)
   Metrics worker  ${stack.metricsUrl}
+  Console         ${stack.consoleUrl}   (sign in with the developer key or the admin token below)
   Demo page       ${demoPage.url}${stack.stripeFakeUrl ? `\n  Stripe (fake)   ${stack.stripeFakeUrl}   (test-mode stand-in; set real sk_test_ keys in .dev.vars to use Stripe)` : ''}
   PostgreSQL      ${stack.databaseUrl}
 

@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildConsole } from './console-build.ts';
 import type { LocalSecrets } from './dev-vars.ts';
 import { formatEnvFile } from './dev-vars.ts';
 import { migrate } from './migrate.ts';
@@ -21,7 +22,9 @@ export interface StackOptions {
   stateDir: string;
   secrets: LocalSecrets;
   /** Preferred ports (taken when free); random free ports otherwise. */
-  ports?: Partial<Record<'api' | 'gateway' | 'metrics' | 'postgres' | 'proxy', number>>;
+  ports?: Partial<Record<'api' | 'gateway' | 'metrics' | 'console' | 'postgres' | 'proxy', number>>;
+  /** Also build the console (workers/console) into the state folder and serve it, forwarding `/api/*` to this stack's API. */
+  console?: boolean;
   sessionTtlSeconds?: number;
   /** Extra worker variables (e.g. rate limits, MOCK_PROVIDER_LATENCY_MS). */
   workerVars?: Record<string, string>;
@@ -33,6 +36,8 @@ export interface Stack {
   apiUrl: string;
   gatewayUrl: string;
   metricsUrl: string;
+  /** The console, when started with `console: true`. */
+  consoleUrl?: string;
   publicAppId: string;
   featureKey: string;
   adminToken: string;
@@ -74,6 +79,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     metrics: await port('metrics'),
     api: await port('api'),
     gateway: await port('gateway'),
+    console: options.console ? await port('console') : 0,
   };
 
   const postgres = await startPostgres({ dataDir: join(options.stateDir, 'postgres', 'data'), port: ports.postgres });
@@ -130,13 +136,24 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       { mode: 0o600 },
     );
 
-    const wrangler = (name: string, environment: string | undefined, listenPort: number, inspectorPort: number) => {
+    // The console's bundle is built while PostgreSQL and the workers start (a few seconds).
+    const consoleConfig = options.console ? buildConsole(join(options.stateDir, 'console-dist')) : undefined;
+    consoleConfig?.catch(() => {});
+
+    const wrangler = (
+      name: string,
+      environment: string | undefined,
+      listenPort: number,
+      inspectorPort: number,
+      config?: { path: string; vars: Record<string, string> },
+    ) => {
       const args = [
         join(repoRoot, 'node_modules', 'wrangler', 'bin', 'wrangler.js'),
         'dev',
         '-c',
-        join(repoRoot, 'wrangler.toml'),
+        config?.path ?? join(repoRoot, 'wrangler.toml'),
         ...(environment ? ['--env', environment] : []),
+        ...Object.entries(config?.vars ?? {}).flatMap(([key, value]) => ['--var', `${key}:${value}`]),
         '--ip',
         '127.0.0.1',
         '--port',
@@ -144,8 +161,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
         // Each dev process needs its own inspector port; they all default to 9229.
         '--inspector-port',
         String(inspectorPort),
-        '--env-file',
-        envFile,
+        ...(config ? [] : ['--env-file', envFile]),
         '--persist-to',
         // One folder per worker: workerd processes sharing one SQLite state folder hit SQLITE_BUSY.
         join(options.stateDir, 'wrangler-state', name),
@@ -183,6 +199,11 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       { name: 'api', ...wrangler('api', undefined, ports.api, await freePort()), url: urls.api },
       { name: 'gateway', ...wrangler('gateway', 'gateway', ports.gateway, await freePort()), url: urls.gateway },
     ];
+    const consoleUrl = consoleConfig ? `http://127.0.0.1:${ports.console}` : undefined;
+    if (consoleConfig && consoleUrl) {
+      const config = { path: await consoleConfig, vars: { API_ORIGIN: urls.api } };
+      workers.push({ name: 'console', ...wrangler('console', undefined, ports.console, await freePort(), config), url: consoleUrl });
+    }
     await Promise.all(
       workers.map(async (worker) => {
         const exited = new Promise<never>((_resolve, reject) =>
@@ -200,6 +221,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       apiUrl: urls.api,
       gatewayUrl: urls.gateway,
       metricsUrl: urls.metrics,
+      ...(consoleUrl ? { consoleUrl } : {}),
       publicAppId: demo.publicAppId,
       featureKey: demo.featureKey,
       adminToken: options.secrets.ADMIN_TOKEN,

@@ -1,6 +1,6 @@
 /**
  * Global setup of the Node tests: the whole local stack (embedded PostgreSQL, proxy, three workers
- * under wrangler dev) on free ports with the test secrets, shared by the SDK, e2e and browser tests.
+ * and the console under wrangler dev) on free ports with the test secrets, shared by the SDK, e2e and browser tests.
  * Tests read its coordinates with `inject('stack')`.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +16,7 @@ export type StackCoordinates = Pick<
   | 'apiUrl'
   | 'gatewayUrl'
   | 'metricsUrl'
+  | 'consoleUrl'
   | 'publicAppId'
   | 'featureKey'
   | 'adminToken'
@@ -45,6 +46,8 @@ export default async function setup(project: TestProject) {
   const stack = await startStack({
     stateDir: dir,
     secrets: testSecrets,
+    // The console's browser tests (workers/console/test) drive it against this stack.
+    console: true,
     // Short sessions let the SDK tests watch a refresh; generous limits keep tests from tripping them.
     sessionTtlSeconds: Number(process.env.FAUCET_TEST_SESSION_TTL ?? 900),
     workerVars: {

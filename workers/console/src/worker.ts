@@ -1,0 +1,47 @@
+/**
+ * The console's Worker: static assets (the built single-page app, served by the platform before this
+ * code runs) and a transparent pass-through of `/api/*` to the public control API. It adds no
+ * endpoint of its own and keeps nothing: the request goes on with its method, headers and body, and
+ * the API's answer (error envelopes included) comes back unchanged.
+ */
+interface ConsoleEnv {
+  /** Origin of the control API, e.g. `https://faucet-api.example.workers.dev`. */
+  API_ORIGIN: string;
+  ASSETS: { fetch(request: Request): Promise<Response> };
+}
+
+/** The control API URL for a console URL under `/api/`, or null for any other path. */
+export function apiTarget(url: URL, apiOrigin: string): URL | null {
+  if (url.pathname !== '/api' && !url.pathname.startsWith('/api/')) return null;
+  const target = new URL(apiOrigin);
+  target.pathname = url.pathname.slice('/api'.length) || '/';
+  target.search = url.search;
+  return target;
+}
+
+export default {
+  async fetch(request, env) {
+    const target = apiTarget(new URL(request.url), env.API_ORIGIN);
+    if (!target) return env.ASSETS.fetch(request);
+    const headers = new Headers(request.headers);
+    // The API sees the console's own call, not the browser's cookies or origin checks.
+    headers.delete('cookie');
+    headers.delete('origin');
+    try {
+      return await fetch(target, {
+        method: request.method,
+        headers,
+        body: request.method === 'GET' || request.method === 'HEAD' ? null : request.body,
+        redirect: 'manual',
+      });
+    } catch {
+      // The API is down or unreachable: the same envelope the API's own errors use (DESIGN §4).
+      const given = request.headers.get('x-request-id') ?? '';
+      const requestId = /^[\w.:-]{1,64}$/.test(given) ? given : crypto.randomUUID();
+      return Response.json(
+        { error: { code: 'upstream_error', message: 'The control API could not be reached', request_id: requestId } },
+        { status: 502, headers: { 'x-request-id': requestId } },
+      );
+    }
+  },
+} satisfies ExportedHandler<ConsoleEnv>;
