@@ -133,11 +133,20 @@ export const appFeatures = pgTable(
     maxOutputTokens: integer('max_output_tokens'),
     archivedAt: timestamp('archived_at', { withTimezone: true }),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    /** Alias name → `provider:model` a call's `model` may name (migration 0015). */
+    modelAliases: jsonb('model_aliases').$type<Record<string, string>>().notNull().default({}),
+    /** `provider:model` tried in order when the call's model fails before its first byte; at most 3. */
+    fallbackModels: jsonb('fallback_models').$type<string[]>().notNull().default([]),
   },
   (table) => [
     uniqueIndex('app_features_app_feature_key').on(table.appId, table.featureKey),
     check('app_features_route_policy', sql`${table.routePolicy} in ('platform_first', 'byok_first')`),
     check('app_features_max_output_tokens', sql`${table.maxOutputTokens} is null or ${table.maxOutputTokens} > 0`),
+    check('app_features_model_aliases', sql`jsonb_typeof(${table.modelAliases}) = 'object'`),
+    check(
+      'app_features_fallback_models',
+      sql`jsonb_typeof(${table.fallbackModels}) = 'array' and jsonb_array_length(${table.fallbackModels}) <= 3`,
+    ),
   ],
 );
 
@@ -287,6 +296,8 @@ export const providerCredentials = pgTable(
     maskedKey: text('masked_key').notNull(),
     status: text('status').$type<'active' | 'disabled'>().notNull().default('active'),
     monthlyBudgetUsd: money('monthly_budget_usd'),
+    /** The API root the key is used at: required for `azure` and `custom` (migration 0016), null for the catalog's root. */
+    baseUrl: text('base_url'),
     createdAt: createdAt(),
     disabledAt: timestamp('disabled_at', { withTimezone: true }),
   },

@@ -24,7 +24,14 @@ create or replace function faucet_authorize_call(
   -- The gateway's rating settings (basis points), recorded on the call with the feature's prices so
   -- that whoever books it books it as authorized (migration 0014); null: not recorded.
   p_platform_markup_bps integer default null,
-  p_platform_fee_bps integer default null
+  p_platform_fee_bps integer default null,
+  -- Fallback and aliases (migration 0015): the alias the call's model named (null: none) and the
+  -- feature's fallback list ("provider:model", in order) the gateway sized the bounds and holds above
+  -- with. When either differs from the feature's (a change since the gateway last saw it), nothing is
+  -- written: the outcome is 'routing_changed' with the feature's current ones, and the gateway asks
+  -- again. Null p_fallbacks: a gateway that does not fall back (nothing checked, nothing answered).
+  p_alias text default null,
+  p_fallbacks jsonb default null
 ) returns table (
   outcome text,
   app_id uuid,
@@ -44,7 +51,13 @@ create or replace function faucet_authorize_call(
   -- On a refusal by a per-end-user limit: the limit (USD, or calls per minute), and for 'rate_limited'
   -- the seconds until a call leaves the 60 s window.
   refused_limit numeric,
-  retry_after_seconds integer
+  retry_after_seconds integer,
+  -- The feature's aliases and fallbacks (when the gateway passed p_fallbacks), and on the byok route
+  -- the end user's active key of each fallback provider other than the call's: {provider: {id,
+  -- ciphertext, iv, key_version}}.
+  model_aliases jsonb,
+  fallback_models jsonb,
+  fallback_keys jsonb
 )
 language plpgsql as $$
 #variable_conflict use_column
@@ -66,7 +79,8 @@ declare
   v_refused_limit numeric;
 begin
   select null::uuid as id, null::text as ciphertext, null::text as iv, null::integer as key_version into v_key;
-  select null::text as feature_key, null::jsonb as allowed_models, null::timestamptz as archived_at into v_feature;
+  select null::text as feature_key, null::jsonb as allowed_models, null::timestamptz as archived_at,
+         null::jsonb as model_aliases, null::jsonb as fallback_models into v_feature;
 
   -- 1. The session: live, not revoked; its app's developer not suspended (docs/developers.md).
   select s.app_id, s.end_user_id, a.developer_id, a.developer_share_bps, d.suspended_at into v_session
@@ -74,7 +88,8 @@ begin
    where s.token_hash = p_token_hash and s.expires_at > now() and s.revoked_at is null;
   if not found or v_session.suspended_at is not null then
     return query select (case when found then 'developer_suspended' else 'unauthorized' end)::text, null::uuid, null::uuid, null::integer, null::numeric, null::numeric,
-      null::text, null::uuid, null::text, null::text, null::integer, null::numeric, null::text, null::integer, null::numeric, null::integer;
+      null::text, null::uuid, null::text, null::text, null::integer, null::numeric, null::text, null::integer, null::numeric, null::integer,
+      null::jsonb, null::jsonb, null::jsonb;
     return;
   end if;
 
@@ -86,7 +101,7 @@ begin
     from apps a where a.id = v_session.app_id;
   if v_app.archived_at is null then
     select f.feature_key, f.route_policy, f.developer_price_per_mtok_usd, f.open_fee_usd, f.allowed_models,
-           f.max_output_tokens, f.archived_at into v_feature
+           f.max_output_tokens, f.archived_at, f.model_aliases, f.fallback_models into v_feature
       from app_features f where f.app_id = v_session.app_id and f.feature_key = coalesce(p_feature_key, v_app.default_feature_key);
   end if;
   v_outcome := case
@@ -94,13 +109,18 @@ begin
     when v_feature.feature_key is null and p_feature_key is null then 'no_default_feature'
     when v_feature.feature_key is null then 'unknown_feature'
     when v_feature.archived_at is not null then 'feature_archived'
+    when p_fallbacks is not null and (v_feature.fallback_models <> p_fallbacks
+      or (p_alias is not null and v_feature.model_aliases ->> p_alias is distinct from p_provider || ':' || p_model))
+      then 'routing_changed'
     when jsonb_array_length(v_feature.allowed_models) > 0 and not v_feature.allowed_models ? (p_provider || ':' || p_model)
       then 'model_not_allowed'
   end;
   if v_outcome is not null then
     return query select v_outcome, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
       null::numeric, null::numeric, null::text, null::uuid, null::text, null::text, null::integer, null::numeric,
-      v_feature.feature_key::text, null::integer, null::numeric, null::integer;
+      v_feature.feature_key::text, null::integer, null::numeric, null::integer,
+      case when p_fallbacks is not null then v_feature.model_aliases end,
+      case when p_fallbacks is not null then v_feature.fallback_models end, null::jsonb;
     return;
   end if;
   v_bound_output := least(p_bound_output_tokens, coalesce(v_feature.max_output_tokens, p_bound_output_tokens));
@@ -126,7 +146,8 @@ begin
        order by g.created_at offset v_recent - v_app.limit_requests_per_minute limit 1;
       return query select 'rate_limited'::text, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
         null::numeric, null::numeric, null::text, null::uuid, null::text, null::text, null::integer, null::numeric,
-        v_feature.feature_key::text, null::integer, v_app.limit_requests_per_minute::numeric, greatest(coalesce(v_retry_after, 1), 1);
+        v_feature.feature_key::text, null::integer, v_app.limit_requests_per_minute::numeric, greatest(coalesce(v_retry_after, 1), 1),
+        null::jsonb, null::jsonb, null::jsonb;
       return;
     end if;
   end if;
@@ -145,7 +166,7 @@ begin
   if not found then
     return query select 'conflict'::text, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
       null::numeric, null::numeric, null::text, null::uuid, null::text, null::text, null::integer, null::numeric,
-      v_feature.feature_key::text, null::integer, null::numeric, null::integer;
+      v_feature.feature_key::text, null::integer, null::numeric, null::integer, null::jsonb, null::jsonb, null::jsonb;
     return;
   end if;
 
@@ -234,7 +255,7 @@ begin
     perform faucet_abandon_call(p_money_key);
     return query select v_outcome, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
       null::numeric, null::numeric, v_route, null::uuid, null::text, null::text, null::integer, null::numeric,
-      v_feature.feature_key::text, null::integer, v_refused_limit::numeric(20, 8), null::integer;
+      v_feature.feature_key::text, null::integer, v_refused_limit::numeric(20, 8), null::integer, null::jsonb, null::jsonb, null::jsonb;
     return;
   end if;
 
@@ -246,6 +267,18 @@ begin
     case when v_route = 'platform' then null else v_key.ciphertext end,
     case when v_route = 'platform' then null else v_key.iv end,
     case when v_route = 'platform' then null else v_key.key_version end,
-    v_hold::numeric(20, 8), v_feature.feature_key::text, v_feature.max_output_tokens::integer, null::numeric, null::integer;
+    v_hold::numeric(20, 8), v_feature.feature_key::text, v_feature.max_output_tokens::integer, null::numeric, null::integer,
+    case when p_fallbacks is not null then v_feature.model_aliases end,
+    case when p_fallbacks is not null then v_feature.fallback_models end,
+    -- On the byok route a fallback to another provider uses the end user's key of that provider (the
+    -- hold, the open fee, is the same for every model); none: that candidate is skipped.
+    case when v_route = 'byok' and p_fallbacks is not null then (
+      select coalesce(jsonb_object_agg(k.provider, jsonb_build_object('id', k.id, 'ciphertext', k.ciphertext, 'iv', k.iv,
+                                                                       'key_version', k.key_version)), '{}'::jsonb)
+        from (select distinct on (pk.provider) pk.* from provider_credentials pk
+               where pk.owner_type = 'end_user' and pk.end_user_id = v_session.end_user_id and pk.status = 'active'
+                 and pk.provider <> p_provider
+                 and pk.provider in (select split_part(m, ':', 1) from jsonb_array_elements_text(p_fallbacks) m)
+               order by pk.provider, pk.created_at desc) k) end;
 end
 $$;

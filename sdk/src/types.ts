@@ -47,6 +47,17 @@ export interface FaucetMetadata {
   charge?: FaucetCharge;
   /** Only for `local` calls. */
   usage_report_status?: UsageReportStatus;
+  /** What the gateway tried, in order, when the feature has fallbacks or an attempt failed. */
+  attempts?: FaucetCallAttempt[];
+}
+
+/** One upstream attempt of a call; the last `ok` one answered and is the one billed. */
+export interface FaucetCallAttempt {
+  model: string;
+  provider: string;
+  outcome: 'ok' | 'error' | 'skipped_circuit_open' | 'skipped_no_route';
+  status?: number;
+  error_code?: string;
 }
 
 export interface ChatCompletion {

@@ -18,6 +18,7 @@ describe('SDK call metadata', () => {
     const accepted: FaucetMetadata = fromGateway;
     expectTypeOf(accepted.charge).toEqualTypeOf<FaucetMetadata['charge']>();
     expectTypeOf<FaucetObject['route_mode']>().toExtend<FaucetMetadata['route_mode']>();
+    expectTypeOf<NonNullable<FaucetObject['attempts']>>().toEqualTypeOf<NonNullable<FaucetMetadata['attempts']>>();
   });
 
   it('names exactly the route modes of the wire contract', () => {

@@ -10,6 +10,7 @@ import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { defaultModelRule, type FeatureSettingsInput, parseFeatureSettings } from './feature-settings.ts';
 import { featureAuditSql } from './feature-view.ts';
+import { routingModelsAllowed, routingModelsRule } from './model-routing.ts';
 import { featureKey as checkFeatureKey } from './names.ts';
 
 /** Live features an app may have; not enforced under a race of two creations. */
@@ -31,6 +32,9 @@ export async function createFeature(db: LedgerDatabase, input: CreateFeatureInpu
   const name = settings.name as string;
   const defaultModel = settings.defaultModel as string;
   if (allowedModels.length > 0 && !allowedModels.includes(defaultModel)) throw new FaucetError('invalid_request', defaultModelRule);
+  const aliases = settings.modelAliases ?? {};
+  const fallbacks = settings.fallbackModels ?? [];
+  if (!routingModelsAllowed(allowedModels, aliases, fallbacks)) throw new FaucetError('invalid_request', routingModelsRule);
   const row = await queryOne<{ found: boolean; archived: boolean; created: boolean; live: number }>(
     db,
     sql`with app as (
@@ -38,10 +42,11 @@ export async function createFeature(db: LedgerDatabase, input: CreateFeatureInpu
              for update),
         f as (
           insert into app_features (app_id, feature_key, name, default_model, allowed_models, route_policy,
-                                    developer_price_per_mtok_usd, open_fee_usd, max_output_tokens)
+                                    developer_price_per_mtok_usd, open_fee_usd, max_output_tokens, model_aliases, fallback_models)
           select app.id, ${key}, ${name}, ${defaultModel}, ${JSON.stringify(allowedModels)}::jsonb,
                  ${settings.routePolicy ?? 'platform_first'}, ${settings.developerPricePerMtokUsd ?? null}::numeric,
-                 ${settings.openFeeUsd ?? '0.00000000'}::numeric, ${settings.maxOutputTokens ?? null}::integer
+                 ${settings.openFeeUsd ?? '0.00000000'}::numeric, ${settings.maxOutputTokens ?? null}::integer,
+                 ${JSON.stringify(aliases)}::jsonb, ${JSON.stringify(fallbacks)}::jsonb
             from app
            where app.archived_at is null
              and (select count(*) from app_features c where c.app_id = app.id and c.archived_at is null) < ${maxLiveFeatures}

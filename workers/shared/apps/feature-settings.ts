@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { compareUsd, formatUsd, parseWireAmount } from '../money/index.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { knownModel } from './model-names.ts';
+import { parseFallbackModels, parseModelAliases } from './model-routing.ts';
 import { displayName } from './names.ts';
 
 export const routePolicies = ['platform_first', 'byok_first'] as const;
@@ -30,6 +31,8 @@ export interface FeatureSettingsInput {
   developer_price_per_mtok_usd?: string | null;
   open_fee_usd?: string;
   max_output_tokens?: number | null;
+  model_aliases?: Record<string, string>;
+  fallback_models?: string[];
 }
 
 export interface FeatureSettings {
@@ -40,6 +43,8 @@ export interface FeatureSettings {
   developerPricePerMtokUsd: string | null | undefined;
   openFeeUsd: string | undefined;
   maxOutputTokens: number | null | undefined;
+  modelAliases: Record<string, string> | undefined;
+  fallbackModels: string[] | undefined;
 }
 
 function amount(value: string, field: keyof typeof maxAmounts): string {
@@ -78,6 +83,8 @@ export function parseFeatureSettings(input: FeatureSettingsInput): FeatureSettin
     developerPricePerMtokUsd: price === undefined || price === null ? price : amount(price, 'developer_price_per_mtok_usd'),
     openFeeUsd: input.open_fee_usd === undefined ? undefined : amount(input.open_fee_usd, 'open_fee_usd'),
     maxOutputTokens: cap === undefined || cap === null ? cap : outputCap(cap),
+    modelAliases: input.model_aliases === undefined ? undefined : parseModelAliases(input.model_aliases),
+    fallbackModels: input.fallback_models === undefined ? undefined : parseFallbackModels(input.fallback_models),
   };
 }
 

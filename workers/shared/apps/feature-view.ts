@@ -20,6 +20,8 @@ export const featureColumns = {
   developerPricePerMtokUsd: appFeatures.developerPricePerMtokUsd,
   openFeeUsd: appFeatures.openFeeUsd,
   maxOutputTokens: appFeatures.maxOutputTokens,
+  modelAliases: appFeatures.modelAliases,
+  fallbackModels: appFeatures.fallbackModels,
   createdAt: appFeatures.createdAt,
   updatedAt: appFeatures.updatedAt,
   archivedAt: appFeatures.archivedAt,
@@ -39,6 +41,8 @@ export function toFeatureView(feature: FeatureRecord, appDefaultFeatureKey: stri
       feature.developerPricePerMtokUsd === null ? null : formatUsd(parseDatabaseAmount(feature.developerPricePerMtokUsd)),
     open_fee_usd: formatUsd(parseDatabaseAmount(feature.openFeeUsd)),
     max_output_tokens: feature.maxOutputTokens,
+    model_aliases: feature.modelAliases,
+    fallback_models: feature.fallbackModels,
     is_default: feature.featureKey === appDefaultFeatureKey,
     created_at: feature.createdAt.toISOString(),
     updated_at: feature.updatedAt.toISOString(),
@@ -67,5 +71,6 @@ export function featureAuditSql(alias: string) {
     'name', ${alias}.name, 'default_model', ${alias}.default_model, 'allowed_models', ${alias}.allowed_models,
     'route_policy', ${alias}.route_policy, 'developer_price_per_mtok_usd', ${alias}.developer_price_per_mtok_usd::text,
     'open_fee_usd', ${alias}.open_fee_usd::text, 'max_output_tokens', ${alias}.max_output_tokens,
+    'model_aliases', ${alias}.model_aliases, 'fallback_models', ${alias}.fallback_models,
     'archived_at', ${alias}.archived_at)`);
 }

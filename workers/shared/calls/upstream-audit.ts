@@ -17,10 +17,21 @@ import { sql } from 'drizzle-orm';
 import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
 
 export interface ReportedUpstreamCall {
-  /** The id Faucet sent upstream (`x-client-request-id`): the gateway call's id. */
+  /**
+   * The id Faucet sent upstream (`x-client-request-id`): the gateway call's id for its first attempt,
+   * `<call id>:<n>` for a fallback attempt (docs/models.md, "Fallback and aliases").
+   */
   callId: string;
   inputTokens: number;
   outputTokens: number;
+  /** The provider answered this attempt with an error and billed nothing: it needs no booking. */
+  failed?: boolean;
+}
+
+/** The gateway call an attempt id belongs to. */
+export function callIdOfAttempt(attemptId: string): string {
+  const colon = attemptId.indexOf(':');
+  return colon < 0 ? attemptId : attemptId.slice(0, colon);
 }
 
 export interface UpstreamAuditResult {
@@ -43,7 +54,11 @@ interface BookedRow {
 }
 
 export async function auditUpstreamCalls(db: LedgerDatabase, reported: ReportedUpstreamCall[]): Promise<UpstreamAuditResult> {
-  const ids = [...new Set(reported.map((call) => call.callId))];
+  // A failed attempt (an error, no tokens) is fine; the call's answering attempt must be booked once.
+  const answered = reported
+    .filter((call) => !(call.failed === true && call.inputTokens === 0 && call.outputTokens === 0))
+    .map((call) => ({ ...call, callId: callIdOfAttempt(call.callId) }));
+  const ids = [...new Set(answered.map((call) => call.callId))];
   const booked = new Map<string, BookedRow>();
   for (let offset = 0; offset < ids.length; offset += 1000) {
     const slice = ids.slice(offset, offset + 1000);
@@ -72,10 +87,10 @@ export async function auditUpstreamCalls(db: LedgerDatabase, reported: ReportedU
     result.ok = false;
     if (result.findings.length < 20) result.findings.push(finding);
   };
-  // One provider call per gateway call; a gateway call reported twice upstream is itself a finding.
+  // One answering provider call per gateway call; a gateway call answered twice upstream is itself a finding.
   const seen = new Map<string, number>();
-  for (const call of reported) seen.set(call.callId, (seen.get(call.callId) ?? 0) + 1);
-  for (const call of reported) {
+  for (const call of answered) seen.set(call.callId, (seen.get(call.callId) ?? 0) + 1);
+  for (const call of answered) {
     const row = booked.get(call.callId);
     const reportedTokens = call.inputTokens + call.outputTokens;
     if (row === undefined || row.bookings === 0) {

@@ -14,18 +14,21 @@ export async function failureFromResponse(response: Response, providerLabel: str
   const status = response.status;
   const detail = await upstreamMessage(response);
   if (status === 400 || status === 404 || status === 413 || status === 422) {
-    return new FaucetError('invalid_request', `${providerLabel} rejected the request (HTTP ${status})${detail ? `: ${detail}` : '.'}`);
+    return new FaucetError('invalid_request', `${providerLabel} rejected the request (HTTP ${status})${detail ? `: ${detail}` : '.'}`, {
+      upstreamStatus: status,
+    });
   }
   if (status === 429) {
     const retryAfter = response.headers.get('retry-after');
     return new FaucetError('rate_limited', `${providerLabel} is rate limiting this call; retry later.`, {
       headers: retryAfter !== null && /^\d{1,6}$/.test(retryAfter) ? { 'retry-after': retryAfter } : {},
+      upstreamStatus: status,
     });
   }
   if (status === 408 || status === 504 || status === 524) {
-    return new FaucetError('upstream_timeout', `${providerLabel} timed out (HTTP ${status}).`);
+    return new FaucetError('upstream_timeout', `${providerLabel} timed out (HTTP ${status}).`, { upstreamStatus: status });
   }
-  return new FaucetError('upstream_error', `${providerLabel} failed (HTTP ${status}).`);
+  return new FaucetError('upstream_error', `${providerLabel} failed (HTTP ${status}).`, { upstreamStatus: status });
 }
 
 async function upstreamMessage(response: Response): Promise<string> {

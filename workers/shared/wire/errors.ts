@@ -29,13 +29,20 @@ export class FaucetError extends Error {
   readonly status: ErrorStatus;
   /** Extra response headers, e.g. `retry-after` on `rate_limited`. */
   readonly headers: Record<string, string>;
+  /** For an upstream's refusal: the HTTP status it answered with (the gateway's fallback records it, never sends it as its own). */
+  readonly upstreamStatus: number | undefined;
 
-  constructor(code: ErrorCode, message: string, options: { cause?: unknown; headers?: Record<string, string> } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { cause?: unknown; headers?: Record<string, string>; upstreamStatus?: number } = {},
+  ) {
     super(message, { cause: options.cause });
     this.name = 'FaucetError';
     this.code = code;
     this.status = errorStatus[code];
     this.headers = options.headers ?? {};
+    this.upstreamStatus = options.upstreamStatus;
   }
 
   /** Survives duplicate module copies (bundles, workspaces), unlike `instanceof`. */

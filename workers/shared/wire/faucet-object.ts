@@ -6,6 +6,22 @@
 import { z } from '@hono/zod-openapi';
 import { routeModeSchema } from './route-modes.ts';
 
+/** One upstream attempt of a call (docs/models.md, "Fallback and aliases"); never a key. */
+export const callAttemptSchema = z
+  .object({
+    model: z.string(),
+    provider: z.string(),
+    outcome: z.enum(['ok', 'error', 'skipped_circuit_open', 'skipped_no_route']).openapi({
+      description:
+        "ok: it answered (the one booked); error: it failed before its first byte; skipped_circuit_open: its provider failed repeatedly and is paused; skipped_no_route: no key on the call's route, or its worst case is not covered by the hold",
+    }),
+    status: z.number().int().optional().openapi({ description: "The upstream's HTTP status, when it answered with one" }),
+    error_code: z.string().optional().openapi({ description: 'The error code the failure maps to (DESIGN §4)' }),
+  })
+  .openapi('FaucetCallAttempt');
+
+export type CallAttempt = z.infer<typeof callAttemptSchema>;
+
 export const faucetObjectSchema = z
   .object({
     request_id: z.string(),
@@ -17,6 +33,12 @@ export const faucetObjectSchema = z
     output_tokens: z.number().int(),
     estimated: z.boolean(),
     charge: z.object({ currency: z.literal('USD'), amount_usd: z.string(), upstream_cost_usd: z.string() }),
+    attempts: z
+      .array(callAttemptSchema)
+      .optional()
+      .openapi({
+        description: 'What the gateway tried, in order, when the feature has fallbacks or an attempt failed; the last `ok` one answered',
+      }),
   })
   .openapi('FaucetCallMetadata');
 

@@ -9,6 +9,7 @@ import type { ServiceApp } from '#shared/app.ts';
 import { archiveFeature } from '#shared/apps/archive-feature.ts';
 import { createFeature } from '#shared/apps/create-feature.ts';
 import { featureBounds, routePolicies } from '#shared/apps/feature-settings.ts';
+import { routingBounds } from '#shared/apps/model-routing.ts';
 import { getOwnedFeature, toFeatureView } from '#shared/apps/feature-view.ts';
 import { listFeatures } from '#shared/apps/list-features.ts';
 import { FEATURE_KEY_PATTERN, maxNameLength } from '#shared/apps/names.ts';
@@ -43,6 +44,15 @@ const settings = {
     .openapi({ description: 'Price per million tokens on the developer_key route; null = upstream cost' }),
   open_fee_usd: wireAmountSchema.openapi({ description: 'Fee per call on the byok and local routes, shown openly (default 0)' }),
   max_output_tokens: z.number().int().min(1).max(featureBounds.maxOutputTokens).nullable(),
+  model_aliases: z.record(z.string().max(64), modelName).openapi({
+    description:
+      'Alias name (1-24 of a-z and _) → `provider:model`: a call may send the alias as `model` (docs/models.md, "Fallback and aliases"). Targets must be among allowed_models when it is not empty',
+    example: { fast: 'openai:gpt-4o-mini', smart: 'anthropic:claude-3-5-sonnet-latest' },
+  }),
+  fallback_models: z.array(modelName).max(routingBounds.fallbacks).openapi({
+    description:
+      "Models tried in order when the call's model fails before its first byte (connect error, timeout, 429, 5xx); at most 3, each among allowed_models when it is not empty",
+  }),
 };
 
 const CreateFeatureBody = z
@@ -55,6 +65,8 @@ const CreateFeatureBody = z
     developer_price_per_mtok_usd: settings.developer_price_per_mtok_usd.optional(),
     open_fee_usd: settings.open_fee_usd.optional(),
     max_output_tokens: settings.max_output_tokens.optional(),
+    model_aliases: settings.model_aliases.optional(),
+    fallback_models: settings.fallback_models.optional(),
   })
   .strict()
   .openapi('CreateFeatureRequest');
@@ -78,6 +90,8 @@ const FeatureSchema = z
     developer_price_per_mtok_usd: z.string().nullable(),
     open_fee_usd: z.string(),
     max_output_tokens: z.number().int().nullable(),
+    model_aliases: z.record(z.string(), z.string()),
+    fallback_models: z.array(z.string()),
     is_default: z.boolean().openapi({ description: "The app's default feature (what a call without `feature` uses)" }),
     created_at: z.string().openapi({ format: 'date-time' }),
     updated_at: z.string().openapi({ format: 'date-time' }),

@@ -3,6 +3,9 @@
  * hold — one statement), call the provider through its adapter, then settle (one statement) and
  * answer with the completion plus its `faucet` object, or stream it. The call's money key is the
  * server's (`call:<uuid>`); the client's x-request-id is only echoed and used as an idempotency key.
+ * The call's model may be an alias of its feature, and the feature's fallbacks are tried when an
+ * attempt fails before its first byte (fallback/: the hold covers them all; only the attempt that
+ * answered is booked, at its model's prices).
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '#shared/app-env.ts';
@@ -23,9 +26,14 @@ import { capOutputTokens } from '../metering/output-cap.ts';
 import { abandonCall, settleCall } from '../metering/settle-call.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { createAdapter } from '../providers/create-adapter.ts';
-import type { ProviderAdapter } from '../providers/provider.ts';
-import { authorizeCall, type CallKeys, type CallPlan } from '../routing/authorize-call.ts';
-import { parseModel, type ModelReference } from '../routing/parse-model.ts';
+import { authorizeCall, RoutingChanged, type CallKeys, type CallPlan } from '../routing/authorize-call.ts';
+import { parseModel } from '../routing/parse-model.ts';
+import { resolveCandidates, routingCache, type FeatureRouting } from '../fallback/feature-routing.ts';
+import { candidateOf, combinedBounds, type Candidate } from '../fallback/hold-candidates.ts';
+import { AttemptsFailed, tryCandidates, type Answered, type AttemptContext } from '../fallback/try-candidates.ts';
+import type { HoldBounds } from '../metering/hold-bounds.ts';
+import type { CallAttempt } from '#shared/wire/faucet-object.ts';
+import type { FaucetObject } from '../metering/faucet-object.ts';
 import { sseHeaders } from '#shared/wire/format-sse.ts';
 import { meteredStream } from '../streaming/metered-stream.ts';
 import { defaultUpstreamTimeoutMs } from '#shared/upstream/outbound-fetch.ts';
@@ -40,12 +48,14 @@ interface Call {
   /** Releases the request's database handle (retained past the response for settlement). */
   release(): void;
   plan: CallPlan;
-  reference: ModelReference;
-  request: ChatRequest;
-  adapter: ProviderAdapter;
+  /** The model asked for (or its alias's target), then the feature's fallbacks. */
+  candidates: Candidate[];
+  /** What the statement held for (the largest bounds over the candidates). */
+  held: HoldBounds;
+  /** Whether the faucet object lists the attempts: the feature has fallbacks or the model was an alias. */
+  listAttempts: boolean;
   limits: CallLimits;
-  /** The hold's worst case in tokens: what an unreported usage is billed at. */
-  bounds: { inputTokens: number; outputTokens: number };
+  adapterFor: AttemptContext['adapterFor'];
   defer(work: Promise<unknown>): void;
 }
 
@@ -58,10 +68,11 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     // A request the gateway refuses for its body (schema, model, fields, bounds) is answered 400 only
     // for a live session: 401 whatever the body otherwise. The live-session check runs on that error
     // path alone (the valid path checks the session inside the one authorize statement).
-    const { body, requestedRoute, reference, request, bounds } = await readCall(c).catch(async (error: unknown) => {
+    const refusedForBody = async (error: unknown): Promise<never> => {
       if (!(await findLiveSession(c.var.database().db, tokenHash))) throw new FaucetError('unauthorized', 'Session is unknown or expired');
       throw error;
-    });
+    };
+    const { body, requestedRoute, request } = await readCall(c).catch(refusedForBody);
     const { feature } = body;
     const limits = callLimits(c.env);
     const callId = crypto.randomUUID();
@@ -79,19 +90,22 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     const release = handle.retain();
     const database = handle.db;
     const authorizeStarted = performance.now();
-    let plan: CallPlan;
+    let authorized: Awaited<ReturnType<typeof authorizeWithRouting>>;
     try {
-      plan = await authorizeCall(database, c.env, { tokenHash, featureKey: feature, call: keys, requestedRoute, reference, bounds });
+      authorized = await authorizeWithRouting(c, { tokenHash, feature, model: body.model, request, refusedForBody }, (input) =>
+        authorizeCall(database, c.env, { tokenHash, featureKey: feature, call: keys, requestedRoute, ...input }),
+      );
     } catch (error) {
       release();
       throw error;
     }
+    const { plan, candidates, held, alias } = authorized;
 
-    const adapter = createAdapter(reference.entry, {
+    const context = {
       fetch: dependencies.upstreamFetch,
       upstreamTimeoutMs: intSetting(c.env.UPSTREAM_TIMEOUT_MS, defaultUpstreamTimeoutMs),
       mockLatencyMs: intSetting(c.env.MOCK_PROVIDER_LATENCY_MS, 0),
-    });
+    };
     const call: Call = {
       c,
       authorizeMs: performance.now() - authorizeStarted,
@@ -99,15 +113,12 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       database,
       release,
       plan,
-      reference,
       // The feature's output cap bounds what is sent and what an unreported usage is billed at.
-      request: capOutputTokens(request, plan.maxOutputTokens),
-      adapter,
+      candidates: candidates.map((candidate) => ({ ...candidate, request: capOutputTokens(candidate.request, plan.maxOutputTokens) })),
+      held,
+      listAttempts: candidates.length > 1 || alias !== null,
       limits,
-      bounds: {
-        inputTokens: bounds.worstCaseInputTokens,
-        outputTokens: Math.min(bounds.worstCaseOutputTokens, plan.maxOutputTokens ?? bounds.worstCaseOutputTokens),
-      },
+      adapterFor: (candidate) => createAdapter(candidate.reference.entry, context),
       defer,
     };
     c.header('x-faucet-call-id', callId);
@@ -115,7 +126,60 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
   });
 }
 
-/** Everything the gateway reads from the body before it authorizes: the parsed body, the model, the request sent upstream and its bounds. */
+/**
+ * Authorizes with the candidates the feature's routing gives (fallback/feature-routing.ts): with what
+ * this isolate last saw of it, and once more with the feature's own when the statement says it
+ * changed. The hold is sized over every candidate (fallback/hold-candidates.ts).
+ */
+async function authorizeWithRouting(
+  c: Context<AppEnv>,
+  input: {
+    tokenHash: string;
+    feature: string | undefined;
+    model: string;
+    request: ChatRequest;
+    refusedForBody(error: unknown): Promise<never>;
+  },
+  authorize: (input: Pick<Parameters<typeof authorizeCall>[2], 'reference' | 'bounds' | 'routing'>) => Promise<CallPlan>,
+) {
+  let routing: FeatureRouting | null = routingCache.get(input.tokenHash, input.feature);
+  for (let round = 0; ; round += 1) {
+    let resolved: ReturnType<typeof resolveCandidates>;
+    try {
+      resolved = resolveCandidates(input.model, routing);
+    } catch (error) {
+      return input.refusedForBody(error);
+    }
+    // An alias not known yet: asked with a stand-in the statement answers `routing_changed` to (or,
+    // if the alias names exactly it, authorizes: its bounds are then the right ones).
+    const primaryReference = resolved.primary ?? parseModel('mock:echo');
+    const primaryRequest = { ...input.request, model: primaryReference.model };
+    let bounds: HoldBounds;
+    try {
+      bounds = holdBounds(c.env, primaryReference, primaryRequest);
+    } catch (error) {
+      return input.refusedForBody(error);
+    }
+    const primary = { reference: primaryReference, request: primaryRequest, bounds };
+    const fallbacks = resolved.fallbacks.map((reference) => candidateOf(c.env, reference, input.request));
+    const held = combinedBounds(primary, fallbacks);
+    try {
+      const plan = await authorize({
+        reference: primaryReference,
+        bounds: held,
+        routing: { alias: resolved.alias, fallbacks: resolved.fallbackNames },
+      });
+      routingCache.set(input.tokenHash, input.feature, plan.routing);
+      return { plan, candidates: [primary, ...fallbacks], held, alias: resolved.alias };
+    } catch (error) {
+      if (!(error instanceof RoutingChanged) || round >= 2) throw error;
+      routing = error.routing;
+      routingCache.set(input.tokenHash, input.feature, routing);
+    }
+  }
+}
+
+/** Everything the gateway reads from the body before it authorizes: the parsed body, the route asked for, the request sent upstream (its model set per candidate). */
 async function readCall(c: Context<AppEnv>) {
   const body = await readBody(c);
   const requestedRoute = body.route_mode;
@@ -125,10 +189,9 @@ async function readCall(c: Context<AppEnv>) {
       'route_mode "local" is not served by the cloud gateway: local calls go to the Faucet bridge on the user\'s machine.',
     );
   }
-  const reference = parseModel(body.model);
-  const { feature: _feature, route_mode: _route, model: _qualified, ...openAiFields } = body;
-  const request: ChatRequest = { ...openAiFields, model: reference.model };
-  return { body, requestedRoute, reference, request, bounds: holdBounds(c.env, reference, request) };
+  const { feature: _feature, route_mode: _route, model, ...openAiFields } = body;
+  const request: ChatRequest = { ...openAiFields, model };
+  return { body, requestedRoute, request };
 }
 
 async function readBody(c: Context<AppEnv>): Promise<ChatCompletionsBody> {
@@ -152,24 +215,31 @@ async function completeCall(call: Call): Promise<Response> {
 }
 
 async function upstreamAndSettle(call: Call): Promise<Response> {
-  const { c, database, plan, reference, request } = call;
+  const { c, database } = call;
   try {
-    let completion;
     const upstreamStarted = performance.now();
     // The gateway ends the call at its deadline, so its hold (which outlives the deadline) is never gone before it is booked.
     const signal = AbortSignal.timeout(call.limits.maxDurationSeconds * 1000);
+    let answered: Answered<Awaited<ReturnType<ReturnType<Call['adapterFor']>['complete']>>>;
     try {
-      completion = await call.adapter.complete({ request, credential: plan.credential, callId: plan.keys.callId, signal });
+      answered = await tryCandidates(attemptContext(call, signal), call.candidates, (adapter, credential, attemptId, candidate) =>
+        adapter.complete({ request: candidate.request, credential, callId: attemptId, signal }),
+      );
     } catch (error) {
-      await endUnanswered(call, error, signal);
+      const failed = error instanceof AttemptsFailed ? error : new AttemptsFailed(error, [], call.candidates[0] ?? null);
+      await endUnanswered(call, failed, signal);
       // The gateway's own deadline reads as a timeout, not as a failure of the upstream.
-      throw signal.aborted ? new FaucetError('upstream_timeout', 'The call reached its longest allowed duration and was ended.') : error;
+      throw signal.aborted
+        ? new FaucetError('upstream_timeout', 'The call reached its longest allowed duration and was ended.')
+        : failed.error;
     }
+    const completion = answered.value;
+    const bounds = unreportedBounds(call, answered.candidate);
     // Without the provider's count: upper bounds (the hold's input bound; the answer's UTF-8 bytes).
     const usage = meteredUsage(completion.usage, () => ({
-      inputTokens: call.bounds.inputTokens,
+      inputTokens: bounds.inputTokens,
       outputTokens: Math.min(
-        call.bounds.outputTokens,
+        bounds.outputTokens,
         utf8Bytes(
           completion.choices
             .map((choice) => (choice.message.content ?? '') + (choice.message.tool_calls ? JSON.stringify(choice.message.tool_calls) : ''))
@@ -178,7 +248,11 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
       ),
     }));
     const settleStarted = performance.now();
-    const faucet = await settleCall(database, plan, reference, usage);
+    const faucet = withAttempts(
+      call,
+      await settleCall(database, attemptPlan(call, answered), answered.candidate.reference, usage),
+      answered.attempts,
+    );
     const timing = [
       `authorize;dur=${tenths(call.authorizeMs)}`,
       `upstream;dur=${tenths(settleStarted - upstreamStarted)}`,
@@ -191,24 +265,32 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
 }
 
 async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Response> {
-  const { c, requestId, database, plan, reference, request } = call;
+  const { c, requestId, database, plan } = call;
   const upstream = new AbortController();
   const started = Date.now();
-  let chunks;
+  let answered: Answered<Awaited<ReturnType<ReturnType<Call['adapterFor']>['stream']>>>;
   try {
-    chunks = await call.adapter.stream({ request, credential: plan.credential, callId: plan.keys.callId, signal: upstream.signal });
+    // An attempt is final once its upstream accepted the stream: what it sends is forwarded as it comes, never retried.
+    answered = await tryCandidates(attemptContext(call, upstream.signal), call.candidates, (adapter, credential, attemptId, candidate) =>
+      adapter.stream({ request: candidate.request, credential, callId: attemptId, signal: upstream.signal }),
+    );
   } catch (error) {
-    await endUnanswered(call, error, upstream.signal).finally(call.release);
-    throw error;
+    const failed = error instanceof AttemptsFailed ? error : new AttemptsFailed(error, [], call.candidates[0] ?? null);
+    await endUnanswered(call, failed, upstream.signal).finally(call.release);
+    throw failed.error;
   }
+  const answeringPlan = attemptPlan(call, answered);
   const stream = meteredStream({
-    chunks,
+    chunks: answered.value,
     includeUsage: body.stream_options?.include_usage === true,
-    bounds: call.bounds,
+    bounds: unreportedBounds(call, answered.candidate),
     requestId,
     deadlineMs: Math.max(0, call.limits.maxDurationSeconds * 1000 - (Date.now() - started)),
     drainMs: call.limits.drainMs,
-    settle: (usage) => settleCall(database, plan, reference, usage).finally(call.release),
+    settle: (usage) =>
+      settleCall(database, answeringPlan, answered.candidate.reference, usage)
+        .then((faucet) => withAttempts(call, faucet, answered.attempts))
+        .finally(call.release),
     abandon: () => abandonCall(database, plan).finally(call.release),
     stopUpstream: () => upstream.abort(),
     defer: call.defer,
@@ -221,20 +303,50 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
   return new Response(stream, { status: 200, headers: { ...sseHeaders, 'x-request-id': requestId, 'x-faucet-call-id': plan.keys.callId } });
 }
 
+function attemptContext(call: Call, signal: AbortSignal): AttemptContext {
+  return {
+    env: call.c.env,
+    plan: call.plan,
+    primaryProvider: call.candidates[0]?.reference.provider ?? '',
+    held: call.held,
+    adapterFor: call.adapterFor,
+    signal,
+    deadlineAt: Date.now() + call.limits.maxDurationSeconds * 1000,
+  };
+}
+
+/** The plan the answering attempt is booked with: its own key (a fallback's on the byok route). */
+function attemptPlan(call: Call, answered: { credentialId: string | null }): CallPlan {
+  return { ...call.plan, providerCredentialId: answered.credentialId };
+}
+
+/** A candidate's worst case in tokens, within the feature's cap: what its unreported usage is billed at. */
+function unreportedBounds(call: Call, candidate: Candidate): { inputTokens: number; outputTokens: number } {
+  const bounds = candidate.bounds ?? call.held;
+  const cap = call.plan.maxOutputTokens ?? bounds.worstCaseOutputTokens;
+  return { inputTokens: bounds.worstCaseInputTokens, outputTokens: Math.min(bounds.worstCaseOutputTokens, cap) };
+}
+
+function withAttempts(call: Call, faucet: FaucetObject, attempts: CallAttempt[]): FaucetObject {
+  return call.listAttempts ? { ...faucet, attempts } : faucet;
+}
+
 /**
- * The upstream gave no answer the gateway could use. A refusal (an HTTP error status) or a
+ * No attempt gave an answer the gateway could use. A refusal (an HTTP error status) or a
  * connection that never opened means the provider bills nothing: the call is abandoned and its
- * request id freed. A timeout (or the call's deadline) means the provider had the request and may
- * be generating: the call is booked at its bound, marked estimated, so the platform never pays for
- * an unbilled call (docs/money.md, "The guarantee").
+ * request id freed. A timeout of the last attempt (or the call's deadline) means the provider had
+ * the request and may be generating: the call is booked at that attempt's bound, marked estimated,
+ * so the platform never pays for an unbilled call (docs/money.md, "The guarantee").
  */
-async function endUnanswered(call: Call, error: unknown, signal: AbortSignal): Promise<void> {
+async function endUnanswered(call: Call, failed: AttemptsFailed, signal: AbortSignal): Promise<void> {
+  const { error, lastTried } = failed;
   const timedOut = (FaucetError.isInstance(error) && error.code === 'upstream_timeout') || signal.aborted;
-  if (!timedOut) {
+  if (!timedOut || lastTried === null) {
     await abandonCall(call.database, call.plan);
     return;
   }
-  await settleCall(call.database, call.plan, call.reference, estimatedUsage(call.bounds.inputTokens, call.bounds.outputTokens)).catch(
+  const bounds = unreportedBounds(call, lastTried);
+  await settleCall(call.database, call.plan, lastTried.reference, estimatedUsage(bounds.inputTokens, bounds.outputTokens)).catch(
     (settleError: unknown) => {
       // Left in flight: the sweeper books it at the same bound after its deadline.
       call.c.var.logger?.error('booking an unanswered call failed', {

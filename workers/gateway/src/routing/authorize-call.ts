@@ -21,6 +21,7 @@ import { featurePricingFromRow, ratingSettingsFor, type FeaturePricing, type Rat
 import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
+import type { FeatureRouting } from '../fallback/feature-routing.ts';
 import type { ModelReference } from './parse-model.ts';
 import { platformPoolCredential } from './platform-pool.ts';
 
@@ -33,7 +34,25 @@ export interface AuthorizeInput {
   call: CallKeys;
   requestedRoute: CloudRouteMode | undefined;
   reference: ModelReference;
+  /** The bounds of every candidate the call may try (fallback/hold-candidates.ts): the largest of each. */
   bounds: HoldBounds;
+  /** The alias the call named and the fallbacks the bounds were sized for; the statement refuses other ones (`routing_changed`). */
+  routing: { alias: string | null; fallbacks: string[] };
+}
+
+/** The feature's aliases or fallbacks differ from the ones the gateway passed: nothing was written; ask again with these. */
+export class RoutingChanged extends Error {
+  constructor(readonly routing: FeatureRouting) {
+    super('the feature routing changed');
+  }
+}
+
+/** A stored key of a fallback provider on the byok route (opened only if that candidate is tried). */
+export interface StoredFallbackKey {
+  id: string;
+  ciphertext: string;
+  iv: string;
+  key_version: number;
 }
 
 /** The keys of one call: the server's own, and the client's correlation id. */
@@ -65,6 +84,10 @@ export interface CallPlan {
   routeMode: CallRoute;
   credential: ProviderCredential;
   providerCredentialId: string | null;
+  /** The feature's aliases and fallbacks as the statement read them. */
+  routing: FeatureRouting;
+  /** byok route: the end user's key of each fallback provider other than the call's. */
+  fallbackKeys: Record<string, StoredFallbackKey>;
 }
 
 type Outcome =
@@ -76,6 +99,7 @@ type Outcome =
   | 'app_archived'
   | 'feature_archived'
   | 'model_not_allowed'
+  | 'routing_changed'
   | 'conflict'
   | 'byok_missing'
   | 'developer_key_missing'
@@ -104,6 +128,9 @@ interface AuthorizeRow {
   /** The per-end-user limit a refusal names: USD (8 decimals) or calls per minute. */
   refused_limit: string | null;
   retry_after_seconds: number | null;
+  model_aliases: Record<string, string> | null;
+  fallback_models: string[] | null;
+  fallback_keys: Record<string, StoredFallbackKey> | null;
 }
 
 const usd = (amount: Usd | null) => (amount === null ? null : formatUsd(amount));
@@ -121,8 +148,11 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
       ${bounds.worstCaseInputTokens}::integer, ${bounds.worstCaseOutputTokens}::integer,
       ${usd(bounds.platform)}::numeric, ${usd(bounds.developerKeyAtCost)}::numeric, ${pool !== null}::boolean,
       ${keys.holdTtlSeconds}::integer, ${keys.maxDurationSeconds}::integer,
-      ${settings.platformMarkupBps}::integer, ${settings.platformFeeBps}::integer)`,
+      ${settings.platformMarkupBps}::integer, ${settings.platformFeeBps}::integer,
+      ${input.routing.alias}::text, ${JSON.stringify(input.routing.fallbacks)}::jsonb)`,
   );
+  const routing = { aliases: row.model_aliases ?? {}, fallbacks: row.fallback_models ?? [] };
+  if (row.outcome === 'routing_changed') throw new RoutingChanged(routing);
   if (row.outcome !== 'authorized') throw refusal(row.outcome, input, row);
 
   const routeMode = row.route_mode as CallRoute;
@@ -137,6 +167,8 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
     pricedAt,
     routeMode,
     providerCredentialId: row.credential_id,
+    routing,
+    fallbackKeys: row.fallback_keys ?? {},
   };
   if (routeMode === 'platform') return { ...plan, credential: pool as ProviderCredential };
   try {
@@ -155,7 +187,7 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
   }
 }
 
-function refusal(outcome: Exclude<Outcome, 'authorized'>, input: AuthorizeInput, row: AuthorizeRow): FaucetError {
+function refusal(outcome: Exclude<Outcome, 'authorized' | 'routing_changed'>, input: AuthorizeInput, row: AuthorizeRow): FaucetError {
   const { provider, model } = input.reference;
   const featureKey = row.feature_key;
   switch (outcome) {
