@@ -115,18 +115,30 @@ export async function handleStripeEvent(
     const outcome = result.outcome === 'booked' ? BOOKED[reversal.action] : result.outcome;
     return { credited: outcome === 'chargeback_reversed', outcome };
   }
-  const parsed = PaidSession.safeParse(event.data.object);
+  return creditPaidCheckout(db, { eventId: event.id, eventType: event.type, session: event.data.object }, context.requestId);
+}
+
+/**
+ * Credits a checkout session object as Stripe describes it (a completion event's, or one the
+ * operator's replay retrieved from Stripe) once: unpaid or amount-less sessions credit nothing.
+ */
+export async function creditPaidCheckout(
+  db: LedgerDatabase,
+  input: { eventId: string; eventType: string; session: unknown },
+  requestId: string,
+): Promise<WebhookResult> {
+  const parsed = PaidSession.safeParse(input.session);
   if (!parsed.success) throw new FaucetError('invalid_request', 'The event does not carry a checkout session');
   const session = parsed.data;
   if (session.amount_total === null || session.currency === null) return { credited: false, outcome: 'ignored' };
   if (session.payment_status !== 'paid') return { credited: false, outcome: 'payment_not_completed' };
   const result = await creditCheckout(db, {
-    eventId: event.id,
-    eventType: event.type,
+    eventId: input.eventId,
+    eventType: input.eventType,
     stripeSessionId: session.id,
     amountCents: session.amount_total,
     currency: session.currency,
-    requestId: context.requestId,
+    requestId,
     paymentIntentId: session.payment_intent ?? null,
   });
   return { credited: result.outcome === 'credited', outcome: result.outcome };

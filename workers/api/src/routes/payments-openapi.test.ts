@@ -24,6 +24,8 @@ it('describes the payment, payout and report routes in the OpenAPI document', as
       'GET /v1/admin/reports/usage.csv',
       'GET /v1/admin/reports/revenue.csv',
       'GET /v1/admin/reports/payouts.csv',
+      'GET /v1/admin/stripe/webhook-events',
+      'POST /v1/admin/stripe/checkout-sessions/{checkout_session_id}/replay',
     ]),
   );
 });

@@ -2,6 +2,7 @@ import type { ServiceApp } from '#shared/app.ts';
 import { registerAdminClawbackRoutes } from './admin-clawbacks.ts';
 import { registerAdminPayoutRoutes } from './admin-payouts.ts';
 import { registerAdminReportRoutes } from './admin-reports.ts';
+import { registerAdminStripeRoutes } from './admin-stripe.ts';
 import { registerStripeWebhookRoutes } from './stripe-webhook.ts';
 import { registerUserStripeCheckoutRoutes } from './user-stripe-checkout.ts';
 
@@ -12,4 +13,5 @@ export function registerPaymentRoutes(app: ServiceApp): void {
   registerAdminPayoutRoutes(app);
   registerAdminClawbackRoutes(app);
   registerAdminReportRoutes(app);
+  registerAdminStripeRoutes(app);
 }
