@@ -7,7 +7,8 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSecrets } from '../lib/dev-vars.ts';
-import { repoRoot, startStack } from '../lib/stack.ts';
+import { repoRoot, startStack, type Stack } from '../lib/stack.ts';
+import { portkeyHeaders, startMockUpstream, startPortkey, type MockUpstream } from './portkey.ts';
 
 const CLIENTS = 16;
 const SEQUENTIAL_CALLS = 100;
@@ -34,10 +35,19 @@ export async function runGatewayStackBench(): Promise<void> {
   const tmp = join(repoRoot, '.faucet', 'tmp');
   mkdirSync(tmp, { recursive: true });
   const dir = mkdtempSync(join(tmp, 'gateway-bench-'));
+  // The mock upstream of the Portkey comparison: the gateway's OpenAI pool pointed at it on loopback.
+  const upstream = await startMockUpstream();
   const stack = await startStack({
     stateDir: dir,
     secrets: generateSecrets(),
-    workerVars: { GATEWAY_RATE_LIMIT_MAX_REQUESTS: '0', API_RATE_LIMIT_MAX_REQUESTS: '0', LOG_LEVEL: 'error' },
+    workerVars: {
+      GATEWAY_RATE_LIMIT_MAX_REQUESTS: '0',
+      API_RATE_LIMIT_MAX_REQUESTS: '0',
+      LOG_LEVEL: 'error',
+      OPENAI_API_KEY: 'sk-bench-not-a-real-key',
+      OPENAI_BASE_URL: `http://127.0.0.1:${upstream.port}/v1`,
+      UPSTREAM_ALLOW_LOOPBACK: `127.0.0.1:${upstream.port}`,
+    },
   });
   try {
     const tokens: string[] = [];
@@ -114,8 +124,70 @@ export async function runGatewayStackBench(): Promise<void> {
     console.log(
       `throughput at ${CLIENTS} concurrent clients   ${Math.round((CLIENTS * CALLS_PER_CLIENT) / seconds)} calls/s  (${CLIENTS * CALLS_PER_CLIENT} calls in ${seconds.toFixed(2)} s)`,
     );
+    await comparePortkey(stack, upstream, tokens[0]!);
   } finally {
     await stack.stop();
+    await upstream.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Direct, through Faucet (workerd) and through Portkey (Node): the same client, body and upstream. */
+async function comparePortkey(stack: Stack, upstream: MockUpstream, token: string): Promise<void> {
+  const portkey = await startPortkey();
+  try {
+    const messages = [{ role: 'user', content: 'Hello from the benchmark' }];
+    const post = async (url: string, headers: Record<string, string>, body: object) => {
+      const started = performance.now();
+      const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
+      await expectOk(response);
+      const ended = performance.now();
+      return { firstByte: upstream.lastArrival() - started, whole: ended - started };
+    };
+    const routes = {
+      direct: () =>
+        post(
+          `http://127.0.0.1:${upstream.port}/v1/chat/completions`,
+          { 'content-type': 'application/json' },
+          { model: 'gpt-4o-mini', max_tokens: 64, messages },
+        ),
+      faucet: () =>
+        post(
+          `${stack.gatewayUrl}/v1/chat/completions`,
+          { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          { model: 'openai:gpt-4o-mini', feature: stack.featureKey, max_tokens: 64, messages },
+        ),
+      portkey: () =>
+        post(`${portkey.url}/v1/chat/completions`, portkeyHeaders(upstream), { model: 'gpt-4o-mini', max_tokens: 64, messages }),
+    };
+    const results: Record<string, { firstByte: number[]; whole: number[] }> = {};
+    for (const [name, run] of Object.entries(routes)) {
+      for (let index = 0; index < 10; index++) await run();
+      const samples = [];
+      for (let index = 0; index < SEQUENTIAL_CALLS; index++) samples.push(await run());
+      results[name] = {
+        firstByte: samples.map((sample) => sample.firstByte).sort((a, b) => a - b),
+        whole: samples.map((sample) => sample.whole).sort((a, b) => a - b),
+      };
+    }
+    const direct = results.direct!;
+    console.log(
+      `-- added latency beside @portkey-ai/gateway: one HTTP client -> gateway -> the same mock upstream on loopback (${SEQUENTIAL_CALLS} sequential calls each)`,
+    );
+    console.log(
+      `client -> upstream directly         p50 ${percentile(direct.whole, 50).toFixed(2)} ms  p99 ${percentile(direct.whole, 99).toFixed(2)} ms`,
+    );
+    for (const [name, label] of [
+      ['faucet', 'Faucet (workerd, metered)'],
+      ['portkey', 'Portkey (Node, no metering)'],
+    ] as const) {
+      const result = results[name]!;
+      const added = (at: number) => (percentile(result.whole, at) - percentile(direct.whole, at)).toFixed(2);
+      console.log(
+        `${label.padEnd(34)} added p50 ${added(50)} ms  p99 ${added(99)} ms  (to upstream p50 ${(percentile(result.firstByte, 50) - percentile(direct.firstByte, 50)).toFixed(2)} ms)`,
+      );
+    }
+  } finally {
+    await portkey.stop();
   }
 }
