@@ -96,7 +96,11 @@ export function recordRequest(c: Context<AppEnv>, sample: RequestSample): void {
   if (flush) waitUntil(c, flush);
 }
 
-/** Sends this isolate's pending counts now (before `/metrics` reads the shards, so they include them). */
+/**
+ * Sends this isolate's pending counts now (before `/metrics` reads the shards, so they include them).
+ * A flush another request already has in flight is not awaited (its promise belongs to that
+ * request): its counts show on the next read.
+ */
 export function flushPending(c: Context<AppEnv>): Promise<void> {
   const namespace = c.env.METRICS;
   if (!namespace) return Promise.resolve();
