@@ -30,6 +30,7 @@ export const providerKeyColumns = {
   label: k.label,
   status: k.status,
   maskedKey: k.maskedKey,
+  baseUrl: k.baseUrl,
   createdAt: k.createdAt,
   disabledAt: k.disabledAt,
   monthlyBudgetUsd: k.monthlyBudgetUsd,
@@ -52,6 +53,7 @@ export function toView(row: ProviderKeyRow): ProviderKeyView {
     label: row.label,
     status: row.status,
     masked_key: row.maskedKey,
+    base_url: row.baseUrl,
     created_at: row.createdAt.toISOString(),
     disabled_at: row.disabledAt?.toISOString() ?? null,
   };

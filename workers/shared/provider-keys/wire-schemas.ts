@@ -10,11 +10,18 @@ const label = z
   .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters')
   .openapi({ example: 'production' });
 
+/** An Azure resource's or a custom server's API root (provider-keys/endpoint.ts checks it). */
+const baseUrl = z.string().min(1).max(2048).openapi({
+  description:
+    'azure and custom keys only (required there): the API root the key is used at, e.g. https://<resource>.openai.azure.com/openai[?api-version=…] or https://llm.example.com/v1; a public https address',
+  example: 'https://my-resource.openai.azure.com/openai',
+});
+
 /** The raw key: accepted here, stored only encrypted, never returned or logged. */
 const apiKey = z.string().min(1).max(512).openapi({ description: 'The provider API key; stored encrypted, never returned' });
 
 export const CreateUserProviderKeyBody = z
-  .object({ provider: z.enum(keyProviders), api_key: apiKey, label: label.optional() })
+  .object({ provider: z.enum(keyProviders), api_key: apiKey, label: label.optional(), base_url: baseUrl.optional() })
   .strict()
   .openapi('CreateUserProviderKeyRequest');
 
@@ -23,6 +30,7 @@ export const CreateDeveloperProviderKeyBody = z
     provider: z.enum(keyProviders),
     api_key: apiKey,
     label: label.optional(),
+    base_url: baseUrl.optional(),
     monthly_budget_usd: z
       .string()
       .regex(WIRE_AMOUNT_PATTERN, 'must be a decimal string with exactly 8 fractional digits, e.g. "25.00000000"')
@@ -41,6 +49,7 @@ export const ProviderKeySchema = z
     label: z.string().nullable(),
     status: z.enum(['active', 'disabled']),
     masked_key: z.string().openapi({ example: 'sk-proj-...WXYZ', description: 'Prefix and last four characters' }),
+    base_url: z.string().nullable().openapi({ description: 'The API root the key is used at (azure, custom); null: the provider’s own' }),
     created_at: z.string().openapi({ format: 'date-time' }),
     disabled_at: z.string().nullable().openapi({ format: 'date-time' }),
   })

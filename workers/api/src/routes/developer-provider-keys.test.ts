@@ -28,6 +28,7 @@ describe('developer provider keys', () => {
       label: 'prod',
       status: 'active',
       masked_key: `sk-proj-...${apiKey.slice(-4)}`,
+      base_url: null,
       created_at: expect.any(String),
       disabled_at: null,
       monthly_budget_usd: '25.00000000',

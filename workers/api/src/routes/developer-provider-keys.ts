@@ -63,6 +63,7 @@ export function registerDeveloperProviderKeyRoutes(app: ServiceApp, options: { f
         provider: body.provider,
         apiKey: body.api_key,
         label: body.label ?? null,
+        baseUrl: body.base_url,
         monthlyBudgetUsd: parseWireAmount(body.monthly_budget_usd, { field: 'monthly_budget_usd' }),
         requestId: c.var.requestId,
       },

@@ -22,6 +22,7 @@ describe('POST /v1/user/provider-keys', () => {
       label: 'mine',
       status: 'active',
       masked_key: `sk-proj-...${apiKey.slice(-4)}`,
+      base_url: null,
       created_at: expect.any(String),
       disabled_at: null,
     });
@@ -89,7 +90,7 @@ describe('POST /v1/user/provider-keys', () => {
   });
 
   it.each([
-    ['an unknown provider', { provider: 'mistral', api_key: 'sk-fake_abcdefghijklmnopqrstuvwxyz' }],
+    ['an unknown provider', { provider: 'cohere', api_key: 'sk-fake_abcdefghijklmnopqrstuvwxyz' }],
     ['an anthropic key given as openai', { provider: 'openai', api_key: 'sk-ant-api03-abcdefghijklmnopqrstuvwxyz' }],
     ['an openai key given as anthropic', { provider: 'anthropic', api_key: 'sk-proj-abcdefghijklmnopqrstuvwxyz' }],
     ['a truncated key', { provider: 'openai', api_key: 'sk-proj-abc' }],

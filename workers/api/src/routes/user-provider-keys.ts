@@ -55,6 +55,7 @@ export function registerUserProviderKeyRoutes(app: ServiceApp, options: { fetch?
         provider: body.provider,
         apiKey: body.api_key,
         label: body.label ?? null,
+        baseUrl: body.base_url,
         monthlyBudgetUsd: null,
         requestId: c.var.requestId,
       },
