@@ -1,7 +1,16 @@
 import { StrictMode, useEffect, useId, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import type { BridgeDiagnosis, RouteMode, Session } from '@faucet/sdk';
-import { FaucetChat, FaucetFeatureCommand, FaucetProvider, FaucetUsage, faucetStyles, useFaucet } from '@faucet/sdk/react';
+import {
+  FaucetChat,
+  FaucetFeatureCommand,
+  FaucetProvider,
+  FaucetReceipt,
+  FaucetTopUp,
+  FaucetUsage,
+  faucetStyles,
+  useFaucet,
+} from '@faucet/sdk/react';
 
 /** Written into the page by the demo server. */
 interface DemoConfig {
@@ -108,6 +117,8 @@ function DemoPage({ config }: { config: DemoConfig }) {
             title="Feature command"
             initialInput={JSON.stringify({ task: 'summarise', text: 'Faucet meters every model call.' })}
           />
+          <FaucetTopUp />
+          <FaucetReceipt title="Receipt of the last call" />
           <FaucetUsage limit={5} />
         </main>
       </div>

@@ -168,7 +168,9 @@ export async function startDemoServer(options: DemoServerOptions): Promise<DemoS
     if (path === '/demo-user-token' && incoming.method === 'POST' && signingSecret)
       return void signUserToken(response, signingSecret, options);
     if (incoming.method !== 'GET') return void response.writeHead(405).end();
-    if (path === '/' || path === '/index.html') {
+    // The page itself may carry a query (Stripe's return adds `?checkout=success`).
+    const pagePath = path.split('?')[0];
+    if (pagePath === '/' || pagePath === '/index.html') {
       return void response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(html);
     }
     if (path === '/demo.js') {

@@ -47,15 +47,18 @@ export function FaucetChat({ feature, model, routeMode, title = 'Chat', placehol
       <h2 id={titleId} className="faucet-chat__title">
         {title}
       </h2>
-      <ol className="faucet-chat__messages" role="log" aria-live="polite" aria-label="Messages">
-        {state.messages.map((message) => (
-          <li key={message.id} className={`faucet-chat__message faucet-chat__message--${message.role}`} data-status={message.status}>
-            <span className="faucet-chat__author">{message.role === 'user' ? 'You' : 'Assistant'}</span>
-            <span className="faucet-chat__content">{message.content || (message.status === 'streaming' ? '…' : '')}</span>
-            {message.status === 'stopped' ? <span className="faucet-chat__note"> (stopped)</span> : null}
-          </li>
-        ))}
-      </ol>
+      {/* The live region wraps the list: a role on the <ol> itself would orphan its items (axe: listitem). */}
+      <div role="log" aria-live="polite" aria-label="Messages">
+        <ol className="faucet-chat__messages">
+          {state.messages.map((message) => (
+            <li key={message.id} className={`faucet-chat__message faucet-chat__message--${message.role}`} data-status={message.status}>
+              <span className="faucet-chat__author">{message.role === 'user' ? 'You' : 'Assistant'}</span>
+              <span className="faucet-chat__content">{message.content || (message.status === 'streaming' ? '…' : '')}</span>
+              {message.status === 'stopped' ? <span className="faucet-chat__note"> (stopped)</span> : null}
+            </li>
+          ))}
+        </ol>
+      </div>
       {state.error ? <ErrorNotice error={state.error} /> : null}
       <form
         className="faucet-chat__form"

@@ -90,7 +90,9 @@ export async function startFakeFaucet(options: { sessionTtlSeconds?: number } = 
       // A message containing STALL gets its first word, then silence: for tests of the stop button.
       if (answer.includes('STALL')) return;
     }
-    response.write(`data: ${JSON.stringify({ object: 'faucet.usage', faucet })}\n\n`);
+    // Shaped like the gateway's (workers/gateway/src/streaming/metered-stream.ts): a chunk with no choices.
+    const usageEvent = { id: requestId, object: 'faucet.usage', created: 1, model: 'mock:echo', choices: [], faucet };
+    response.write(`data: ${JSON.stringify(usageEvent)}\n\n`);
     response.end('data: [DONE]\n\n');
   };
 

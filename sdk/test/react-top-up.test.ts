@@ -148,6 +148,21 @@ describe('TopUpStore', () => {
   });
 });
 
+describe('TopUpStore on a page mounted twice (React strict mode)', () => {
+  it('the second mount, which no longer sees ?checkout= in the URL, still follows the checkout the first one read', async () => {
+    faucet = await startFakeFaucet();
+    const kept = memory();
+    const { id } = await startOnePage(faucet, kept);
+    faucet.completeCheckout(id);
+    const store = new TopUpStore(clientFor(faucet.url), { memory: kept, pollIntervalMs: 20 });
+    const first = store.resume('success');
+    store.stop();
+    await first;
+    await store.resume(null);
+    expect(store.getSnapshot()).toMatchObject({ phase: 'credited', wallet: { balance_usd: '35.00000000' } });
+  });
+});
+
 describe('ReceiptStore', () => {
   it('loads the booked record of one call by its request ID, the latest call without one, and says when there is none', async () => {
     faucet = await startFakeFaucet();

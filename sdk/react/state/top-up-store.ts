@@ -83,6 +83,7 @@ function pageMemory(): TopUpMemory | undefined {
 
 export class TopUpStore extends Store<TopUpState> {
   private polling: AbortController | undefined;
+  private returnedWith: string | null = null;
   private readonly key: string;
   private readonly memory: TopUpMemory | undefined;
 
@@ -123,9 +124,12 @@ export class TopUpStore extends Store<TopUpState> {
    * checkout to be credited. Without a remembered checkout it only shows the balance.
    */
   async resume(checkout: string | null): Promise<void> {
+    // The page drops `?checkout=` once read; a second mount (React's strict mode) still gets the first answer.
+    const outcome = checkout ?? this.returnedWith;
+    this.returnedWith = outcome;
     const id = this.remembered();
-    if (id === undefined || (checkout !== 'success' && checkout !== 'cancelled')) return this.refreshWallet();
-    if (checkout === 'cancelled') {
+    if (id === undefined || (outcome !== 'success' && outcome !== 'cancelled')) return this.refreshWallet();
+    if (outcome === 'cancelled') {
       this.forget();
       this.update({ phase: 'cancelled', error: undefined });
       return this.refreshWallet();
