@@ -360,6 +360,8 @@ export const gatewayCalls = pgTable(
     developerShareBps: integer('developer_share_bps'),
     platformMarkupBps: integer('platform_markup_bps'),
     platformFeeBps: integer('platform_fee_bps'),
+    /** The feature's fallbacks (`provider:model`) the hold was sized over (migration 0018); null before it or without fallback. */
+    fallbackModels: jsonb('fallback_models').$type<string[]>(),
   },
   (table) => [
     check('gateway_calls_status', sql`${table.status} in ('in_flight', 'settled', 'abandoned')`),

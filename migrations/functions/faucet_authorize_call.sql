@@ -153,15 +153,19 @@ begin
   end if;
 
   -- 4. The idempotency claim and the durable record of the call (route filled in below), with the
-  --    prices and settings it is authorized with: a later change never reprices it.
+  --    prices, settings and fallbacks it is authorized with: a later change never reprices it.
   insert into gateway_calls (id, money_key, client_request_id, fingerprint, app_id, end_user_id, feature_key,
                              provider, model, bound_input_tokens, bound_output_tokens, deadline_at,
-                             developer_price_per_mtok_usd, open_fee_usd, developer_share_bps, platform_markup_bps, platform_fee_bps)
+                             developer_price_per_mtok_usd, open_fee_usd, developer_share_bps, platform_markup_bps, platform_fee_bps,
+                             fallback_models)
   values (p_call_id, p_money_key, p_client_request_id, p_fingerprint, v_session.app_id, v_session.end_user_id,
           v_feature.feature_key, p_provider, p_model, p_bound_input_tokens, v_bound_output,
           now() + make_interval(secs => p_max_duration_seconds),
           v_feature.developer_price_per_mtok_usd, v_feature.open_fee_usd, v_session.developer_share_bps,
-          p_platform_markup_bps, p_platform_fee_bps)
+          p_platform_markup_bps, p_platform_fee_bps,
+          -- The fallbacks the hold was sized over (equal to the feature's, checked above): a call left
+          -- unsettled is swept at the costliest of its candidates (migration 0018).
+          p_fallbacks)
   on conflict (end_user_id, client_request_id) where status <> 'abandoned' do nothing;
   if not found then
     return query select 'conflict'::text, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,

@@ -13,13 +13,28 @@
  * authorization (`created_at`). A price changed since applies to later calls only, so the booking
  * stays within the call's hold. A call authorized before 0014 has none of them recorded and is
  * booked at the feature's and app's current rows and this worker's settings, as before.
+ *
+ * A call with fallbacks (docs/models.md, "Fallback and aliases") may have been answered by any of
+ * its candidates, and its record names only the first. The sweeper cannot know which answered, so
+ * it books the call at the costliest candidate its route could have tried — the one whose booking at
+ * the call's bound is largest (retail, then upstream cost) — never at a cheaper first model: the
+ * platform is never left paying more upstream than it billed. The candidates are the fallbacks
+ * recorded at authorization (migration 0018), not the feature's current ones.
  */
 import { sql } from 'drizzle-orm';
 import { abandonCall } from './abandon-call.ts';
 import type { Env } from '../env.ts';
 import { bookUsage } from '../ledger/book-usage.ts';
 import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
-import { featurePricingFromRow, featurePricingMetadata, rateUsage, ratingSettingsFor, type RouteMode } from '../rating/index.ts';
+import { compareUsd } from '../money/index.ts';
+import {
+  featurePricingFromRow,
+  featurePricingMetadata,
+  rateUsage,
+  ratingSettingsFor,
+  type RatedUsage,
+  type RouteMode,
+} from '../rating/index.ts';
 import { callLimits } from './call-limits.ts';
 
 export interface SweepResult {
@@ -47,6 +62,8 @@ interface StaleCall {
   /** Null on a call whose authorizing gateway did not record them: this worker's settings. */
   platform_markup_bps: number | null;
   platform_fee_bps: number | null;
+  /** The fallbacks (`provider:model`) the call was authorized with; null: none recorded. */
+  fallback_models: string[] | null;
 }
 
 export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200): Promise<SweepResult> {
@@ -60,7 +77,7 @@ export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200)
                (case when g.developer_share_bps is null then f.developer_price_per_mtok_usd else g.developer_price_per_mtok_usd end)
                  ::numeric(20, 8)::text as developer_price_per_mtok_usd,
                (case when g.developer_share_bps is null then f.open_fee_usd else g.open_fee_usd end)::numeric(20, 8)::text as open_fee_usd,
-               g.platform_markup_bps, g.platform_fee_bps
+               g.platform_markup_bps, g.platform_fee_bps, g.fallback_models
           from gateway_calls g join apps a on a.id = g.app_id
           left join app_features f on f.app_id = g.app_id and f.feature_key = g.feature_key
          where g.status = 'in_flight' and g.deadline_at + make_interval(secs => ${settleGraceSeconds}::integer) < now()
@@ -74,24 +91,28 @@ export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200)
       continue;
     }
     const pricing = featurePricingFromRow({ developerPricePerMtokUsd: call.developer_price_per_mtok_usd, openFeeUsd: call.open_fee_usd });
-    const settings = ratingSettingsFor(env, call.developer_share_bps);
-    const rated = rateUsage(
-      {
-        routeMode: call.route_mode,
-        provider: call.provider,
-        model: call.model,
-        inputTokens: call.bound_input_tokens,
-        outputTokens: call.bound_output_tokens,
-        estimated: true,
-        // The catalog's price period when the call was authorized (a time-of-day price may have changed since).
-        pricedAt: new Date(call.created_at),
-      },
-      pricing,
-      {
-        ...settings,
-        platformMarkupBps: call.platform_markup_bps ?? settings.platformMarkupBps,
-        platformFeeBps: call.platform_fee_bps ?? settings.platformFeeBps,
-      },
+    const settings = {
+      ...ratingSettingsFor(env, call.developer_share_bps),
+      ...(call.platform_markup_bps === null ? {} : { platformMarkupBps: call.platform_markup_bps }),
+      ...(call.platform_fee_bps === null ? {} : { platformFeeBps: call.platform_fee_bps }),
+    };
+    const rated = costliest(
+      candidatesOf(call).map(
+        (candidate) => () =>
+          rateUsage(
+            {
+              routeMode: call.route_mode as RouteMode,
+              ...candidate,
+              inputTokens: call.bound_input_tokens,
+              outputTokens: call.bound_output_tokens,
+              estimated: true,
+              // The catalog's price period when the call was authorized (a time-of-day price may have changed since).
+              pricedAt: new Date(call.created_at),
+            },
+            pricing,
+            settings,
+          ),
+      ),
     );
     const booking = await bookUsage(db, {
       requestId: call.money_key,
@@ -108,4 +129,39 @@ export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200)
     if (booking.outcome === 'booked') result.booked += 1;
   }
   return result;
+}
+
+/**
+ * The candidates a swept call may have been answered by, as `faucet_authorize_call` recorded them:
+ * the first, then each fallback its route could try (developer_key: only the reserved key's provider;
+ * platform and byok: any, the unpriced ones dropped when rated).
+ */
+function candidatesOf(call: StaleCall): Array<{ provider: string; model: string }> {
+  const first = { provider: call.provider, model: call.model };
+  const fallbacks = (call.fallback_models ?? []).flatMap((name) => {
+    const colon = name.indexOf(':');
+    if (colon <= 0) return [];
+    const candidate = { provider: name.slice(0, colon), model: name.slice(colon + 1) };
+    return call.route_mode === 'developer_key' && candidate.provider !== call.provider ? [] : [candidate];
+  });
+  return [first, ...fallbacks];
+}
+
+/** The largest booking among the candidates' (retail, then upstream cost); the first's error if none can be rated. */
+function costliest(ratings: Array<() => RatedUsage>): RatedUsage {
+  const [first, ...rest] = ratings;
+  if (first === undefined) throw new Error('a swept call has at least one candidate');
+  let best = first();
+  for (const rate of rest) {
+    let rated: RatedUsage;
+    try {
+      rated = rate();
+    } catch {
+      // A fallback the catalog cannot price was never tried on a priced route (the hold could not cover it).
+      continue;
+    }
+    const byRetail = compareUsd(rated.retailUsd, best.retailUsd);
+    if (byRetail > 0 || (byRetail === 0 && compareUsd(rated.upstreamCostUsd, best.upstreamCostUsd) > 0)) best = rated;
+  }
+  return best;
 }
