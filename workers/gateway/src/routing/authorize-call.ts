@@ -17,6 +17,7 @@ import { abandonCall } from '#shared/calls/abandon-call.ts';
 import { queryOne, type LedgerDatabase } from '#shared/ledger/database.ts';
 import { formatUsd, type Usd } from '#shared/money/index.ts';
 import { openStoredKey } from '#shared/provider-keys/open-stored-key.ts';
+import { loopbackAllowance } from '#shared/upstream/loopback-allowance.ts';
 import { featurePricingFromRow, ratingSettingsFor, type FeaturePricing, type RatingSettings } from '#shared/rating/index.ts';
 import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
@@ -24,6 +25,7 @@ import type { ProviderCredential } from '../providers/provider.ts';
 import type { FeatureRouting } from '../fallback/feature-routing.ts';
 import type { ModelReference } from './parse-model.ts';
 import { platformPoolCredential } from './platform-pool.ts';
+import { storedKeyRoot } from './stored-key-root.ts';
 
 export type CallRoute = CloudRouteMode;
 
@@ -179,7 +181,8 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
       iv: row.iv as string,
       keyVersion: row.key_version as number,
     });
-    return { ...plan, credential: { apiKey, baseUrl: reference.entry.baseUrl } };
+    const baseUrl = await storedKeyRoot(db, row.credential_id as string, reference.entry);
+    return { ...plan, credential: { apiKey, baseUrl, allowLoopback: loopbackAllowance(env) } };
   } catch (error) {
     // A key that cannot be opened: nothing will be called, so nothing stays held.
     await abandonCall(db, keys.moneyKey).catch(() => undefined);
