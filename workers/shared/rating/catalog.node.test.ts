@@ -5,7 +5,6 @@ import { formatUsd, type Usd } from '../money/index.ts';
 import { currentPriceCatalog, modelPriceAt, type CatalogModel, type ModelPrice } from './catalog.ts';
 import { decimalString, usdFromCatalogNumber } from './exact-decimal.ts';
 import { catalogSources, genaiPricesVersion } from './genai-prices-catalog.ts';
-import { fallbackOutputTokenCap, outputTokenCap } from './model-limits.ts';
 
 const now = new Date('2026-11-23T12:00:00Z');
 
@@ -206,26 +205,5 @@ describe('every converted price equals the package number exactly', () => {
     expect(reasons.get('openai:whisper-1')).toBe('prices audio_hours, a class Faucet does not meter');
     expect(reasons.get('openai:text-embedding-3-small')).toBe('has no input or no output token price');
     expect(currentPriceCatalog.find('openai', 'gpt-image-1')).toBeUndefined();
-  });
-});
-
-describe('output caps from the catalog', () => {
-  it('uses the published maximum output where the table has it', () => {
-    expect(outputTokenCap('openai', 'gpt-4o-mini')).toBe(16_384);
-    expect(outputTokenCap('openai', 'gpt-4o-mini-2024-07-18')).toBe(16_384);
-    expect(outputTokenCap('anthropic', 'claude-sonnet-4-5')).toBe(64_000);
-    expect(outputTokenCap('mock', 'echo')).toBe(4_096);
-  });
-
-  it('else the context window, never more than Anthropic accepts as max_tokens', () => {
-    expect(find('openai:gpt-5.4').contextWindow).toBe(1_050_000);
-    expect(outputTokenCap('openai', 'gpt-5.4')).toBe(1_050_000);
-    expect(outputTokenCap('anthropic', 'claude-opus-4-6')).toBe(64_000);
-  });
-
-  it('else the fallback', () => {
-    expect(find('openai:gpt-4.5-preview').contextWindow).toBeNull();
-    expect(outputTokenCap('openai', 'gpt-4.5-preview')).toBe(fallbackOutputTokenCap);
-    expect(outputTokenCap('openai', 'not-a-model')).toBe(fallbackOutputTokenCap);
   });
 });
