@@ -35,6 +35,12 @@ const parts: Record<string, () => Promise<void>> = {
   },
 };
 
+parts.catalog = async () => {
+  console.log('\n== Model catalog lookup (full catalog against a reference of a few models, same run) ==');
+  const { runCatalogLookupBench } = await import('./bench/catalog-lookup.ts');
+  await runCatalogLookupBench();
+};
+
 const selected = process.argv.slice(2).filter((name) => name in parts);
 let failed = false;
 for (const name of selected.length ? selected : Object.keys(parts)) {
