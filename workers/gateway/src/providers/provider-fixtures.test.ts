@@ -83,6 +83,7 @@ import openrouterCached from './fixtures/openrouter/cached.json';
 import openrouter400 from './fixtures/openrouter/error-400.json';
 import openrouter402 from './fixtures/openrouter/error-402.json';
 import openrouter429 from './fixtures/openrouter/error-429.json';
+import openrouterPlain from './fixtures/openrouter/plain.json';
 import openrouterReasoning from './fixtures/openrouter/reasoning.json';
 import openrouterStream from './fixtures/openrouter/stream.sse?raw';
 import openrouterToolCall from './fixtures/openrouter/tool-call.json';
@@ -411,6 +412,7 @@ const table: ProviderFixtures[] = [
     url: chatUrl('https://openrouter.ai/api/v1'),
     keyHeader: 'authorization',
     answers: [
+      { kind: 'plain', body: openrouterPlain, tokens: { input: 14, output: 9 }, rated: { upstream: '0.00017700', retail: '0.00021240' } },
       {
         kind: 'cached tokens',
         body: openrouterCached,
