@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: prints the figures the issues ask for — worker bundle sizes, ledger bookings per
- * second, gateway overhead, developer usage over a million events, SDK size. Each part runs against
+ * second, gateway overhead, developer usage over a million events, SDK size, the console's first-view JS. Each part runs against
  * the embedded PostgreSQL / local stack it starts itself. `npm run bench -- ledger` runs one part.
  */
 import { measureWorkerBundles } from './bench/bundle-size.ts';
@@ -39,6 +39,15 @@ parts.catalog = async () => {
   console.log('\n== Model catalog lookup (full catalog against a reference of a few models, same run) ==');
   const { runCatalogLookupBench } = await import('./bench/catalog-lookup.ts');
   await runCatalogLookupBench();
+};
+
+parts.console = async () => {
+  console.log('\n== Console first view (built as deployed, minified + gzip) ==');
+  const { measureConsoleSize } = await import('./bench/console-size.ts');
+  const size = await measureConsoleSize();
+  const verdict = size.firstViewGzipBytes < size.targetGzipBytes ? 'under' : 'OVER';
+  console.log(`first view  ${size.firstViewGzipBytes} bytes gzip (${size.firstViewMinBytes} minified), ${verdict} the ${size.targetGzipBytes / 1000} kB target`);
+  console.log(`on demand   ${size.onDemandGzipBytes} bytes gzip (the other views, loaded when opened)`);
 };
 
 const selected = process.argv.slice(2).filter((name) => name in parts);

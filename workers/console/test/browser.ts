@@ -40,12 +40,13 @@ export interface ConsolePage {
 
 export async function openConsole(
   browser: Browser,
-  options: { viewport?: { width: number; height: number }; colorScheme?: 'light' | 'dark' } = {},
+  options: { viewport?: { width: number; height: number }; colorScheme?: 'light' | 'dark'; timezoneId?: string } = {},
 ): Promise<ConsolePage> {
   if (!stack.consoleUrl) throw new Error('the node stack was started without the console');
   const context = await browser.newContext({
     viewport: options.viewport ?? { width: 1280, height: 900 },
     colorScheme: options.colorScheme ?? 'light',
+    ...(options.timezoneId ? { timezoneId: options.timezoneId } : {}),
     ...(options.viewport && options.viewport.width < 500 ? { isMobile: true, hasTouch: true } : {}),
   });
   const page = await context.newPage();

@@ -1,10 +1,11 @@
 /** The console: the sign-in screen when signed out, otherwise the role's view for the current location. */
-import { useEffect } from 'react';
+import { Suspense, useEffect } from 'react';
 import { Layout } from './Layout.tsx';
 import { navigate, useRoute } from './router.ts';
 import { SessionProvider, useSession } from './session.tsx';
 import { SignIn } from './SignIn.tsx';
 import { ThemeProvider } from './theme.tsx';
+import { Loading } from './ui/parts.tsx';
 import { findView } from './views/registry.ts';
 
 function Routed() {
@@ -19,7 +20,11 @@ function Routed() {
   }, [view]);
   if (!session) return <SignIn />;
   const Component = view?.component;
-  return <Layout current={view}>{Component ? <Component key={path} /> : <p>No views for this role yet.</p>}</Layout>;
+  return (
+    <Layout current={view}>
+      <Suspense fallback={<Loading what="view" />}>{Component ? <Component key={path} /> : <p>No views for this role yet.</p>}</Suspense>
+    </Layout>
+  );
 }
 
 export function App() {

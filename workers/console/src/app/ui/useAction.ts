@@ -8,20 +8,20 @@ export interface Action {
   busy: boolean;
   error: unknown;
   done: string;
-  run(change: () => Promise<unknown>, doneMessage: string): Promise<boolean>;
+  run(change: () => Promise<unknown>, doneMessage: string | (() => string)): Promise<boolean>;
 }
 
 export function useAction(): Action {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState('');
-  const run = useCallback(async (change: () => Promise<unknown>, doneMessage: string) => {
+  const run = useCallback(async (change: () => Promise<unknown>, doneMessage: string | (() => string)) => {
     setBusy(true);
     setError(null);
     setDone('');
     try {
       await change();
-      setDone(doneMessage);
+      setDone(typeof doneMessage === 'function' ? doneMessage() : doneMessage);
       return true;
     } catch (failure) {
       setError(failure);

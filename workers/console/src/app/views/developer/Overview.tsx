@@ -11,6 +11,7 @@ import { Chart, type Series } from '../../ui/Chart.tsx';
 import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Loading, Section, usd } from '../../ui/parts.tsx';
 import { type DailyUsage, type Figures, loadDailyUsage } from './usage.ts';
+import { ScrollTable } from '../../ui/scroll-table.tsx';
 
 interface DeveloperWallet {
   balance_usd: string;
@@ -105,7 +106,7 @@ function DailyChart({ spec, usage }: { spec: ChartSpec; usage: DailyUsage }) {
         <Chart days={days} series={series} format={spec.format} theme={theme} />
         <details>
           <summary>{spec.title} per day as a table</summary>
-          <div className="table-scroll">
+          <ScrollTable label={`${spec.title} per day`}>
             <table data-chart={spec.title}>
               <caption className="sr-only">
                 {spec.title} per day, {usage.from} to {usage.to} ({usage.tz})
@@ -133,7 +134,7 @@ function DailyChart({ spec, usage }: { spec: ChartSpec; usage: DailyUsage }) {
                 ))}
               </tbody>
             </table>
-          </div>
+          </ScrollTable>
         </details>
       </figure>
     </Section>
@@ -146,7 +147,7 @@ function TopTable({ title, rows }: { title: string; rows: DailyUsage['topFeature
       {rows.length === 0 ? (
         <p className="muted">No calls in this period.</p>
       ) : (
-        <div className="table-scroll">
+        <ScrollTable label={title}>
           <table>
             <thead>
               <tr>
@@ -173,7 +174,7 @@ function TopTable({ title, rows }: { title: string; rows: DailyUsage['topFeature
               ))}
             </tbody>
           </table>
-        </div>
+        </ScrollTable>
       )}
     </Section>
   );
