@@ -46,7 +46,9 @@ parts.console = async () => {
   const { measureConsoleSize } = await import('./bench/console-size.ts');
   const size = await measureConsoleSize();
   const verdict = size.firstViewGzipBytes < size.targetGzipBytes ? 'under' : 'OVER';
-  console.log(`first view  ${size.firstViewGzipBytes} bytes gzip (${size.firstViewMinBytes} minified), ${verdict} the ${size.targetGzipBytes / 1000} kB target`);
+  console.log(
+    `first view  ${size.firstViewGzipBytes} bytes gzip (${size.firstViewMinBytes} minified), ${verdict} the ${size.targetGzipBytes / 1000} kB target`,
+  );
   console.log(`on demand   ${size.onDemandGzipBytes} bytes gzip (the other views, loaded when opened)`);
 };
 
