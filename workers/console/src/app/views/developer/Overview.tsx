@@ -21,8 +21,12 @@ interface DeveloperWallet {
 }
 
 const browserTimeZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-const count = (value: number) => Math.round(value).toLocaleString('en-US');
-const dollars = (value: number) => `$${value.toFixed(value !== 0 && Math.abs(value) < 1 ? 4 : 2)}`;
+const count = (value: number) => value.toLocaleString('en-US');
+/** An axis tick of a count: whole numbers only (uPlot may place ticks at 0.2, 0.4, …). */
+const countTick = (value: number) => (Number.isInteger(value) ? count(value) : '');
+/** A chart value in USD: cents from a dollar up, otherwise as many of the 8 decimals as it needs. */
+const dollars = (value: number) =>
+  Math.abs(value) >= 1 ? `$${value.toFixed(2)}` : `$${value.toFixed(8).replace(/0+$/, '').replace(/\.$/, '')}`;
 
 function Wallet() {
   const api = useApi();
@@ -78,12 +82,12 @@ const charts: ChartSpec[] = [
   },
   {
     title: 'Calls',
-    format: count,
+    format: countTick,
     series: [{ label: 'Calls', color: '--series-1', value: (day) => day.calls, shown: (day) => count(day.calls) }],
   },
   {
     title: 'Tokens',
-    format: count,
+    format: countTick,
     series: [{ label: 'Tokens', color: '--series-1', value: (day) => day.tokens, shown: (day) => count(day.tokens) }],
   },
   {
