@@ -182,6 +182,15 @@ describe('developer view', { timeout: 300_000 }, () => {
       await provider.getByLabel('Monthly budget (USD)').fill('10');
       await provider.getByRole('button', { name: 'Add key' }).click();
       await expect.poll(() => provider.getByRole('alert').textContent()).toMatch(/\(request [\w-]+\)$/);
+      // A well-formed key is stored, listed masked with its budget, and disabled.
+      await provider.getByLabel('API key').fill(`sk-${'a'.repeat(40)}`);
+      await provider.getByRole('button', { name: 'Add key' }).click();
+      const stored = page.getByRole('table', { name: 'Provider keys' }).getByRole('row').filter({ hasText: 'openai' });
+      await stored.getByRole('cell', { name: '$10.00' }).waitFor();
+      expect(await stored.textContent()).not.toContain('a'.repeat(40));
+      expect(await stored.getByRole('rowheader').textContent()).toMatch(/^sk-.*a{4}$/);
+      await stored.getByRole('button', { name: /^Disable/ }).click();
+      await stored.getByRole('cell', { name: 'disabled' }).waitFor();
       expect(await seriousViolations(page)).toEqual([]);
       await screenshot(page, 'developer-keys-dark');
 

@@ -25,6 +25,8 @@ interface ProviderKey {
   label: string | null;
   status: 'active' | 'disabled';
   masked_key: string;
+  /** The API root the key is used at (azure, custom); null: the provider's own. */
+  base_url: string | null;
   monthly_budget_usd: string;
   spent_this_month_usd: string;
   created_at: string;
@@ -159,6 +161,7 @@ function ProviderKeys() {
                   <th scope="col">Key</th>
                   <th scope="col">Provider</th>
                   <th scope="col">Label</th>
+                  <th scope="col">Endpoint</th>
                   <th scope="col" className="num">
                     Spent this month
                   </th>
@@ -177,6 +180,7 @@ function ProviderKeys() {
                     </th>
                     <td>{key.provider}</td>
                     <td>{key.label ?? '—'}</td>
+                    <td>{key.base_url ?? "provider's own"}</td>
                     <td className="num">{usd(key.spent_this_month_usd)}</td>
                     <td className="num">{usd(key.monthly_budget_usd)}</td>
                     <td>{key.status}</td>
