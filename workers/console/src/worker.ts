@@ -28,12 +28,18 @@ export default {
     headers.delete('cookie');
     headers.delete('origin');
     try {
-      return await fetch(target, {
+      const answer = await fetch(target, {
         method: request.method,
         headers,
         body: request.method === 'GET' || request.method === 'HEAD' ? null : request.body,
         redirect: 'manual',
       });
+      // fetch() hands over the body decoded; sending it on under the API's Content-Encoding would
+      // re-encode it for a caller that may not have asked for that encoding (the edge compresses anew).
+      const answerHeaders = new Headers(answer.headers);
+      answerHeaders.delete('content-encoding');
+      answerHeaders.delete('content-length');
+      return new Response(answer.body, { status: answer.status, statusText: answer.statusText, headers: answerHeaders });
     } catch {
       // The API is down or unreachable: the same envelope the API's own errors use (DESIGN §4).
       const given = request.headers.get('x-request-id') ?? '';

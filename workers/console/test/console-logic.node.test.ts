@@ -92,7 +92,7 @@ describe('console Worker', () => {
     expect(apiTarget(new URL('https://c.example/'), 'https://api.example')).toBeNull();
   });
 
-  it('forwards method, authorization and body, drops cookies, and answers an envelope when the API is down', async () => {
+  it('forwards method, authorization and body, drops cookies, hands the decoded answer back without its old encoding, and answers an envelope when the API is down', async () => {
     const seen: Array<{ url: string; method: string; headers: Headers; body: string }> = [];
     vi.stubGlobal('fetch', async (url: URL, init: RequestInit) => {
       seen.push({
@@ -101,7 +101,10 @@ describe('console Worker', () => {
         headers: new Headers(init.headers),
         body: await new Response(init.body).text(),
       });
-      return envelope(404, 'not_found', 'App not found');
+      const answer = envelope(404, 'not_found', 'App not found');
+      // What fetch() hands a Worker: a decoded body that still names the encoding it travelled in.
+      answer.headers.set('content-encoding', 'br');
+      return answer;
     });
     const env = { API_ORIGIN: 'https://api.example', ASSETS: { fetch: async () => new Response('asset') } };
     // The handler types the Workers runtime's request (with `cf`); a plain Request is what arrives here.
@@ -113,6 +116,8 @@ describe('console Worker', () => {
     });
     const answer = await run(request);
     expect(answer.status).toBe(404);
+    expect(answer.headers.get('content-encoding')).toBeNull();
+    expect(await answer.json()).toMatchObject({ error: { code: 'not_found', message: 'App not found' } });
     expect(seen[0]!.url).toBe('https://api.example/v1/developer/apps/x');
     expect(seen[0]!.method).toBe('PATCH');
     expect(seen[0]!.headers.get('authorization')).toBe('Bearer fdk_1');
