@@ -33,12 +33,9 @@ export const faucetObjectSchema = z
     output_tokens: z.number().int(),
     estimated: z.boolean(),
     charge: z.object({ currency: z.literal('USD'), amount_usd: z.string(), upstream_cost_usd: z.string() }),
-    attempts: z
-      .array(callAttemptSchema)
-      .optional()
-      .openapi({
-        description: 'What the gateway tried, in order, when the feature has fallbacks or an attempt failed; the last `ok` one answered',
-      }),
+    attempts: z.array(callAttemptSchema).optional().openapi({
+      description: 'What the gateway tried, in order, when the feature has fallbacks or an attempt failed; the last `ok` one answered',
+    }),
   })
   .openapi('FaucetCallMetadata');
 
