@@ -146,6 +146,33 @@ describe('the sweeper books a call with fallbacks at its costliest candidate', (
     expect((await withDatabase(reconcileLedger)).ok).toBe(true);
   });
 
+  it('each candidate is booked within its own output cap: the call bound is the largest, set by a cheaper model', async () => {
+    const key = `swept_cap_${crypto.randomUUID().slice(0, 6)}`;
+    // gpt-4.1-nano publishes 32,768 output tokens, gpt-4o 16,384: with no max_tokens the call's output bound is 32,768.
+    await addFeature(key, ['openai:gpt-4.1-nano', 'openai:gpt-4o']);
+    const session = await fundedSession(testEnv, '5.00000000');
+    const { requestId, authorized } = await fallbackLeftInFlight(session.token, {
+      feature: key,
+      route_mode: 'platform',
+      max_tokens: undefined,
+    });
+    expect(authorized.output).toBe(32_768);
+    const [{ hold } = { hold: '' }] = await sql<{ hold: string }>(
+      testEnv,
+      `select h.amount::numeric(20, 8)::text as hold from gateway_calls g join balance_holds h on h.request_id = g.money_key
+        where g.client_request_id = $1`,
+      [requestId],
+    );
+
+    expect(await withDatabase((db) => sweepStaleCalls(db, testEnv))).toEqual({ booked: 1, abandoned: 0 });
+    const [row] = await usageRows(testEnv, requestId);
+    // gpt-4o at its own 16,384 output tokens — what the hold covered — not at 32,768 it can never answer.
+    const withinCap = retailAt('platform', 'openai', 'gpt-4o', { input: authorized.input, output: 16_384 });
+    expect(row).toMatchObject({ model: 'gpt-4o', output_tokens: 16_384, retail_usd: withinCap });
+    expect(Number(row?.retail_usd)).toBeLessThanOrEqual(Number(hold));
+    expect((await withDatabase(reconcileLedger)).ok).toBe(true);
+  });
+
   it('a call without fallbacks is swept at its own model, as before', async () => {
     const key = `swept_nf_${crypto.randomUUID().slice(0, 6)}`;
     await addFeature(key, []);

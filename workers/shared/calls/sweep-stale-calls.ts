@@ -27,6 +27,7 @@ import type { Env } from '../env.ts';
 import { bookUsage } from '../ledger/book-usage.ts';
 import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
 import { compareUsd } from '../money/index.ts';
+import { outputTokenCap } from '../rating/model-limits.ts';
 import {
   featurePricingFromRow,
   featurePricingMetadata,
@@ -104,7 +105,8 @@ export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200)
               routeMode: call.route_mode as RouteMode,
               ...candidate,
               inputTokens: call.bound_input_tokens,
-              outputTokens: call.bound_output_tokens,
+              // The call's output bound is the largest over its candidates; none answers past its own cap.
+              outputTokens: Math.min(call.bound_output_tokens, outputTokenCap(candidate.provider, candidate.model)),
               estimated: true,
               // The catalog's price period when the call was authorized (a time-of-day price may have changed since).
               pricedAt: new Date(call.created_at),
