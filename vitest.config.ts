@@ -1,4 +1,5 @@
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
+import { defaultClientConditions, defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 import { testSecrets } from './tests/setup/test-secrets.ts';
 
@@ -41,6 +42,10 @@ export default defineConfig({
         },
       },
       {
+        // In the repo, `@faucet/sdk` resolves to its TypeScript sources (the package's `faucet-source`
+        // export condition), not to the build that users install (sdk/dist).
+        resolve: { conditions: ['faucet-source', ...defaultClientConditions] },
+        ssr: { resolve: { conditions: ['faucet-source', ...defaultServerConditions] } },
         test: {
           name: 'node',
           environment: 'node',

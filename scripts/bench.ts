@@ -28,10 +28,14 @@ const parts: Record<string, () => Promise<void>> = {
     await runDeveloperUsageBench();
   },
   sdk: async () => {
-    console.log('\n== SDK size (minified + gzip) ==');
+    console.log('\n== SDK size (built as published, minified + gzip) ==');
     const { measureSdkSize } = await import('../sdk/scripts/size.ts');
     const size = await measureSdkSize();
-    console.log(`core   ${size.coreMinGzipBytes} bytes\nreact  ${size.reactMinGzipBytes} bytes`);
+    console.log(`core                  ${size.coreMinGzipBytes} bytes`);
+    console.log(`react                 ${size.reactMinGzipBytes} bytes (core external), ${size.reactWithCoreMinGzipBytes} with the core`);
+    console.log(
+      `ai (AI SDK provider)  ${size.aiMinGzipBytes} bytes (@ai-sdk/openai-compatible external), ${size.aiWithDependenciesMinGzipBytes} with it`,
+    );
   },
 };
 

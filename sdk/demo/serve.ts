@@ -47,6 +47,8 @@ export async function buildDemoBundle(): Promise<string> {
     target: 'es2022',
     minify: true,
     jsx: 'automatic',
+    // `@faucet/sdk` from its sources (the package's `faucet-source` condition), not from sdk/dist.
+    conditions: ['faucet-source'],
     define: { 'process.env.NODE_ENV': '"production"' },
     logLevel: 'silent',
   });

@@ -112,7 +112,7 @@ function requireText(value: unknown, name: string): string {
 }
 
 /** The first of `session`, `userToken`, `anonymous` and `user` the options give. */
-function sessionSource(options: FaucetOptions, publicAppId: string): SessionSource {
+export function sessionSource(options: FaucetOptions, publicAppId: string): SessionSource {
   if (options.session) return { kind: 'backend', session: options.session };
   if (options.userToken) return { kind: 'user-token', userToken: options.userToken };
   if (options.anonymous) {

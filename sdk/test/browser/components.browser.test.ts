@@ -20,6 +20,7 @@ beforeAll(async () => {
     write: false,
     format: 'esm',
     jsx: 'automatic',
+    conditions: ['faucet-source'],
     define: { 'process.env.NODE_ENV': '"development"' },
     logLevel: 'silent',
   });

@@ -1,0 +1,1 @@
+export { createFaucetProvider, faucetMetadata, type FaucetAiProvider, type FaucetProviderSettings } from './faucet-provider.ts';
