@@ -1,12 +1,15 @@
 /**
  * The developer view in Chromium against the local stack, as a new developer the operator just
  * created: apps and features created and edited through the forms (an invalid one shows the API's
- * message), a call through the gateway HTTP API (as the SDK makes it) counted on the overview chart's
- * data for today in the browser's time zone, keys shown once and revoked, the end user's spend and
- * sessions, payouts, axe on every view, and the whole on a phone.
+ * message), a call made through the SDK (`createFaucet`, a session minted by the developer's backend)
+ * counted on the overview chart's data for today in the browser's time zone (calls, tokens, amount
+ * paid), keys shown once and revoked, the end user's spend and sessions, payouts, axe on every view,
+ * and the whole on a phone.
  */
+import { createFaucet, type Session } from '@faucet/sdk';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { usd } from '../src/app/ui/parts.tsx';
 import { launchChromium, openConsole, screenshot, seriousViolations, signIn, stack } from './browser.ts';
 
 let browser: Browser;
@@ -47,7 +50,7 @@ afterAll(async () => {
 });
 
 describe('developer view', { timeout: 300_000 }, () => {
-  it('creates an app and a feature, and a call made through the gateway shows on the overview chart', async () => {
+  it('creates an app and a feature, and a call made through the SDK shows on the overview chart', async () => {
     const ui = await openConsole(browser, { timezoneId: timeZone });
     const { page } = ui;
     try {
@@ -104,26 +107,30 @@ describe('developer view', { timeout: 300_000 }, () => {
       expect(await seriousViolations(page)).toEqual([]);
       await screenshot(page, 'developer-apps');
 
-      // An end user of the new app calls the gateway as the SDK does: a session minted by the backend, then chat completions.
-      const session = await call<{ session_token: string }>(`${stack.apiUrl}/v1/sessions`, developerKey, {
-        public_app_id: publicAppId,
-        external_user_id: externalUserId,
+      // An end user of the new app calls through the SDK: `createFaucet` with a session the developer's
+      // backend mints with its key (POST /v1/sessions), the wallet funded by the operator, then `chat`.
+      const faucet = createFaucet({
+        publicAppId,
+        baseUrl: stack.apiUrl,
+        gatewayBaseUrl: stack.gatewayUrl,
+        session: () =>
+          call<Session>(`${stack.apiUrl}/v1/sessions`, developerKey, { public_app_id: publicAppId, external_user_id: externalUserId }),
       });
-      const wallet = await call<{ wallet_id: string }>(`${stack.apiUrl}/v1/user/wallet`, session.session_token);
+      const wallet = await faucet.getWallet();
       await call(`${stack.apiUrl}/v1/admin/wallets/${wallet.wallet_id}/credit-test-balance`, stack.adminToken, {
         amount_usd: '1.00000000',
       });
-      const completion = await call<{ choices: Array<{ message: { content: string } }> }>(
-        `${stack.gatewayUrl}/v1/chat/completions`,
-        session.session_token,
-        { model: 'mock:echo', feature: 'console-chat', messages: [{ role: 'user', content: 'Hello console' }] },
-      );
+      const completion = await faucet.chat({ feature: 'console-chat', model: 'mock:echo', input: 'Hello console' });
       expect(completion.choices[0]?.message.content).toContain('Hello console');
+      const { input_tokens, output_tokens, charge } = completion.faucet;
+      expect(completion.faucet).toMatchObject({ route_mode: 'platform', feature: 'console-chat' });
+      expect(charge?.amount_usd).toMatch(/^0\.\d{8}$/);
 
       await go(page, 'Overview');
       // The charts' text alternative: each chart's numbers as a table, behind a disclosure.
       await page.getByText('Calls per day as a table').click();
       await page.getByText('Tokens per day as a table').click();
+      await page.getByText('Revenue per day as a table').click();
       const todayIn = (chart: string) =>
         page
           .locator(`table[data-chart="${chart}"]`)
@@ -139,7 +146,9 @@ describe('developer view', { timeout: 300_000 }, () => {
           { timeout: 60_000, interval: 1_000 },
         )
         .toBe('1');
-      expect(Number((await todayIn('Tokens').textContent())?.replace(/,/g, ''))).toBeGreaterThan(0);
+      // Exactly this call: its tokens and what the end user paid, as the SDK's answer gave them.
+      expect(await todayIn('Tokens').textContent()).toBe((input_tokens + output_tokens).toLocaleString('en-US'));
+      expect(await todayIn('Revenue').nth(1).textContent()).toBe(usd(charge?.amount_usd));
       await page
         .getByRole('region', { name: 'Top features' })
         .getByRole('rowheader', { name: `${publicAppId} / console-chat` })
