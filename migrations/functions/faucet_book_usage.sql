@@ -7,6 +7,8 @@
 -- written anyway and the part the wallet could not cover is recorded as `receivable_usd`.
 -- The usage record keeps the catalog version, the token parts and the per-million price of each
 -- class the call was rated with (migration 0013): all prices null (no catalog price) or none.
+-- A booking that names a gateway call must be that call's (its money key and end user): it closes
+-- that call alone. faucet_book_usage_batch books each element of a flush through this function.
 create or replace function faucet_book_usage(
   p_request_id text,
   p_client_request_id text,
@@ -66,10 +68,19 @@ declare
   v_revenue_id uuid;
   v_payable_id uuid;
 begin
-  if least(p_upstream_cost, p_upstream_payable, p_retail, p_developer_revenue, p_platform_share) < 0
-     or p_retail <> p_upstream_payable + p_developer_revenue + p_platform_share then
-    raise exception 'rated amounts must be non-negative and retail must equal payable + developer + platform'
+  if num_nulls(p_upstream_cost, p_upstream_payable, p_retail, p_developer_revenue, p_platform_share) > 0
+     or least(p_upstream_cost, p_upstream_payable, p_retail, p_developer_revenue, p_platform_share) < 0
+     or p_retail <> p_upstream_payable + p_developer_revenue + p_platform_share
+     or p_upstream_cost <> round(p_upstream_cost, 8) or p_upstream_payable <> round(p_upstream_payable, 8)
+     or p_retail <> round(p_retail, 8) or p_developer_revenue <> round(p_developer_revenue, 8)
+     or p_platform_share <> round(p_platform_share, 8) then
+    raise exception 'rated amounts must be non-negative, of at most 8 decimals, and retail must equal payable + developer + platform'
       using errcode = '22023';
+  end if;
+  if p_call_id is not null and not exists (
+    select 1 from gateway_calls g where g.id = p_call_id and g.money_key = p_request_id and g.end_user_id = p_end_user_id
+  ) then
+    raise exception 'no such gateway call for this booking' using errcode = 'P0002';
   end if;
 
   select id, balance into v_wallet_id, v_balance from wallets where end_user_id = p_end_user_id for no key update;

@@ -8,3 +8,4 @@ export * from './post-transaction.ts';
 export * from './reconcile.ts';
 export * from './wallet-balance.ts';
 export * from './roll-up.ts';
+export * from './book-usage-batch.ts';
