@@ -90,6 +90,10 @@ export async function startFakeFaucet(options: { sessionTtlSeconds?: number } = 
       // A message containing STALL gets its first word, then silence: for tests of the stop button.
       if (answer.includes('STALL')) return;
     }
+    // The upstream's last chunk, as the gateway passes it on: no content, the finish reason.
+    response.write(
+      `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`,
+    );
     // Shaped like the gateway's (workers/gateway/src/streaming/metered-stream.ts): a chunk with no choices.
     const usageEvent = { id: requestId, object: 'faucet.usage', created: 1, model: 'mock:echo', choices: [], faucet };
     response.write(`data: ${JSON.stringify(usageEvent)}\n\n`);
