@@ -7,7 +7,10 @@
 import { hmacSha256Hex } from '../crypto.ts';
 import { FaucetError } from '../wire/errors.ts';
 
+/** What the HMAC signs before the row id; `developers/find-end-user-by-ref.ts` computes the same in SQL. */
+export const userRefPrefix = 'user-ref:';
+
 export function userRef(secret: string | undefined, endUserId: string): Promise<string> {
   if (!secret) throw new FaucetError('internal_error', 'SESSION_HASH_SECRET is not configured');
-  return hmacSha256Hex(secret, `user-ref:${endUserId}`);
+  return hmacSha256Hex(secret, `${userRefPrefix}${endUserId}`);
 }

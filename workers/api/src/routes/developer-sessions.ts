@@ -1,8 +1,10 @@
 /**
- * A developer ends sessions of their app's end users (docs/identity.md): all of one user's
- * (`POST /v1/developer/apps/{public_app_id}/users/revoke-sessions`) or one, named by the
- * `session_id` that `POST /v1/sessions` returned (`POST …/sessions/{session_id}/revoke`). A revoked
- * session is refused from the next request on, by the gateway and by /v1/user/*. Audited.
+ * A developer ends sessions of their app's end users (docs/identity.md): all of one user's, named by
+ * the id their backend knows (`POST /v1/developer/apps/{public_app_id}/users/revoke-sessions`) or by
+ * the `user_ref` the end-user list shows (`POST /v1/developer/end-users/{user_ref}/revoke-sessions`),
+ * or one session, named by the `session_id` that `POST /v1/sessions` returned
+ * (`POST …/sessions/{session_id}/revoke`). A revoked session is refused from the next request on, by
+ * the gateway and by /v1/user/*. Audited.
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import { and, eq, type SQL, sql } from 'drizzle-orm';
@@ -11,6 +13,7 @@ import type { ServiceApp } from '#shared/app.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
 import { hashExternalUserId } from '#shared/crypto.ts';
 import type { Db } from '#shared/db.ts';
+import { findEndUserByRef, USER_REF_PATTERN } from '#shared/developers/find-end-user-by-ref.ts';
 import { queryOne } from '#shared/ledger/database.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { errorResponses } from '#shared/openapi.ts';
@@ -51,6 +54,22 @@ const revokeOne = createRoute({
   responses: { 200: { description: 'Revoked', content: json(Revoked) }, ...errorResponses(400, 401, 404, 429) },
 });
 
+const UserRefParam = z.object({
+  user_ref: z
+    .string()
+    .regex(USER_REF_PATTERN, 'must be 64 lowercase hex characters (a user_ref of GET /v1/developer/end-users)')
+    .openapi({ param: { name: 'user_ref', in: 'path' }, description: 'The end user as GET /v1/developer/end-users lists them' }),
+});
+
+const revokeByRef = createRoute({
+  method: 'post',
+  path: '/v1/developer/end-users/{user_ref}/revoke-sessions',
+  summary: 'Revoke every live session of one of your end users, named by their user_ref',
+  middleware: [requireDeveloper()] as const,
+  request: { params: UserRefParam },
+  responses: { 200: { description: 'Revoked', content: json(Revoked) }, ...errorResponses(400, 401, 403, 404, 429) },
+});
+
 /**
  * Revokes the live sessions of the app that `which` selects, with one audit row per revocation
  * request; answers how many were live.
@@ -84,6 +103,20 @@ export function registerDeveloperSessionRoutes(app: ServiceApp): void {
       developerId,
       requestId: c.var.requestId,
       which: sql`end_user_id = (select id from end_users where app_id = ${owned.appId}::uuid and external_user_hash = ${userHash})`,
+    });
+    return c.json({ revoked_sessions: revoked }, 200);
+  });
+
+  app.openapi(revokeByRef, async (c) => {
+    const { db } = c.var.database();
+    const developerId = c.var.developer.developerId;
+    const found = await findEndUserByRef(db, { secret: c.env.SESSION_HASH_SECRET, developerId, ref: c.req.valid('param').user_ref });
+    if (!found) throw new FaucetError('not_found', 'Unknown end user');
+    const revoked = await revokeSessions(db, {
+      appId: found.app_id,
+      developerId,
+      requestId: c.var.requestId,
+      which: sql`end_user_id = ${found.end_user_id}::uuid`,
     });
     return c.json({ revoked_sessions: revoked }, 200);
   });

@@ -116,6 +116,13 @@ describe('tenant isolation of the money views and exports', () => {
     );
     victim.walletId = row!.wallet_id;
     victim.endUserRef = await userRef(testEnv.SESSION_HASH_SECRET, row!.end_user_id);
+    // A live session of the victim's end user, which no refused revoke may end.
+    await sql(
+      testEnv,
+      `insert into virtual_sessions (token_hash, app_id, end_user_id, expires_at)
+       select 'victim-session-hash', app_id, id, now() + interval '1 hour' from end_users where id = $1`,
+      [row!.end_user_id],
+    );
     await fund(testEnv, victim.walletId, '5.00000000');
     const run = await call(api(), testEnv, '/v1/admin/payouts/run-mock', { json: { threshold_usd: '1.00000000' }, token: adminToken });
     victim.payoutId = ((await run.json()) as Body).data.find((payout: Body) => payout.wallet_id === victim.walletId).id;
@@ -131,6 +138,7 @@ describe('tenant isolation of the money views and exports', () => {
     { method: 'GET', path: '/v1/developer/exports/revenue.csv' },
     { method: 'GET', path: '/v1/developer/exports/payouts.csv' },
   ];
+  const revokeEndUser = () => ({ method: 'POST', path: `/v1/developer/end-users/${victim.endUserRef}/revoke-sessions` });
 
   const moneySnapshot = async () => [
     await snapshot(),
@@ -138,13 +146,14 @@ describe('tenant isolation of the money views and exports', () => {
       testEnv,
       `select (select count(*) from ledger_entries) as entries, (select count(*) from wallet_balance_deltas) as deltas,
               (select json_agg(json_build_object('id', id, 'status', status) order by id) from payouts) as payouts,
-              (select count(*) from balance_holds) as holds`,
+              (select count(*) from balance_holds) as holds,
+              (select count(*) from virtual_sessions where revoked_at is null) as live_sessions`,
     ),
   ];
 
   it('refuses every money endpoint without a live key of an active developer (401/403), writing nothing', async () => {
     const before = await moneySnapshot();
-    for (const endpoint of moneyEndpoints()) {
+    for (const endpoint of [...moneyEndpoints(), revokeEndUser()]) {
       await expectRefused(endpoint, undefined, 401);
       await expectRefused(endpoint, world.revoked, 401);
       await expectRefused(endpoint, `fdk_${'x'.repeat(43)}`, 401);
@@ -156,6 +165,7 @@ describe('tenant isolation of the money views and exports', () => {
   it("gives another developer's key none of the victim's money: 404 on the victim's app, nothing of theirs in any answer", async () => {
     const before = await moneySnapshot();
     await expectRefused({ method: 'GET', path: `/v1/developer/end-users?app=${victim.appPublicId}` }, world.other, 404);
+    await expectRefused(revokeEndUser(), world.other, 404);
     for (const endpoint of moneyEndpoints().filter((endpoint) => !endpoint.path.includes('?app='))) {
       const response = await call(api(), testEnv, endpoint.path, { token: world.other });
       expect([endpoint.path, response.status]).toEqual([endpoint.path, 200]);
