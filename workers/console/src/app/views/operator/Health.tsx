@@ -7,7 +7,7 @@
 import { useApi } from '../../session.tsx';
 import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Loading, Section, usd } from '../../ui/parts.tsx';
-import { ScrollTable } from './scroll-table.tsx';
+import { ScrollTable } from '../../ui/scroll-table.tsx';
 
 interface Reconciliation {
   ok: boolean;

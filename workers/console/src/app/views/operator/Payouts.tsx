@@ -9,7 +9,7 @@ import { useApi } from '../../session.tsx';
 import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Field, Loading, Outcome, Section, usd } from '../../ui/parts.tsx';
 import { toWireAmount } from './wire-amount.ts';
-import { ScrollTable } from './scroll-table.tsx';
+import { ScrollTable } from '../../ui/scroll-table.tsx';
 
 const statuses = ['pending', 'processing', 'paid', 'cancelled', 'rejected'] as const;
 type PayoutStatus = (typeof statuses)[number];

@@ -7,7 +7,7 @@ import { useState } from 'react';
 import { useApi } from '../../session.tsx';
 import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Field, Loading, Section } from '../../ui/parts.tsx';
-import { ScrollTable } from './scroll-table.tsx';
+import { ScrollTable } from '../../ui/scroll-table.tsx';
 
 interface WebhookEvent {
   event_id: string;
