@@ -82,6 +82,17 @@ export interface CallResult {
   ending: string;
   /** The `retry-after` header of the answer, if any. */
   retryAfter: string | null;
+  /** `faucet.attempts` of the answer (or of the stream's `faucet.usage` event), when it listed them. */
+  attempts: Attempt[] | null;
+}
+
+/** One entry of `faucet.attempts` (docs/models.md, "Fallback and aliases"). */
+export interface Attempt {
+  model: string;
+  provider: string;
+  outcome: string;
+  status?: number;
+  error_code?: string;
 }
 
 export interface ChatOptions {
@@ -90,6 +101,8 @@ export interface ChatOptions {
   abortAt?: AbortPoint;
   /** For `before_headers`: abort after this many ms. */
   abortAfterMs?: number;
+  /** Further request headers the attacker sends. */
+  headers?: Record<string, string>;
 }
 
 /** One gateway call as an attacker makes it, cut where asked. */
@@ -101,7 +114,11 @@ export async function attackChat(
 ): Promise<CallResult> {
   const abortAt = options.abortAt ?? 'never';
   const controller = new AbortController();
-  const headers: Record<string, string> = { 'content-type': 'application/json', authorization: `Bearer ${attacker.token}` };
+  const headers: Record<string, string> = {
+    ...options.headers,
+    'content-type': 'application/json',
+    authorization: `Bearer ${attacker.token}`,
+  };
   if (options.requestId) headers['x-request-id'] = options.requestId;
   const stream = options.stream ?? false;
   const timer = abortAt === 'before_headers' ? setTimeout(() => controller.abort(), options.abortAfterMs ?? 300) : undefined;
@@ -114,7 +131,16 @@ export async function attackChat(
       signal: controller.signal,
     });
   } catch {
-    return { status: 0, code: null, callId: null, content: '', chargedUsd: null, ending: 'aborted before headers', retryAfter: null };
+    return {
+      status: 0,
+      code: null,
+      callId: null,
+      content: '',
+      chargedUsd: null,
+      ending: 'aborted before headers',
+      retryAfter: null,
+      attempts: null,
+    };
   } finally {
     clearTimeout(timer);
   }
@@ -124,7 +150,7 @@ export async function attackChat(
     const parsed = (await response.json().catch(() => ({}))) as {
       error?: { code?: string };
       choices?: Array<{ message?: { content?: string } }>;
-      faucet?: { charge?: { amount_usd?: string } };
+      faucet?: { charge?: { amount_usd?: string }; attempts?: Attempt[] };
     };
     return {
       status: response.status,
@@ -134,6 +160,7 @@ export async function attackChat(
       chargedUsd: parsed.faucet?.charge?.amount_usd ?? null,
       ending: response.status === 200 ? 'complete' : `error ${parsed.error?.code}`,
       retryAfter,
+      attempts: parsed.faucet?.attempts ?? null,
     };
   }
   const reader = response.body!.getReader();
@@ -141,6 +168,7 @@ export async function attackChat(
   let buffer = '';
   let content = '';
   let chargedUsd: string | null = null;
+  let attempts: Attempt[] | null = null;
   let sawRole = false;
   let contentChunks = 0;
   let ending = 'stream ended without [DONE]';
@@ -167,10 +195,13 @@ export async function attackChat(
         object?: string;
         error?: { code?: string };
         choices?: Array<{ delta?: { role?: string; content?: string }; finish_reason?: string | null }>;
-        faucet?: { charge?: { amount_usd?: string } };
+        faucet?: { charge?: { amount_usd?: string }; attempts?: Attempt[] };
       };
       if (parsed.error) ending = `error event ${parsed.error.code}`;
-      if (parsed.object === 'faucet.usage') chargedUsd = parsed.faucet?.charge?.amount_usd ?? null;
+      if (parsed.object === 'faucet.usage') {
+        chargedUsd = parsed.faucet?.charge?.amount_usd ?? null;
+        attempts = parsed.faucet?.attempts ?? null;
+      }
       for (const choice of parsed.choices ?? []) {
         if (choice.delta?.role) sawRole = true;
         if (choice.delta?.content) {
@@ -192,7 +223,7 @@ export async function attackChat(
       }
     }
   }
-  return { status: 200, code: null, callId, content, chargedUsd, ending, retryAfter };
+  return { status: 200, code: null, callId, content, chargedUsd, ending, retryAfter, attempts };
 }
 
 export interface LocalReportResult {
@@ -233,6 +264,11 @@ export async function reportLocalUsage(
 }
 
 export interface Booking {
+  /** The model the call was booked at (the answering attempt's, after a fallback). */
+  model: string;
+  /** The per-million input and output prices it was rated with. */
+  inputPricePerMtokUsd: string | null;
+  outputPricePerMtokUsd: string | null;
   inputTokens: number;
   outputTokens: number;
   retailUsd: string;
@@ -251,10 +287,15 @@ export class Books {
   async bookingsOf(callId: string | null): Promise<Booking[]> {
     if (callId === null) return [];
     const { rows } = await this.pool.query(
-      `select input_tokens, output_tokens, retail_usd::text, estimated, receivable_usd::text from usage_events where call_id = $1`,
+      `select model, input_price_per_mtok_usd::text, output_price_per_mtok_usd::text, input_tokens, output_tokens, retail_usd::text,
+              estimated, receivable_usd::text
+         from usage_events where call_id = $1`,
       [callId],
     );
     return rows.map((row: Record<string, unknown>) => ({
+      model: row.model as string,
+      inputPricePerMtokUsd: row.input_price_per_mtok_usd as string | null,
+      outputPricePerMtokUsd: row.output_price_per_mtok_usd as string | null,
       inputTokens: row.input_tokens as number,
       outputTokens: row.output_tokens as number,
       retailUsd: row.retail_usd as string,

@@ -20,6 +20,12 @@
  *   [fake:no-usage]     report no usage (plain: no `usage`; stream: no usage chunk)
  *   [fake:fail=STATUS]  refuse with that HTTP status (not billed: nothing was accepted)
  *   [fake:fail-once=KEY] refuse with 503 the first request carrying KEY, answer the next ones
+ *   [fake:fail-model=MODEL@STATUS]  refuse requests for that model (the body's `model`) with STATUS
+ *                       (default 500; a 429 carries `retry-after: 1`), answer other models: a
+ *                       feature's fallback sends the same messages to its next model
+ *
+ * Refused requests are logged apart (`refused()`, `refused` of `GET /__calls`): the provider bills
+ * them nothing, and the fallback scenarios check which attempts reached it.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -36,6 +42,13 @@ export interface AnsweredCall {
   ending: 'completed' | 'client_gone' | 'open';
 }
 
+/** A request the fake refused with an error status (billed nothing). */
+export interface RefusedCall {
+  callId: string | null;
+  model: string;
+  status: number;
+}
+
 export interface FakeOpenAiUpstream {
   /** API root for OPENAI_BASE_URL, e.g. `http://127.0.0.1:PORT/v1`. */
   baseUrl: string;
@@ -43,6 +56,8 @@ export interface FakeOpenAiUpstream {
   hostPort: string;
   /** Every call accepted so far (billed by the provider), in order. */
   calls(): AnsweredCall[];
+  /** Requests refused with an error status, in order. */
+  refused(): RefusedCall[];
   /** Calls whose answer is still being generated. */
   inFlight(): number;
   close(): Promise<void>;
@@ -60,6 +75,7 @@ interface Behaviour {
   noUsage: boolean;
   failStatus: number | null;
   failOnceKey: string | null;
+  failModel: { model: string; status: number } | null;
 }
 
 /** Tokens a provider bills for a piece of text (see the file comment). */
@@ -145,13 +161,22 @@ function behaviourOf(body: Body): Behaviour {
     noUsage: marker('no-usage') !== null,
     failStatus: marker('fail') === null ? null : number('fail', 500),
     failOnceKey: marker('fail-once')?.[1] ?? null,
+    failModel: failModelOf(marker('fail-model')?.[1]),
   };
+}
+
+/** `MODEL@STATUS` or `MODEL` (500). */
+function failModelOf(value: string | undefined): Behaviour['failModel'] {
+  if (value === undefined) return null;
+  const [model = '', status] = value.split('@');
+  return { model, status: status !== undefined && /^\d{3}$/.test(status) ? Number(status) : 500 };
 }
 
 const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
 
 export async function startFakeOpenAiUpstream(options: { port?: number } = {}): Promise<FakeOpenAiUpstream> {
   const answered: AnsweredCall[] = [];
+  const refused: RefusedCall[] = [];
   let inFlight = 0;
   const failedOnce = new Set<string>();
 
@@ -159,16 +184,21 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
     const behaviour = behaviourOf(body);
     const failOnce = behaviour.failOnceKey !== null && !failedOnce.has(behaviour.failOnceKey);
     if (failOnce) failedOnce.add(behaviour.failOnceKey!);
-    if (behaviour.failStatus !== null || failOnce) {
-      response.writeHead(behaviour.failStatus ?? 503, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ error: { message: 'fake upstream failure', type: 'server_error' } }));
+    const header = request.headers['x-client-request-id'];
+    const failModel = behaviour.failModel !== null && behaviour.failModel.model === body.model ? behaviour.failModel.status : null;
+    if (behaviour.failStatus !== null || failOnce || failModel !== null) {
+      const status = failModel ?? behaviour.failStatus ?? 503;
+      refused.push({ callId: typeof header === 'string' ? header : null, model: body.model ?? '', status });
+      response.writeHead(status, { 'content-type': 'application/json', ...(status === 429 ? { 'retry-after': '1' } : {}) });
+      response.end(
+        JSON.stringify({ error: { message: 'fake upstream failure', type: status === 429 ? 'rate_limit_error' : 'server_error' } }),
+      );
       return;
     }
     let clientGone = false;
     response.on('close', () => {
       if (!response.writableFinished) clientGone = true;
     });
-    const header = request.headers['x-client-request-id'];
     const record: AnsweredCall = {
       callId: typeof header === 'string' ? header : null,
       model: body.model ?? '',
@@ -270,7 +300,7 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
     const url = new URL(request.url ?? '/', 'http://fake');
     if (request.method === 'GET' && url.pathname === '/__calls') {
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ calls: answered, in_flight: inFlight }));
+      response.end(JSON.stringify({ calls: answered, refused, in_flight: inFlight }));
       return;
     }
     if (request.method !== 'POST' || url.pathname !== '/v1/chat/completions') {
@@ -301,6 +331,7 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
     baseUrl: `http://127.0.0.1:${port}/v1`,
     hostPort: `127.0.0.1:${port}`,
     calls: () => answered.map((call) => ({ ...call })),
+    refused: () => refused.map((call) => ({ ...call })),
     inFlight: () => inFlight,
     close: () =>
       new Promise<void>((resolve) => {

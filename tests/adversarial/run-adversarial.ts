@@ -9,7 +9,7 @@ import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
 import { reconciliation } from '../load/stack-client.ts';
 import { formatUpstreamAudit, runUpstreamAudit, type UpstreamAuditReport } from '../load/upstream-audit-report.ts';
 import { Books, type AttackTarget } from './attacker-kit.ts';
-import type { AnsweredCall } from './fake-openai-upstream.ts';
+import type { UpstreamLog } from './fallback-scenarios.ts';
 import { scenarios, type ScenarioReport } from './scenarios.ts';
 
 export interface AdversarialSettings {
@@ -33,9 +33,9 @@ export interface AdversarialResult {
   reconciliationOk: boolean;
 }
 
-async function fakeLog(url: string): Promise<{ calls: AnsweredCall[]; in_flight: number }> {
+async function fakeLog(url: string): Promise<UpstreamLog & { in_flight: number }> {
   const response = await fetch(url);
-  return (await response.json()) as { calls: AnsweredCall[]; in_flight: number };
+  return (await response.json()) as UpstreamLog & { in_flight: number };
 }
 
 export async function runAdversarial(target: AttackTarget, settings: AdversarialSettings): Promise<AdversarialResult> {
@@ -47,6 +47,7 @@ export async function runAdversarial(target: AttackTarget, settings: Adversarial
       books,
       maxDurationSeconds: settings.maxDurationSeconds,
       upstreamCallCount: async () => (await fakeLog(settings.fakeCallsUrl)).calls.length,
+      upstreamLog: () => fakeLog(settings.fakeCallsUrl),
     };
     for (const scenario of scenarios.filter((candidate) => settings.full || !candidate.fullOnly)) {
       const report: ScenarioReport = { name: scenario.name, attackerGot: [], billed: [], problems: [] };
@@ -86,14 +87,20 @@ export async function runAdversarial(target: AttackTarget, settings: Adversarial
       }
     }
 
-    const reported = (await fakeLog(settings.fakeCallsUrl)).calls.map((call) => ({
-      callId: call.callId ?? 'missing-call-id',
-      inputTokens: call.inputTokens,
-      outputTokens: call.outputTokens,
-    }));
+    // Refused attempts (a fallback's failed first candidate) are part of the provider's log: billed nothing, they need no booking.
+    const log = await fakeLog(settings.fakeCallsUrl);
+    const reported = [
+      ...log.calls.map((call) => ({
+        callId: call.callId ?? 'missing-call-id',
+        inputTokens: call.inputTokens,
+        outputTokens: call.outputTokens,
+      })),
+      ...log.refused.map((call) => ({ callId: call.callId ?? 'missing-call-id', inputTokens: 0, outputTokens: 0, failed: true })),
+    ];
     const audit = await runUpstreamAudit(target.databaseUrl, { settleGraceSeconds: settings.settleGraceSeconds, reported });
     const books_ = await reconciliation(target);
     settings.log(formatUpstreamAudit(audit));
+    settings.log(`  of those, refused by the provider (failed attempts, billed nothing): ${log.refused.length}`);
     settings.log(`reconciliation: ${books_.ok ? 'ok' : 'FAILED'}`);
     const ok = audit.ok && books_.ok && reports.every((report) => report.problems.length === 0);
     return { ok, reports, audit, reconciliationOk: books_.ok };

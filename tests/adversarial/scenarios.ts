@@ -8,6 +8,7 @@ import { checkoutSessionEvent, chargeRefundedEvent, randomStripeId } from '../..
 import { deliverWebhook, startCheckout } from '../load/stack-client.ts';
 import { testSecrets } from '../setup/test-secrets.ts';
 import { endUserLimitScenarios } from './end-user-limits.ts';
+import { fallbackScenarios, type UpstreamLog } from './fallback-scenarios.ts';
 import { impersonate } from './impersonation.ts';
 import {
   attackChat,
@@ -27,6 +28,8 @@ export interface ScenarioContext {
   maxDurationSeconds: number;
   /** How many calls the fake upstream has accepted so far. */
   upstreamCallCount(): Promise<number>;
+  /** The fake upstream's log: calls it accepted (billed) and requests it refused (billed nothing). */
+  upstreamLog(): Promise<UpstreamLog>;
 }
 
 export interface ScenarioReport {
@@ -234,6 +237,7 @@ export const scenarios: Scenario[] = [
     },
   },
   ...endUserLimitScenarios,
+  ...fallbackScenarios,
   {
     name: 'defect 6: chargeback after the credit is spent',
     async run(context, report) {
