@@ -16,7 +16,8 @@ create or replace function faucet_authorize_call(
   -- Worst-case retail on the platform route; null when the model has no catalog price.
   p_platform_hold numeric,
   -- Worst-case upstream cost at catalog price: the developer key's budget reservation, and its hold
-  -- when the feature has no developer price; null when unpriced.
+  -- when the feature has no developer price; null when unpriced (a `custom` model always is: it is
+  -- served on the developer_key route only at the feature's developer price).
   p_catalog_cost numeric,
   p_pool_available boolean,
   p_hold_ttl_seconds integer,
@@ -194,11 +195,14 @@ begin
      order by k.created_at desc limit 1;
     if not found then
       if p_requested_route = 'developer_key' then v_outcome := 'developer_key_missing'; end if;
-    elsif p_catalog_cost is null then
+    elsif p_catalog_cost is null and (p_provider <> 'custom' or v_feature.developer_price_per_mtok_usd is null) then
       -- No catalog price: the call's cost cannot be counted against the key's budget.
       if p_requested_route = 'developer_key' then v_outcome := 'unpriced'; end if;
     else
-      v_budget := faucet_reserve_credential_budget(v_key.id, p_money_key, p_catalog_cost);
+      -- A developer's own custom server (never in the catalog) is served when the feature sets its
+      -- price: the end user is held and charged that price; the server's cost is unknown to Faucet,
+      -- so it reserves 0 of the key's budget (the booking records an upstream cost of 0).
+      v_budget := faucet_reserve_credential_budget(v_key.id, p_money_key, coalesce(p_catalog_cost, 0));
       if v_budget = 'reserved' then
         v_route := 'developer_key';
         v_hold := coalesce(faucet_developer_price(v_feature.developer_price_per_mtok_usd, p_bound_input_tokens::bigint + v_bound_output),

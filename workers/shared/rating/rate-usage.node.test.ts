@@ -146,6 +146,26 @@ const vectors: Vector[] = [
     },
   },
   {
+    name: "developer_key, a developer's own custom server at the feature price: no catalog price, upstream cost unknown (0)",
+    usage: {
+      routeMode: 'developer_key',
+      provider: 'custom',
+      model: 'my-finetune',
+      inputTokens: 10_000,
+      outputTokens: 2_000,
+      estimated: false,
+    },
+    feature: { developerPrice: { inputPerMillion: usd('0.50000000'), outputPerMillion: usd('0.50000000') } },
+    expected: {
+      upstream: '0.00000000',
+      payable: '0.00000000',
+      retail: '0.00600000',
+      developer: '0.00540000',
+      platform: '0.00060000',
+      catalog: null,
+    },
+  },
+  {
     name: 'platform, claude-haiku-4-5 with cache reads and cache writes, each at its own price',
     usage: {
       routeMode: 'platform',
@@ -507,6 +527,31 @@ describe('rateUsage rejections', () => {
   it('rejects settings out of range', () => {
     expect(() => rateUsage(good, {}, { ...defaultRatingSettings, channelShareBps: 10_001 })).toThrowError(RatingError);
     expect(() => rateUsage(good, {}, { ...defaultRatingSettings, platformMarkupBps: -1 })).toThrowError(RatingError);
+  });
+});
+
+describe('rateUsage of models the catalog does not price, on developer_key', () => {
+  const price = { developerPrice: { inputPerMillion: usd('1.00000000'), outputPerMillion: usd('1.00000000') } };
+  const usage = (provider: string, model: string): UsageToRate => ({
+    routeMode: 'developer_key',
+    provider,
+    model,
+    inputTokens: 10,
+    outputTokens: 10,
+    estimated: false,
+  });
+
+  it.each([
+    ['a custom model without a feature price', usage('custom', 'my-finetune'), {}],
+    ['a custom model with a null feature price', usage('custom', 'my-finetune'), { developerPrice: null }],
+    ['an unpriced model of a catalog provider, even with a feature price', usage('openai', 'gpt-9'), price],
+    ['an unpriced azure deployment, even with a feature price', usage('azure', 'my-deployment'), price],
+  ] as const)('rejects %s (only a custom server is rated at the feature price alone)', (_label, rated, feature) => {
+    expect(() => rateUsage(rated, feature)).toThrow(RatingError);
+  });
+
+  it('a custom model is refused on the platform route whatever the feature price', () => {
+    expect(() => rateUsage({ ...usage('custom', 'my-finetune'), routeMode: 'platform' }, price)).toThrow(RatingError);
   });
 });
 

@@ -14,6 +14,11 @@
  *   the rest, so revenue + platform share + upstream always equals retail exactly;
  * - developer_key, byok, local: platform fee = retail × fee share, rounded up; the developer
  *   gets retail − fee.
+ *
+ * A developer's own custom OpenAI-compatible server (provider `custom`) has no catalog price: on the
+ * developer_key route it is rated at the feature's developer price alone, with no catalog prices and
+ * an upstream cost of 0 (what the server costs its owner is unknown to Faucet, and Faucet pays
+ * nothing for it); without a feature price it cannot be rated there (docs/provider-keys.md).
  */
 import { addUsd, applyBasisPoints, priceTokensExact, subtractUsd, sumExactThenRound, zeroUsd, type Usd } from '../money/index.ts';
 import { currentPriceCatalog, findModelPrice, modelPriceAt, type PriceCatalog } from './catalog.ts';
@@ -187,6 +192,9 @@ function tokensOf(usage: UsageToRate): Tokens {
   };
 }
 
+/** Providers whose models the catalog never prices (a developer's own server): rated at the feature's price on developer_key. */
+const pricedByFeatureOnly: ReadonlySet<string> = new Set(['custom']);
+
 /** Split a retail amount into the platform's fee (rounded up) and the developer's revenue. */
 function splitFee(retail: Usd, feeBps: number): { developerRevenueUsd: Usd; platformShareUsd: Usd } {
   const platformShareUsd = applyBasisPoints(retail, feeBps, 'up');
@@ -236,6 +244,19 @@ export function rateUsage(
       };
     }
     case 'developer_key': {
+      const developerPrice = feature.developerPrice;
+      if (developerPrice && pricedByFeatureOnly.has(usage.provider) && !findModelPrice(catalog, usage.provider, usage.model)) {
+        const retailUsd = costOf(tokens, developerPrice);
+        return {
+          ...base,
+          catalogVersion: null,
+          prices: null,
+          upstreamCostUsd: zeroUsd(),
+          upstreamPayableUsd: zeroUsd(),
+          retailUsd,
+          ...splitFee(retailUsd, settings.platformFeeBps),
+        };
+      }
       const prices = requirePrice(catalog, usage, tokens);
       const upstreamCostUsd = costOf(tokens, prices);
       const retailUsd = feature.developerPrice ? costOf(tokens, feature.developerPrice) : upstreamCostUsd;

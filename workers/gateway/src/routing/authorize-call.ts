@@ -224,6 +224,12 @@ function refusal(outcome: Exclude<Outcome, 'authorized' | 'routing_changed'>, in
         `route_mode "developer_key" needs an active key of the app's developer for provider "${provider}", and there is none.`,
       );
     case 'unpriced':
+      if (input.requestedRoute === 'developer_key' && provider === 'custom') {
+        return new FaucetError(
+          'invalid_request',
+          `Model "${provider}:${model}" has no catalog price: a custom server's model is served on route_mode "developer_key" only by a feature that sets developer_price_per_mtok_usd (the price its end users pay).`,
+        );
+      }
       return input.requestedRoute === 'developer_key'
         ? new FaucetError(
             'invalid_request',
