@@ -3,7 +3,8 @@
  * created: apps and features created and edited through the forms (an invalid one shows the API's
  * message), a call made through the SDK (`createFaucet`, a session minted by the developer's backend)
  * counted on the overview chart's data for today in the browser's time zone (calls, tokens, amount
- * paid), keys shown once and revoked, the end user's spend and sessions, payouts, axe on every view,
+ * paid), keys shown once and revoked, the end user's spend and sessions (revoked from the user's row by
+ * user_ref: the session then gets 401 at the gateway; and by the backend's id), payouts, axe on every view,
  * and the whole on a phone.
  */
 import { createFaucet, type Session } from '@faucet/sdk';
@@ -209,10 +210,37 @@ describe('developer view', { timeout: 300_000 }, () => {
       await expect.poll(() => user.count(), { timeout: 30_000 }).toBe(1);
       expect(await user.getByRole('cell').nth(1).textContent()).toBe('1');
       expect(await user.textContent()).not.toContain(externalUserId);
+      // The row's button revokes the user's sessions by user_ref: the SDK's session of the first test and
+      // one more the backend mints now, which works until then and gets 401 at the gateway after.
+      const mint = () =>
+        call<Session>(`${stack.apiUrl}/v1/sessions`, developerKey, { public_app_id: publicAppId, external_user_id: externalUserId });
+      const chatAs = (session: Session) =>
+        fetch(`${stack.gatewayUrl}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${session.session_token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'mock:echo', feature: 'console-chat', messages: [{ role: 'user', content: 'again' }] }),
+        });
+      const live = await mint();
+      expect((await call<{ wallet_id: string }>(`${stack.apiUrl}/v1/user/wallet`, live.session_token)).wallet_id).toBeTruthy();
+      expect(await user.getByRole('rowheader').textContent()).toBe(live.user_ref);
+      await user.getByRole('button', { name: /^Revoke sessions of user / }).click();
+      await expect
+        .poll(() => page.getByRole('status').filter({ hasText: 'revoked for user' }).textContent())
+        .toBe(`2 sessions revoked for user ${live.user_ref?.slice(0, 12)}…`);
+      const afterRevoke = await chatAs(live);
+      expect(afterRevoke.status).toBe(401);
+      expect(((await afterRevoke.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
+      expect((await fetch(`${stack.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${live.session_token}` } })).status).toBe(
+        401,
+      );
+
+      // The typed-id form still revokes by the id the backend knows the user by.
+      const next = await mint();
       const revoke = page.getByRole('form', { name: 'Revoke sessions' });
       await revoke.getByLabel('Your user id').fill(externalUserId);
       await revoke.getByRole('button', { name: 'Revoke sessions' }).click();
       await revoke.getByRole('status').filter({ hasText: '1 session revoked.' }).waitFor();
+      expect((await chatAs(next)).status).toBe(401);
       expect(await seriousViolations(page)).toEqual([]);
       await screenshot(page, 'developer-end-users-dark');
 

@@ -1,13 +1,14 @@
 /**
  * End users: spend, requests and balance per user across the developer's apps (each named by its
- * opaque user_ref, never a raw id), filtered by app, a page at a time; and revoking every live
- * session of one user of an app by the id the developer's own backend knows them by.
+ * opaque user_ref, never a raw id), filtered by app, a page at a time; revoking every live session
+ * of a listed user from their row (by user_ref), or of a user of an app by the id the developer's
+ * own backend knows them by.
  */
 import { type FormEvent, useState } from 'react';
 import { useApi } from '../../session.tsx';
 import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Field, Loading, Outcome, Section, usd } from '../../ui/parts.tsx';
-import { useAction } from '../../ui/useAction.ts';
+import { type Action, useAction } from '../../ui/useAction.ts';
 import type { App, Page } from './types.ts';
 import { ScrollTable } from '../../ui/scroll-table.tsx';
 
@@ -18,6 +19,34 @@ interface EndUser {
   requests: number;
   balance_usd: string;
   last_seen_at: string;
+}
+
+const sessionsRevoked = (count: number) => (count === 1 ? '1 session revoked' : `${count} sessions revoked`);
+
+/** The row's button: asks first, then revokes the user's sessions by user_ref; the outcome shows under the table. */
+function RevokeRowButton({ user, action }: { user: EndUser; action: Action }) {
+  const api = useApi();
+  const short = `${user.user_ref.slice(0, 12)}…`;
+  async function revoke() {
+    if (!window.confirm(`Revoke every live session of user ${short}? Their next call is refused until your backend mints a new session.`)) {
+      return;
+    }
+    let revoked = 0;
+    await action.run(
+      async () => {
+        const result = await api.post<{ revoked_sessions: number }>(
+          `/v1/developer/end-users/${encodeURIComponent(user.user_ref)}/revoke-sessions`,
+        );
+        revoked = result.revoked_sessions;
+      },
+      () => `${sessionsRevoked(revoked)} for user ${short}`,
+    );
+  }
+  return (
+    <button type="button" className="danger" disabled={action.busy} onClick={revoke}>
+      Revoke sessions<span className="sr-only"> of user {short}</span>
+    </button>
+  );
 }
 
 function RevokeSessions({ apps }: { apps: App[] }) {
@@ -37,12 +66,12 @@ function RevokeSessions({ apps }: { apps: App[] }) {
         });
         revoked = result.revoked_sessions;
       },
-      () => (revoked === 1 ? '1 session revoked.' : `${revoked} sessions revoked.`),
+      () => `${sessionsRevoked(revoked)}.`,
     );
     if (ok) element.reset();
   }
   return (
-    <Section title="Revoke a user's sessions">
+    <Section title="Revoke sessions by your user id">
       <form onSubmit={submit} aria-label="Revoke sessions">
         <div className="form-grid">
           <Field label="App">
@@ -74,6 +103,7 @@ export function EndUsers() {
   const apps = useLoad(() => api.get<Page<App>>('/v1/developer/apps', { limit: 100 }), [api]);
   const [app, setApp] = useState('');
   const [cursors, setCursors] = useState<string[]>([]);
+  const revoke = useAction();
   const cursor = cursors.at(-1);
   const users = useLoad(
     () => api.get<Page<EndUser>>('/v1/developer/end-users', { limit: 50, app: app || undefined, cursor }),
@@ -103,6 +133,7 @@ export function EndUsers() {
           )}
         </Field>
         <ErrorLine error={users.error ?? apps.error} />
+        <Outcome error={revoke.error} done={revoke.done} />
         {users.data ? (
           users.data.data.length ? (
             <ScrollTable label="End users">
@@ -121,19 +152,23 @@ export function EndUsers() {
                       Balance
                     </th>
                     <th scope="col">Last seen</th>
+                    <th scope="col">Sessions</th>
                   </tr>
                 </thead>
                 <tbody>
                   {users.data.data.map((user) => (
                     <tr key={`${user.app}/${user.user_ref}`}>
                       <th scope="row">
-                        <code>{user.user_ref}</code>
+                        <code className="user-ref">{user.user_ref}</code>
                       </th>
                       <td>{user.app}</td>
                       <td className="num">{user.requests}</td>
                       <td className="num">{usd(user.spend_usd)}</td>
                       <td className="num">{usd(user.balance_usd)}</td>
                       <td>{user.last_seen_at.slice(0, 16).replace('T', ' ')}</td>
+                      <td>
+                        <RevokeRowButton user={user} action={revoke} />
+                      </td>
                     </tr>
                   ))}
                 </tbody>
