@@ -110,3 +110,27 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(resultsDir, { recursive: true });
   await page.screenshot({ path: join(resultsDir, `console-${name}.png`), fullPage: true });
 }
+
+/**
+ * Opens every view of the signed-in role's nav in turn (what the nav lists, so a new view is covered
+ * too) and waits until it has loaded; answers, per view, what is wrong: serious or critical axe
+ * violations, or a page wider than the viewport (sideways scrolling on a phone).
+ */
+export async function tourEveryView(page: Page): Promise<Record<string, string[]>> {
+  const nav = page.getByRole('navigation', { name: 'Console' });
+  const labels = await nav.getByRole('link').allTextContents();
+  expect(labels.length).toBeGreaterThan(1);
+  const found: Record<string, string[]> = {};
+  for (const label of labels) {
+    await nav.getByRole('link', { name: label, exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: label }).waitFor();
+    // Loaded: no "Loading …" line left in the view (lazy chunk, then the view's reads).
+    await page.waitForFunction(() => !/Loading [^…]*…/.test(document.querySelector('main')?.textContent ?? ''));
+    const problems = await seriousViolations(page);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    const viewport = page.viewportSize()?.width ?? Number.POSITIVE_INFINITY;
+    if (width > viewport) problems.push(`page is ${width}px wide on a ${viewport}px screen`);
+    found[label] = problems;
+  }
+  return found;
+}

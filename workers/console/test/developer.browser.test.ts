@@ -3,15 +3,15 @@
  * created: apps and features created and edited through the forms (an invalid one shows the API's
  * message), a call made through the SDK (`createFaucet`, a session minted by the developer's backend)
  * counted on the overview chart's data for today in the browser's time zone (calls, tokens, amount
- * paid), keys shown once and revoked, the end user's spend and sessions (revoked from the user's row by
- * user_ref: the session then gets 401 at the gateway; and by the backend's id), payouts, axe on every view,
- * and the whole on a phone.
+ * paid), keys shown once and revoked, the end user's spend and sessions (revoked from the user's row
+ * by user_ref, and by the backend's id), payouts, axe on every view, and every view on a phone in
+ * light and dark.
  */
 import { createFaucet, type Session } from '@faucet/sdk';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usd } from '../src/app/ui/parts.tsx';
-import { launchChromium, openConsole, screenshot, seriousViolations, signIn, stack } from './browser.ts';
+import { launchChromium, openConsole, screenshot, seriousViolations, signIn, stack, tourEveryView } from './browser.ts';
 
 let browser: Browser;
 let developerKey: string;
@@ -273,4 +273,22 @@ describe('developer view', { timeout: 300_000 }, () => {
       await ui.close();
     }
   });
+
+  for (const colorScheme of ['light', 'dark'] as const) {
+    it(`every developer view on a phone in ${colorScheme} mode: no serious or critical axe violation, no sideways scroll`, async () => {
+      const ui = await openConsole(browser, { viewport: { width: 390, height: 844 }, colorScheme });
+      const { page } = ui;
+      try {
+        await signIn(page, 'developer', developerKey);
+        expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(colorScheme);
+        const found = await tourEveryView(page);
+        expect(Object.keys(found)).toEqual(['Overview', 'Apps and features', 'Keys', 'End users', 'Payouts']);
+        expect(found).toEqual(Object.fromEntries(Object.keys(found).map((label) => [label, []])));
+        await screenshot(page, `developer-payouts-phone-${colorScheme}`);
+        ui.expectClean();
+      } finally {
+        await ui.close();
+      }
+    });
+  }
 });

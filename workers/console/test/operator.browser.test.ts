@@ -2,12 +2,12 @@
  * The operator's views in Chromium against the local stack: a new developer (created through the
  * admin API) gets 5,000 USD on its wallet through the console's adjustment form, the operator runs
  * payouts, approves the developer's payout with a note and marks it paid — and the API agrees. Every
- * operator view passes axe (light, and the queue in dark on a phone), is screenshotted, and the page
+ * operator view passes axe (on a desktop, and on a phone in light and dark), is screenshotted, and the page
  * shows no console error and makes no failed request beyond the refusals the test provokes.
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, openConsole, screenshot, seriousViolations, signIn, stack } from './browser.ts';
+import { launchChromium, openConsole, screenshot, seriousViolations, signIn, stack, tourEveryView } from './browser.ts';
 
 let browser: Browser;
 beforeAll(async () => {
@@ -148,18 +148,23 @@ describe('operator views', { timeout: 300_000 }, () => {
     }
   });
 
-  it('the review queue on a phone in dark mode passes axe', async () => {
-    const ui = await openConsole(browser, { viewport: { width: 390, height: 844 }, colorScheme: 'dark' });
-    const { page } = ui;
-    try {
-      await signIn(page, 'operator', stack.adminToken);
-      await page.getByRole('heading', { name: 'Review queue' }).waitFor();
-      await page.locator('table, p.muted').first().waitFor();
-      expect(await seriousViolations(page)).toEqual([]);
-      await screenshot(page, 'operator-payouts-phone-dark');
-      ui.expectClean();
-    } finally {
-      await ui.close();
-    }
-  });
+  for (const colorScheme of ['light', 'dark'] as const) {
+    it(`every operator view on a phone in ${colorScheme} mode: no serious or critical axe violation, no sideways scroll`, async () => {
+      const ui = await openConsole(browser, { viewport: { width: 390, height: 844 }, colorScheme });
+      const { page } = ui;
+      try {
+        await signIn(page, 'operator', stack.adminToken);
+        expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(colorScheme);
+        await page.getByRole('heading', { name: 'Review queue' }).waitFor();
+        await page.locator('table, p.muted').first().waitFor();
+        await screenshot(page, `operator-payouts-phone-${colorScheme}`);
+        const found = await tourEveryView(page);
+        expect(Object.keys(found)).toEqual(['Payouts', 'Reconciliation', 'Wallet adjustments', 'Developers', 'Stripe']);
+        expect(found).toEqual(Object.fromEntries(Object.keys(found).map((label) => [label, []])));
+        ui.expectClean();
+      } finally {
+        await ui.close();
+      }
+    });
+  }
 });
