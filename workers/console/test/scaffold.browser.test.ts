@@ -1,7 +1,7 @@
 /**
  * The console's frame in Chromium against the local stack: sign-in refusals show the API's message,
  * a developer key opens the developer view, the credential never lands in the URL, the theme toggles,
- * and the sign-in screen passes axe in light and dark.
+ * and the sign-in screen passes axe in light and dark (on a phone too).
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,6 +53,23 @@ describe('console frame', { timeout: 180_000 }, () => {
       await ui.close();
     }
   });
+
+  for (const colorScheme of ['light', 'dark'] as const) {
+    it(`the sign-in screen on a phone in ${colorScheme} mode: no serious or critical axe violation, no sideways scroll`, async () => {
+      const ui = await openConsole(browser, { viewport: { width: 390, height: 844 }, colorScheme });
+      const { page } = ui;
+      try {
+        await page.getByRole('button', { name: 'Sign in' }).waitFor();
+        expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(colorScheme);
+        expect(await seriousViolations(page)).toEqual([]);
+        expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+        await screenshot(page, `sign-in-phone-${colorScheme}`);
+        ui.expectClean();
+      } finally {
+        await ui.close();
+      }
+    });
+  }
 
   it('an operator signs in with the admin token; a developer key is not the admin token', async () => {
     const ui = await openConsole(browser, { colorScheme: 'dark' });
