@@ -1,8 +1,11 @@
 /**
  * Ledger benchmark: usage bookings per second against a fresh embedded PostgreSQL, from one client
- * and from 16 concurrent writers, for a plain booking and for the platform route's hold + settle.
- * Each writer books for its own end users; all bookings credit the same developer and platform
- * accounts, the hot rows of the ledger. Round trips are counted at the database handle.
+ * and from 16 concurrent writers, for a plain booking and for the platform route's hold + settle,
+ * and the batched flush of issue 19 (`bookUsageBatch`: one statement per batch of a wallet's
+ * settled calls, as a wallet object's alarm will send them) against the one-statement-per-booking
+ * reference of the same run. Each writer books for its own end users; all bookings credit the same
+ * developer and platform accounts, the hot rows of the ledger. Round trips are counted at the
+ * database handle.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -10,7 +13,7 @@ import { join } from 'node:path';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
-import { bookUsage, creditTestBalance, reconcileLedger, reserveHold, type LedgerDatabase } from '#shared/ledger/index.ts';
+import { bookUsage, bookUsageBatch, creditTestBalance, reconcileLedger, reserveHold, type LedgerDatabase } from '#shared/ledger/index.ts';
 import { parseWireAmount } from '#shared/money/index.ts';
 import { rateUsage } from '#shared/rating/index.ts';
 import { migrate } from '../lib/migrate.ts';
@@ -21,6 +24,10 @@ import { seed } from '../lib/seed.ts';
 const WRITERS = 16;
 const SEQUENTIAL_BOOKINGS = 1_000;
 const BOOKINGS_PER_WRITER = 250;
+/** The batched flush: a few writers (wallet objects flushing), each its own wallet. */
+const FLUSH_WRITERS = 4;
+const FLUSHED_PER_WRITER = 800;
+const BATCH_SIZES = [50, 200] as const;
 
 /** A database handle that counts the statements sent (one statement = one round trip). */
 function counting(db: LedgerDatabase): LedgerDatabase & { roundTrips: number } {
@@ -120,6 +127,30 @@ async function measure(
   return { bookings: writers * perWriter, seconds: (performance.now() - started) / 1000, roundTrips: db.roundTrips };
 }
 
+/** `writers` wallets flush `perWriter` settled calls each, `batchSize` per statement, one flush at a time per wallet. */
+async function measureBatched(pool: pg.Pool, fixture: Fixture, label: string, writers: number, perWriter: number, batchSize: number) {
+  const db = counting(drizzle(pool));
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: writers }, async (_, writer) => {
+      const endUserId = fixture.endUserIds[writer % fixture.endUserIds.length]!;
+      for (let offset = 0; offset < perWriter; offset += batchSize) {
+        const bookings = Array.from({ length: Math.min(batchSize, perWriter - offset) }, (_, index) => ({
+          requestId: `${label}-${writer}-${offset + index}`,
+          appId: fixture.appId,
+          endUserId,
+          featureKey: 'chat',
+          rated,
+        }));
+        const results = await bookUsageBatch(db, bookings);
+        const notBooked = results.find((result) => result.outcome !== 'booked');
+        if (notBooked) throw new Error(`batched booking not booked: ${notBooked.outcome}`);
+      }
+    }),
+  );
+  return { bookings: writers * perWriter, seconds: (performance.now() - started) / 1000, roundTrips: db.roundTrips };
+}
+
 function print(label: string, result: Measurement): void {
   const perSecond = Math.round(result.bookings / result.seconds);
   const roundTrips = (result.roundTrips / result.bookings).toFixed(2);
@@ -144,6 +175,7 @@ export async function runLedgerBench(): Promise<void> {
     try {
       // Warm up connections and plans.
       await measure(pool, fixture, 'warmup', WRITERS, 10, 'hold');
+      await measureBatched(pool, fixture, 'warmflush', FLUSH_WRITERS, 20, 20);
       const [load] = loadavg();
       console.log(
         `embedded PostgreSQL 18, client on the same machine (node-postgres pool), ${cpus().length} CPUs, load ${load?.toFixed(1)}`,
@@ -164,6 +196,12 @@ export async function runLedgerBench(): Promise<void> {
       console.log(
         `reference for the batched flush (issue 19): one booking statement per call, ${WRITERS} writers: ${Math.round(reference)} bookings/s; target >= ${Math.round(5 * reference)} bookings/s`,
       );
+      for (const batchSize of BATCH_SIZES) {
+        const batched = await measureBatched(pool, fixture, `flush${batchSize}`, FLUSH_WRITERS, FLUSHED_PER_WRITER, batchSize);
+        print(`batched flush, batches of ${batchSize}, ${FLUSH_WRITERS} writers`, batched);
+        const ratio = batched.bookings / batched.seconds / reference;
+        console.log(`  ${ratio.toFixed(2)}x the one-statement-per-booking reference (target >= 5x): ${ratio >= 5 ? 'met' : 'NOT met'}`);
+      }
       print('hold + settle (platform route), 1 writer', await measure(pool, fixture, 'hseq', 1, SEQUENTIAL_BOOKINGS, 'hold'));
       print(
         `hold + settle (platform route), ${WRITERS} writers`,

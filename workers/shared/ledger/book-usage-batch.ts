@@ -1,9 +1,10 @@
 /**
- * Book many settled calls in one statement (issue 19: the flush of a wallet object's settlements):
- * `faucet_book_usage_batch` books each element through `faucet_book_usage`, so a flushed call gets
- * exactly what a per-call booking gets, once per money key. Each element is booked or refused on
- * its own (a savepoint each); anything else fails the whole statement and writes nothing, so a
- * flush is retried whole and books each call exactly once (docs/edge.md, "Built").
+ * Book many settled calls in one statement (issue 19: the flush of a wallet object's settlements).
+ * `faucet_book_usage_batch` books each wallet's elements through `faucet_book_usage_locked`, the
+ * booking `faucet_book_usage` makes for one call, so a flushed call gets exactly what a per-call
+ * booking gets, once per money key. Each element is booked or refused on its own; anything else
+ * fails the whole statement and writes nothing, so a flush is retried whole and books each call
+ * exactly once (docs/edge.md, "Built").
  */
 import { sql } from 'drizzle-orm';
 import { toSnapshot } from 'dinero.js/bigint';

@@ -1,0 +1,219 @@
+-- The current definition of faucet_book_usage_locked (migrations/README.md: edit it here; the runner re-applies a changed file).
+-- The one definition of booking rated model calls of one end user's wallet, shared by
+-- faucet_book_usage (an array of one) and faucet_book_usage_batch (a flush of many), so the two
+-- cannot drift. Per booking: the usage record (with the catalog version, token parts and prices it
+-- was rated with), its balanced transaction (user −retail; developer, platform revenue and upstream
+-- payable +their shares), the settlement of the call's own hold and the close of its gateway call,
+-- once per money key (request_id). Written set-based: a handful of statements for the whole array,
+-- the hot accounts' credits appended as one balance delta per account and statement.
+--
+-- The caller holds the wallet row locked (`for no key update`), passes its balance, and subtracts
+-- the retail of every `booked` row from it afterwards (one update per wallet). Bookings are judged
+-- in array order exactly as that many single bookings in a row would be: each is covered by the
+-- balance the ones before it left, minus the active holds of other calls (a booked call's own hold
+-- is settled, so it stops counting for the next). One row per element (`ordinal` = its position):
+--   booked     written now;
+--   duplicate  its money key was booked before (or earlier in this array): that booking's amounts;
+--   refused    nothing written; reason: invalid_request (amounts missing, negative, past 8 decimals
+--              or not adding up; a required field missing), not_found (the call named is not this
+--              booking's own call; no such app or credential), conflict (the money key was booked
+--              for another end user), insufficient_balance (the wallet cannot cover the retail and
+--              no receivable is allowed; with allow_receivable the booking is written and the part
+--              not covered recorded as `receivable_usd`).
+-- A constraint the checks above do not foresee fails the statement: the caller decides (the batch
+-- retries element by element, each in a savepoint).
+create or replace function faucet_book_usage_locked(p_wallet_id uuid, p_balance numeric, p_bookings faucet_usage_booking[])
+returns table (
+  ordinal integer,
+  outcome text,
+  reason text,
+  message text,
+  usage_event_id uuid,
+  ledger_transaction_id uuid,
+  upstream_cost_usd numeric,
+  retail_usd numeric,
+  developer_revenue_usd numeric,
+  platform_share_usd numeric,
+  balance_usd numeric,
+  receivable_usd numeric,
+  created_at timestamptz
+)
+language plpgsql
+-- Plans built once per session, not per call: the statements are the same for one booking or 200.
+set plan_cache_mode = force_generic_plan
+as $$
+#variable_conflict use_column
+declare
+  v_balance numeric := p_balance;
+  v_held numeric;
+  v_row record;
+  v_covered numeric;
+  v_outcomes text[];
+  v_reasons text[];
+  v_messages text[];
+  v_balances numeric[];
+  v_receivables numeric[];
+  v_booked integer[] := '{}';
+  v_transactions uuid[];
+  v_developer_wallets uuid[];
+  v_revenue_id uuid;
+  v_payable_id uuid;
+begin
+  -- Indexed by position, 1..n (an empty array assigned at [k] would start at k).
+  v_outcomes := array_fill(null::text, array[cardinality(p_bookings)]);
+  v_reasons := v_outcomes;
+  v_messages := v_outcomes;
+  v_balances := array_fill(null::numeric, array[cardinality(p_bookings)]);
+  v_receivables := v_balances;
+  v_held := faucet_held(p_wallet_id, null);
+  for v_row in
+    select b.ordinality::integer as position, b.request_id, b.retail, b.allow_receivable,
+           min(b.ordinality) over (partition by b.request_id)::integer as first_position,
+           (select h.amount from balance_holds h
+             where h.request_id = b.request_id and h.wallet_id = p_wallet_id and h.status = 'active' and h.expires_at > now()) as own_hold,
+           case
+             when num_nulls(b.request_id, b.app_id, b.end_user_id, b.feature_key, b.route_mode, b.provider, b.model,
+                            b.input_tokens, b.output_tokens, b.cached_tokens, b.estimated, b.allow_receivable,
+                            b.cache_write_tokens, b.audio_input_tokens, b.audio_output_tokens, b.reasoning_tokens) > 0
+               then 'invalid_request:a required field is missing'
+             when num_nulls(b.upstream_cost, b.upstream_payable, b.retail, b.developer_revenue, b.platform_share) > 0
+                  or least(b.upstream_cost, b.upstream_payable, b.retail, b.developer_revenue, b.platform_share) < 0
+                  or b.retail <> b.upstream_payable + b.developer_revenue + b.platform_share
+                  or b.upstream_cost <> round(b.upstream_cost, 8) or b.upstream_payable <> round(b.upstream_payable, 8)
+                  or b.retail <> round(b.retail, 8) or b.developer_revenue <> round(b.developer_revenue, 8)
+                  or b.platform_share <> round(b.platform_share, 8)
+               then 'invalid_request:rated amounts must be non-negative, of at most 8 decimals, and retail must equal payable + developer + platform'
+             when b.call_id is not null and not exists (
+                    select 1 from gateway_calls g
+                     where g.id = b.call_id and g.money_key = b.request_id and g.end_user_id = b.end_user_id)
+               then 'not_found:no such gateway call for this booking'
+             when u.id is not null and u.end_user_id is distinct from b.end_user_id
+               then 'conflict:request id already booked for another end user'
+             when u.id is null and not exists (select 1 from apps a where a.id = b.app_id)
+               then 'not_found:no such app'
+             when u.id is null and b.provider_credential_id is not null
+                  and not exists (select 1 from provider_credentials c where c.id = b.provider_credential_id)
+               then 'not_found:no such provider credential'
+           end as refusal,
+           u.id is not null as booked_before
+      from unnest(p_bookings) with ordinality as b
+      -- Lateral: one index lookup per element, never a scan of usage_events (plans are generic).
+      left join lateral (select x.id, x.end_user_id from usage_events x where x.request_id = b.request_id) as u on true
+     order by b.ordinality
+  loop
+    v_balances[v_row.position] := v_balance;
+    if v_row.refusal is not null then
+      v_outcomes[v_row.position] := 'refused';
+      v_reasons[v_row.position] := split_part(v_row.refusal, ':', 1);
+      v_messages[v_row.position] := substr(v_row.refusal, strpos(v_row.refusal, ':') + 1);
+    elsif v_row.booked_before then
+      v_outcomes[v_row.position] := 'duplicate';
+    elsif v_row.first_position <> v_row.position then
+      -- The same money key earlier in this array: booked once, or refused alike.
+      v_outcomes[v_row.position] := case v_outcomes[v_row.first_position] when 'booked' then 'duplicate' else 'refused' end;
+      v_reasons[v_row.position] := v_reasons[v_row.first_position];
+      v_messages[v_row.position] := v_messages[v_row.first_position];
+    else
+      v_covered := greatest(v_balance - (v_held - coalesce(v_row.own_hold, 0)), 0);
+      if v_row.retail > 0 and v_covered < v_row.retail and not v_row.allow_receivable then
+        v_outcomes[v_row.position] := 'refused';
+        v_reasons[v_row.position] := 'insufficient_balance';
+        v_messages[v_row.position] := 'the wallet cannot cover this booking';
+      else
+        v_outcomes[v_row.position] := 'booked';
+        v_receivables[v_row.position] := case when v_row.retail > 0 then greatest(v_row.retail - v_covered, 0) else 0 end;
+        v_balance := v_balance - v_row.retail;
+        v_balances[v_row.position] := v_balance;
+        v_held := v_held - coalesce(v_row.own_hold, 0);
+        v_booked := v_booked || v_row.position;
+      end if;
+    end if;
+  end loop;
+
+  if cardinality(v_booked) > 0 then
+    select (array_agg(w.id) filter (where w.kind = 'platform_revenue'))[1], (array_agg(w.id) filter (where w.kind = 'platform_upstream_payable'))[1]
+      into v_revenue_id, v_payable_id
+      from wallets w where w.kind in ('platform_revenue', 'platform_upstream_payable') and w.end_user_id is null and w.developer_id is null;
+    if v_revenue_id is null or v_payable_id is null then
+      raise exception 'platform accounts are missing' using errcode = 'P0002';
+    end if;
+
+    -- Per booked element (aligned with v_booked): its transaction id and its developer's wallet (created on first use).
+    v_transactions := array(select gen_random_uuid() from unnest(v_booked));
+    select array_agg(d.wallet_id order by p.n) into v_developer_wallets
+      from unnest(v_booked) with ordinality as p(position, n)
+      join unnest(p_bookings) with ordinality as b on b.ordinality = p.position
+      join (select a.app_id,
+                   coalesce((select w.id from apps x join wallets w on w.developer_id = x.developer_id where x.id = a.app_id),
+                            faucet_developer_wallet_of_app(a.app_id)) as wallet_id
+              from (select distinct b.app_id from unnest(p_bookings) with ordinality as b
+                     where b.ordinality = any (v_booked)) as a(app_id)) as d
+        on d.app_id = b.app_id;
+
+    insert into ledger_transactions (id, kind, idempotency_key, request_id, reason, metadata)
+    select t.transaction_id, 'usage', 'usage:' || b.request_id, coalesce(b.client_request_id, b.request_id), null,
+           coalesce(b.metadata, '{}'::jsonb)
+      from unnest(v_booked, v_transactions) as t(position, transaction_id)
+      join unnest(p_bookings) with ordinality as b on b.ordinality = t.position
+     where b.retail > 0
+     order by t.position;
+
+    insert into usage_events (
+      request_id, client_request_id, call_id, app_id, end_user_id, feature_key, route_mode, provider, model,
+      input_tokens, output_tokens, cached_tokens, estimated, upstream_cost_usd, retail_usd, developer_revenue_usd,
+      platform_share_usd, provider_credential_id, ledger_transaction_id, receivable_usd, price_catalog_version,
+      cache_write_tokens, audio_input_tokens, audio_output_tokens, reasoning_tokens, input_price_per_mtok_usd,
+      cached_input_price_per_mtok_usd, cache_write_price_per_mtok_usd, audio_input_price_per_mtok_usd,
+      output_price_per_mtok_usd, reasoning_price_per_mtok_usd, audio_output_price_per_mtok_usd
+    )
+    select b.request_id, b.client_request_id, b.call_id, b.app_id, b.end_user_id, b.feature_key, b.route_mode, b.provider,
+           b.model, b.input_tokens, b.output_tokens, b.cached_tokens, b.estimated, b.upstream_cost, b.retail,
+           b.developer_revenue, b.platform_share, b.provider_credential_id,
+           case when b.retail > 0 then t.transaction_id end, v_receivables[t.position], b.price_catalog_version,
+           b.cache_write_tokens, b.audio_input_tokens, b.audio_output_tokens, b.reasoning_tokens, b.input_price,
+           b.cached_input_price, b.cache_write_price, b.audio_input_price, b.output_price, b.reasoning_price,
+           b.audio_output_price
+      from unnest(v_booked, v_transactions) as t(position, transaction_id)
+      join unnest(p_bookings) with ordinality as b on b.ordinality = t.position
+     order by t.position;
+
+    insert into ledger_entries (transaction_id, wallet_id, amount)
+    select t.transaction_id, e.wallet_id, e.amount
+      from unnest(v_booked, v_transactions, v_developer_wallets) as t(position, transaction_id, developer_wallet_id)
+      join unnest(p_bookings) with ordinality as b on b.ordinality = t.position
+      cross join lateral (values (p_wallet_id, -b.retail), (t.developer_wallet_id, b.developer_revenue),
+                                 (v_revenue_id, b.platform_share), (v_payable_id, b.upstream_payable)) as e(wallet_id, amount)
+     where b.retail > 0 and e.amount <> 0
+     order by t.position;
+
+    -- The hot accounts' credits are appended, not applied (one delta per account): no booking waits for another's commit.
+    insert into wallet_balance_deltas (wallet_id, amount)
+    select e.wallet_id, sum(e.amount)
+      from unnest(v_booked, v_developer_wallets) as t(position, developer_wallet_id)
+      join unnest(p_bookings) with ordinality as b on b.ordinality = t.position
+      cross join lateral (values (t.developer_wallet_id, b.developer_revenue), (v_revenue_id, b.platform_share),
+                                 (v_payable_id, b.upstream_payable)) as e(wallet_id, amount)
+     where b.retail > 0 and e.amount <> 0
+     group by e.wallet_id
+     order by e.wallet_id;
+
+    -- Only each call's own hold is settled (a hold is keyed by the same money key).
+    update balance_holds h set status = 'settled', closed_at = now()
+     where h.request_id = any (array(select b.request_id from unnest(p_bookings) with ordinality as b where b.ordinality = any (v_booked)))
+       and h.wallet_id = p_wallet_id and h.status = 'active';
+    update gateway_calls g set status = 'settled', closed_at = now()
+     where g.id = any (array(select b.call_id from unnest(p_bookings) with ordinality as b where b.ordinality = any (v_booked)))
+       and g.status = 'in_flight';
+  end if;
+
+  return query
+  select d.position::integer, d.outcome, d.reason, d.message, u.id, u.ledger_transaction_id, u.upstream_cost_usd,
+         coalesce(u.retail_usd, b.retail::numeric(20, 8)), u.developer_revenue_usd, u.platform_share_usd,
+         d.balance::numeric(20, 8), u.receivable_usd, u.created_at
+    from unnest(v_outcomes, v_reasons, v_messages, v_balances) with ordinality as d(outcome, reason, message, balance, position)
+    join unnest(p_bookings) with ordinality as b on b.ordinality = d.position
+    left join lateral (select x.* from usage_events x
+                        where d.outcome in ('booked', 'duplicate') and x.request_id = b.request_id) as u on true
+   order by d.position;
+end
+$$;
