@@ -24,6 +24,7 @@ import { ensureDatabase, startPostgres, withClient } from '../lib/postgres.ts';
 import { seed } from '../lib/seed.ts';
 import { startWsProxy } from '../lib/ws-proxy.ts';
 import { runGatewayStackBench } from './gateway-stack.ts';
+import { runCatalogLatency } from './gateway-catalog.ts';
 import { runRttKnob } from './gateway-rtt.ts';
 
 const CLIENTS = 16;
@@ -238,6 +239,7 @@ export async function runGatewayBench(): Promise<void> {
     );
     console.log('   in production Hyperdrive or the Neon HTTP driver remove that setup from the critical path)');
     await runRttKnob({ env, proxyPort: proxy.port, token: tokens[2]! });
+    await runCatalogLatency({ env, token: tokens[3]! });
   } finally {
     await proxy.close();
     await postgres.stop();

@@ -9,6 +9,7 @@
  */
 import type { Env } from '#shared/env.ts';
 import { compareUsd, type Usd } from '#shared/money/index.ts';
+import type { PriceCatalog } from '#shared/rating/index.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { holdBounds, type HoldBounds } from '../metering/hold-bounds.ts';
 import type { CallRoute } from '../routing/authorize-call.ts';
@@ -22,10 +23,10 @@ export interface Candidate {
   bounds: HoldBounds | null;
 }
 
-export function candidateOf(env: Env, reference: ModelReference, request: ChatRequest): Candidate {
+export function candidateOf(env: Env, reference: ModelReference, request: ChatRequest, catalog?: PriceCatalog): Candidate {
   const sent = { ...request, model: reference.model };
   try {
-    return { reference, request: sent, bounds: holdBounds(env, reference, sent) };
+    return { reference, request: sent, bounds: holdBounds(env, reference, sent, catalog) };
   } catch {
     return { reference, request: sent, bounds: null };
   }

@@ -8,17 +8,21 @@
  * allows; otherwise the next candidate is tried at once. Each attempt sends its own
  * `x-client-request-id` (`<call id>` first, `<call id>:<n>` for the candidate at position n), so
  * the upstream audit tells attempts apart. A candidate whose circuit is open, that has no key on
- * the call's route, or whose worst case the hold does not cover is skipped, and listed so.
+ * the call's route, or whose worst case the hold does not cover is skipped, and listed so. A byok
+ * fallback to an azure or custom key is called at the root registered with that key.
  */
 import type { Env } from '#shared/env.ts';
 import { intSetting } from '#shared/env.ts';
+import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { openStoredKey } from '#shared/provider-keys/open-stored-key.ts';
 import type { CallAttempt } from '#shared/wire/faucet-object.ts';
+import { loopbackAllowance } from '#shared/upstream/loopback-allowance.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ProviderAdapter, ProviderCredential } from '../providers/provider.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import { platformPoolCredential } from '../routing/platform-pool.ts';
+import { storedKeyRoot } from '../routing/stored-key-root.ts';
 import { type CircuitBreaker, circuitBreaker, type CircuitSettings } from './circuit-breaker.ts';
 import { type Candidate, covered } from './hold-candidates.ts';
 
@@ -26,6 +30,8 @@ export const maxRetryAfterWaitMs = 2_000;
 
 export interface AttemptContext {
   env: Env;
+  /** Where a byok fallback's registered root (azure, custom) is read. */
+  database: LedgerDatabase;
   plan: CallPlan;
   /** The provider the statement chose the route and key for (the first candidate's). */
   primaryProvider: string;
@@ -135,7 +141,9 @@ async function fallbackRoute(
     iv: stored.iv,
     keyVersion: stored.key_version,
   });
-  return { credential: { apiKey, baseUrl: candidate.reference.entry.baseUrl }, credentialId: stored.id };
+  // An azure or custom key is called at the root registered with it, as the first candidate's is (authorize-call.ts).
+  const baseUrl = await storedKeyRoot(context.database, stored.id, candidate.reference.entry);
+  return { credential: { apiKey, baseUrl, allowLoopback: loopbackAllowance(context.env) }, credentialId: stored.id };
 }
 
 async function waitRetryAfter(context: AttemptContext, error: FaucetError): Promise<void> {

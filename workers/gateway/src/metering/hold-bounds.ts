@@ -1,7 +1,7 @@
 /** What a call holds before its upstream: the worst-case retail price, per route. */
 import type { Env } from '#shared/env.ts';
 import type { Usd } from '#shared/money/index.ts';
-import { RatingError, rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
+import { currentPriceCatalog, type PriceCatalog, RatingError, rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { refuseUnacceptedFields } from '../providers/accepted-fields.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
@@ -25,21 +25,32 @@ export interface HoldBounds {
   worstCaseOutputTokens: number;
 }
 
-export function holdBounds(env: Env, reference: ModelReference, request: ChatRequest): HoldBounds {
+export function holdBounds(
+  env: Env,
+  reference: ModelReference,
+  request: ChatRequest,
+  catalog: PriceCatalog = currentPriceCatalog,
+): HoldBounds {
   // Only a request whose every field the gateway can bound is held (and then sent); the rest is refused here.
   refuseUnacceptedFields(reference.entry.protocol, reference.provider, request);
   const input = worstCaseInputTokens(request, reference);
-  const output = worstCaseOutputTokens(request, reference.provider);
+  const output = worstCaseOutputTokens(request, reference.provider, catalog);
   return {
-    platform: platformHoldAmount(env, reference, request),
-    developerKeyAtCost: worstCaseRetail(env, 'developer_key', reference, request),
+    platform: worstCaseRetail(env, 'platform', reference, request, catalog),
+    developerKeyAtCost: worstCaseRetail(env, 'developer_key', reference, request, catalog),
     worstCaseTokens: input + output,
     worstCaseInputTokens: input,
     worstCaseOutputTokens: output,
   };
 }
 
-function worstCaseRetail(env: Env, routeMode: 'platform' | 'developer_key', reference: ModelReference, request: ChatRequest): Usd | null {
+function worstCaseRetail(
+  env: Env,
+  routeMode: 'platform' | 'developer_key',
+  reference: ModelReference,
+  request: ChatRequest,
+  catalog: PriceCatalog = currentPriceCatalog,
+): Usd | null {
   try {
     return rateUsage(
       {
@@ -47,11 +58,12 @@ function worstCaseRetail(env: Env, routeMode: 'platform' | 'developer_key', refe
         provider: reference.provider,
         model: reference.model,
         inputTokens: worstCaseInputTokens(request, reference),
-        outputTokens: worstCaseOutputTokens(request, reference.provider),
+        outputTokens: worstCaseOutputTokens(request, reference.provider, catalog),
         estimated: true,
       },
       {},
       ratingSettingsFor(env, null),
+      catalog,
     ).retailUsd;
   } catch (error) {
     if (error instanceof RatingError && error.reason === 'unknown_model') return null;

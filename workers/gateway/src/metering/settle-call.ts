@@ -6,7 +6,7 @@
 import { abandonCall as abandonCallByKey } from '#shared/calls/abandon-call.ts';
 import { bookUsage } from '#shared/ledger/book-usage.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
-import { featurePricingMetadata, rateUsage } from '#shared/rating/index.ts';
+import { featurePricingMetadata, type PriceCatalog, rateUsage } from '#shared/rating/index.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { faucetObject, type FaucetObject } from './faucet-object.ts';
@@ -22,6 +22,7 @@ export async function settleCall(
   plan: CallPlan,
   reference: ModelReference,
   usage: MeteredUsage,
+  catalog?: PriceCatalog,
 ): Promise<FaucetObject> {
   const counts = ratingTokens(usage);
   const rated = rateUsage(
@@ -29,6 +30,7 @@ export async function settleCall(
     { routeMode: plan.routeMode, provider: reference.provider, model: reference.model, ...counts, pricedAt: plan.pricedAt },
     plan.featurePricing,
     plan.ratingSettings,
+    catalog,
   );
   const book = () =>
     bookUsage(db, {

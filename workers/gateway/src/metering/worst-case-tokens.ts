@@ -9,6 +9,7 @@
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { imageTokenBound, outputTokenCap } from '#shared/providers/provider-catalog.ts';
+import type { PriceCatalog } from '#shared/rating/index.ts';
 import { messageText } from '../tokens/count-prompt-tokens.ts';
 
 const framingTokensPerMessage = 4;
@@ -45,8 +46,9 @@ export function worstCaseInputTokens(request: ChatRequest, target: BoundedModel)
   return total;
 }
 
-export function worstCaseOutputTokens(request: ChatRequest, provider: string): number {
-  return request.max_completion_tokens ?? request.max_tokens ?? outputTokenCap(provider, request.model);
+/** `catalog`: the price catalog the model's cap is looked up through (default: the current one). */
+export function worstCaseOutputTokens(request: ChatRequest, provider: string, catalog?: PriceCatalog): number {
+  return request.max_completion_tokens ?? request.max_tokens ?? outputTokenCap(provider, request.model, catalog);
 }
 
 function imageBound(target: BoundedModel, where: string): number {

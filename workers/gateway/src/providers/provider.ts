@@ -4,6 +4,7 @@
  * OpenAI completion or chunk stream, translating to and from their upstream's own protocol.
  */
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest } from '../openai/chat-schemas.ts';
+import type { PriceCatalog } from '#shared/rating/index.ts';
 import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 
 export interface ProviderCredential {
@@ -43,4 +44,6 @@ export interface ProviderContext {
   upstreamTimeoutMs: number;
   /** Delay the mock provider waits before answering (MOCK_PROVIDER_LATENCY_MS). */
   mockLatencyMs: number;
+  /** The catalog output caps are read through (default: the current one; GatewayDependencies). */
+  priceCatalog?: PriceCatalog;
 }

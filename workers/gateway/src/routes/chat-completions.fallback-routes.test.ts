@@ -140,6 +140,49 @@ describe('byok fallback to another provider', () => {
   });
 });
 
+describe('byok fallback to a registered endpoint', () => {
+  it("calls an end user's Azure fallback at the resource registered with their key, with that key, and books on it", async () => {
+    const key = feature();
+    await addFeature(key, ['azure:gpt-4o-mini'], { openFee: '0.01000000' });
+    const session = await fundedSession(testEnv);
+    await storeKey('/v1/user/provider-keys', session.token, { provider: 'openai', api_key: fakeOpenAiKey() });
+    const azureKey = `az${crypto.randomUUID().replaceAll('-', '')}`;
+    const azureId = await storeKey('/v1/user/provider-keys', session.token, {
+      provider: 'azure',
+      api_key: azureKey,
+      base_url: 'https://contoso-user.openai.azure.com/openai?api-version=2025-01-01-preview',
+    });
+    const upstream = fakeUpstream((request) =>
+      request.url.startsWith('https://api.openai.com/')
+        ? jsonResponse({ error: { message: 'down' } }, 500)
+        : jsonResponse(openAiCompletion('from Azure')),
+    );
+    const requestId = newRequestId();
+    const response = await chat(
+      gatewayWith({ upstreamFetch: upstream.fetch }),
+      testEnv,
+      session.token,
+      { model: 'openai:gpt-4o-mini', feature: key, route_mode: 'byok', messages: [userMessage('hello')] },
+      requestId,
+    );
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as Body;
+    expect(body.faucet.attempts).toEqual([
+      { provider: 'openai', model: 'gpt-4o-mini', outcome: 'error', status: 500, error_code: 'upstream_error' },
+      { provider: 'azure', model: 'gpt-4o-mini', outcome: 'ok' },
+    ]);
+    expect(upstream.requests.map((request) => request.url)).toEqual([
+      'https://api.openai.com/v1/chat/completions',
+      'https://contoso-user.openai.azure.com/openai/deployments/gpt-4o-mini/chat/completions?api-version=2025-01-01-preview',
+    ]);
+    expect(upstream.requests[1]?.headers['api-key']).toBe(azureKey);
+    expect(upstream.requests[1]?.headers.authorization).toBeUndefined();
+    expect(JSON.stringify(body)).not.toContain(azureKey);
+    expect(await usageRows(testEnv, requestId)).toMatchObject([{ route_mode: 'byok', provider: 'azure', retail_usd: '0.01000000' }]);
+    expect(await bookedCredential(requestId)).toBe(azureId);
+  });
+});
+
 describe('developer_key fallback', () => {
   it("tries only the reserved key's provider, with that key; reservation and hold cover the costlier fallback; booked at its prices", async () => {
     const developerOpenAiKey = fakeOpenAiKey();

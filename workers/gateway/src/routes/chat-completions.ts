@@ -19,6 +19,7 @@ import { FaucetError } from '#shared/wire/errors.ts';
 import { waitUntil } from '#shared/wait-until.ts';
 import { describeZodError } from '#shared/render-error.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { PriceCatalog } from '#shared/rating/index.ts';
 import type { GatewayDependencies } from '../gateway-dependencies.ts';
 import { estimatedUsage, meteredUsage } from '../metering/metered-usage.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
@@ -56,6 +57,8 @@ interface Call {
   listAttempts: boolean;
   limits: CallLimits;
   adapterFor: AttemptContext['adapterFor'];
+  /** The price catalog the call is bounded and rated with (GatewayDependencies). */
+  catalog: PriceCatalog;
   defer(work: Promise<unknown>): void;
 }
 
@@ -92,8 +95,10 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     const authorizeStarted = performance.now();
     let authorized: Awaited<ReturnType<typeof authorizeWithRouting>>;
     try {
-      authorized = await authorizeWithRouting(c, { tokenHash, feature, model: body.model, request, refusedForBody }, (input) =>
-        authorizeCall(database, c.env, { tokenHash, featureKey: feature, call: keys, requestedRoute, ...input }),
+      authorized = await authorizeWithRouting(
+        c,
+        { tokenHash, feature, model: body.model, request, refusedForBody, catalog: dependencies.priceCatalog },
+        (input) => authorizeCall(database, c.env, { tokenHash, featureKey: feature, call: keys, requestedRoute, ...input }),
       );
     } catch (error) {
       release();
@@ -105,6 +110,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       fetch: dependencies.upstreamFetch,
       upstreamTimeoutMs: intSetting(c.env.UPSTREAM_TIMEOUT_MS, defaultUpstreamTimeoutMs),
       mockLatencyMs: intSetting(c.env.MOCK_PROVIDER_LATENCY_MS, 0),
+      priceCatalog: dependencies.priceCatalog,
     };
     const call: Call = {
       c,
@@ -119,6 +125,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       listAttempts: candidates.length > 1 || alias !== null,
       limits,
       adapterFor: (candidate) => createAdapter(candidate.reference.entry, context),
+      catalog: dependencies.priceCatalog,
       defer,
     };
     c.header('x-faucet-call-id', callId);
@@ -139,6 +146,7 @@ async function authorizeWithRouting(
     model: string;
     request: ChatRequest;
     refusedForBody(error: unknown): Promise<never>;
+    catalog: PriceCatalog;
   },
   authorize: (input: Pick<Parameters<typeof authorizeCall>[2], 'reference' | 'bounds' | 'routing'>) => Promise<CallPlan>,
 ) {
@@ -156,12 +164,12 @@ async function authorizeWithRouting(
     const primaryRequest = { ...input.request, model: primaryReference.model };
     let bounds: HoldBounds;
     try {
-      bounds = holdBounds(c.env, primaryReference, primaryRequest);
+      bounds = holdBounds(c.env, primaryReference, primaryRequest, input.catalog);
     } catch (error) {
       return input.refusedForBody(error);
     }
     const primary = { reference: primaryReference, request: primaryRequest, bounds };
-    const fallbacks = resolved.fallbacks.map((reference) => candidateOf(c.env, reference, input.request));
+    const fallbacks = resolved.fallbacks.map((reference) => candidateOf(c.env, reference, input.request, input.catalog));
     const held = combinedBounds(primary, fallbacks);
     try {
       const plan = await authorize({
@@ -250,7 +258,7 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
     const settleStarted = performance.now();
     const faucet = withAttempts(
       call,
-      await settleCall(database, attemptPlan(call, answered), answered.candidate.reference, usage),
+      await settleCall(database, attemptPlan(call, answered), answered.candidate.reference, usage, call.catalog),
       answered.attempts,
     );
     const timing = [
@@ -288,7 +296,7 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
     deadlineMs: Math.max(0, call.limits.maxDurationSeconds * 1000 - (Date.now() - started)),
     drainMs: call.limits.drainMs,
     settle: (usage) =>
-      settleCall(database, answeringPlan, answered.candidate.reference, usage)
+      settleCall(database, answeringPlan, answered.candidate.reference, usage, call.catalog)
         .then((faucet) => withAttempts(call, faucet, answered.attempts))
         .finally(call.release),
     abandon: () => abandonCall(database, plan).finally(call.release),
@@ -306,6 +314,7 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
 function attemptContext(call: Call, signal: AbortSignal): AttemptContext {
   return {
     env: call.c.env,
+    database: call.database,
     plan: call.plan,
     primaryProvider: call.candidates[0]?.reference.provider ?? '',
     held: call.held,
@@ -346,14 +355,13 @@ async function endUnanswered(call: Call, failed: AttemptsFailed, signal: AbortSi
     return;
   }
   const bounds = unreportedBounds(call, lastTried);
-  await settleCall(call.database, call.plan, lastTried.reference, estimatedUsage(bounds.inputTokens, bounds.outputTokens)).catch(
-    (settleError: unknown) => {
-      // Left in flight: the sweeper books it at the same bound after its deadline.
-      call.c.var.logger?.error('booking an unanswered call failed', {
-        code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error',
-      });
-    },
-  );
+  const unanswered = estimatedUsage(bounds.inputTokens, bounds.outputTokens);
+  await settleCall(call.database, call.plan, lastTried.reference, unanswered, call.catalog).catch((settleError: unknown) => {
+    // Left in flight: the sweeper books it at the same bound after its deadline.
+    call.c.var.logger?.error('booking an unanswered call failed', {
+      code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error',
+    });
+  });
 }
 
 const encoder = new TextEncoder();

@@ -13,7 +13,7 @@ const label = 'Anthropic';
 
 export function createAnthropicAdapter(context: ProviderContext): ProviderAdapter {
   async function post(call: ProviderCall, stream: boolean): Promise<Response> {
-    const body = toAnthropicRequest({ ...call.request, stream }, outputTokenCap('anthropic', call.request.model));
+    const body = toAnthropicRequest({ ...call.request, stream }, outputTokenCap('anthropic', call.request.model, context.priceCatalog));
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: stream ? 'text/event-stream' : 'application/json',

@@ -26,11 +26,11 @@ export function echoText(request: ChatRequest): string {
   return said === '' ? 'Echo: (no user message)' : `Echo: ${said}`;
 }
 
-function answer(request: ChatRequest): MockAnswer {
+function answer(request: ChatRequest, context: ProviderContext): MockAnswer {
   if (!(mockModels as readonly string[]).includes(request.model)) {
     throw new FaucetError('invalid_request', `The mock provider has no model "${request.model}"; use mock:echo.`);
   }
-  const limit = request.max_completion_tokens ?? request.max_tokens ?? outputTokenCap('mock', request.model);
+  const limit = request.max_completion_tokens ?? request.max_tokens ?? outputTokenCap('mock', request.model, context.priceCatalog);
   const all = tokenize(echoText(request));
   const tokens = all.slice(0, limit);
   const promptTokens = countPromptTokens(request.messages, request.tools);
@@ -44,7 +44,7 @@ function answer(request: ChatRequest): MockAnswer {
 export function createMockAdapter(context: ProviderContext): ProviderAdapter {
   return {
     async complete(call) {
-      const result = answer(call.request);
+      const result = answer(call.request, context);
       await pause(context.mockLatencyMs, call.signal);
       const completion: ChatCompletion = {
         id: `chatcmpl-mock-${crypto.randomUUID()}`,
@@ -58,7 +58,7 @@ export function createMockAdapter(context: ProviderContext): ProviderAdapter {
     },
 
     async stream(call) {
-      const result = answer(call.request);
+      const result = answer(call.request, context);
       await pause(context.mockLatencyMs, call.signal);
       return mockChunks(result, call.request.model);
     },
