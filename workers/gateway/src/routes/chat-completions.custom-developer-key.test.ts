@@ -7,8 +7,11 @@
  * platform fee. Without a feature price, or on the platform route, it is refused before anything is
  * held or sent. Another developer's server is never reached. The books and the upstream audit agree.
  */
+import { createExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
 import { auditUpstreamCalls } from '#shared/calls/upstream-audit.ts';
+import { formatUsd, usdFromUnits } from '#shared/money/index.ts';
 import { randomToken } from '#shared/crypto.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith, newRequestId, userMessage, wallet } from '../../../test/gateway-kit.ts';
@@ -32,7 +35,7 @@ const root = 'https://llm.example.com/v1';
 const features = `/v1/developer/apps/${demoPublicAppId}/features`;
 
 beforeAll(async () => {
-  testEnv = await createTestEnv({ PLATFORM_FEE_BPS: '1000', PLATFORM_MARKUP_BPS: '2000' });
+  testEnv = await createTestEnv({ PLATFORM_FEE_BPS: '1000', PLATFORM_MARKUP_BPS: '2000', CALL_SETTLE_GRACE_SECONDS: '1' });
   const stored = await send(testEnv, '/v1/developer/provider-keys', {
     json: { provider: 'custom', api_key: serverKey, monthly_budget_usd: '1.00000000', base_url: root },
     token: developerKey,
@@ -214,6 +217,59 @@ describe('a custom server on the developer_key route', () => {
     expect(await booked(requestId)).toMatchObject([
       { route_mode: 'developer_key', input_tokens: 20, output_tokens: 30, retail_usd: '0.00010000', upstream_cost_usd: '0.00000000' },
     ]);
+  });
+
+  it('a call the gateway never settled is swept at its bound × the feature price, upstream cost 0: never left unbilled', async () => {
+    const session = await fundedSession(testEnv);
+    // The server takes the request and never answers; the isolate is lost (its promise never awaited).
+    const upstream = fakeUpstream(() => new Promise<Response>(() => undefined));
+    const requestId = newRequestId();
+    void Promise.resolve(
+      gatewayWith({ upstreamFetch: upstream.fetch }).fetch(
+        new Request('http://faucet.test/v1/chat/completions', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
+          body: JSON.stringify({
+            feature: 'custom_priced',
+            model: 'custom:my-finetune',
+            route_mode: 'developer_key',
+            max_tokens: 40,
+            messages: [userMessage('write a long story')],
+          }),
+        }),
+        testEnv,
+        createExecutionContext(),
+      ),
+    ).catch(() => undefined);
+    await expect.poll(() => upstream.requests.length).toBe(1);
+    const [bound] = await sql<{ input: number; output: number }>(
+      testEnv,
+      'select bound_input_tokens as input, bound_output_tokens as output from gateway_calls where client_request_id = $1',
+      [requestId],
+    );
+    expect(bound!.output).toBe(40);
+    await sql(testEnv, `update gateway_calls set deadline_at = now() - interval '1 hour' where client_request_id = $1`, [requestId]);
+    const { db, pool } = createDatabase(testEnv);
+    try {
+      expect(await sweepStaleCalls(db, testEnv)).toMatchObject({ booked: 1 });
+    } finally {
+      await pool.end();
+    }
+    // Every token of the bound at 2 USD per million (in 1e-8 USD: tokens × 2 × 100).
+    const retail = formatUsd(usdFromUnits(BigInt(bound!.input + bound!.output) * 200n));
+    expect(await booked(requestId)).toMatchObject([
+      {
+        route_mode: 'developer_key',
+        provider: 'custom',
+        input_tokens: bound!.input,
+        output_tokens: 40,
+        retail_usd: retail,
+        upstream_cost_usd: '0.00000000',
+        price_catalog_version: null,
+        provider_credential_id: credentialId,
+      },
+    ]);
+    expect(await leftBehind(requestId)).toMatchObject({ holds: 0, bookings: 1 });
   });
 
   it('without a feature price: 400 naming the setting, nothing sent, held, reserved or booked', async () => {
