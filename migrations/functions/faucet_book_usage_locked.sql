@@ -39,8 +39,6 @@ returns table (
   created_at timestamptz
 )
 language plpgsql
--- Plans built once per session, not per call: the statements are the same for one booking or 200.
-set plan_cache_mode = force_generic_plan
 as $$
 #variable_conflict use_column
 declare
@@ -54,6 +52,8 @@ declare
   v_balances numeric[];
   v_receivables numeric[];
   v_booked integer[] := '{}';
+  v_booked_keys text[] := '{}';
+  v_booked_calls uuid[] := '{}';
   v_transactions uuid[];
   v_developer_wallets uuid[];
   v_revenue_id uuid;
@@ -67,7 +67,7 @@ begin
   v_receivables := v_balances;
   v_held := faucet_held(p_wallet_id, null);
   for v_row in
-    select b.ordinality::integer as position, b.request_id, b.retail, b.allow_receivable,
+    select b.ordinality::integer as position, b.request_id, b.call_id, b.retail, b.allow_receivable,
            min(b.ordinality) over (partition by b.request_id)::integer as first_position,
            (select h.amount from balance_holds h
              where h.request_id = b.request_id and h.wallet_id = p_wallet_id and h.status = 'active' and h.expires_at > now()) as own_hold,
@@ -126,6 +126,10 @@ begin
         v_balances[v_row.position] := v_balance;
         v_held := v_held - coalesce(v_row.own_hold, 0);
         v_booked := v_booked || v_row.position;
+        v_booked_keys := v_booked_keys || v_row.request_id;
+        if v_row.call_id is not null then
+          v_booked_calls := v_booked_calls || v_row.call_id;
+        end if;
       end if;
     end if;
   end loop;
@@ -150,60 +154,53 @@ begin
                      where b.ordinality = any (v_booked)) as a(app_id)) as d
         on d.app_id = b.app_id;
 
-    insert into ledger_transactions (id, kind, idempotency_key, request_id, reason, metadata)
-    select t.transaction_id, 'usage', 'usage:' || b.request_id, coalesce(b.client_request_id, b.request_id), null,
-           coalesce(b.metadata, '{}'::jsonb)
-      from unnest(v_booked, v_transactions) as t(position, transaction_id)
-      join unnest(p_bookings) with ordinality as b on b.ordinality = t.position
-     where b.retail > 0
-     order by t.position;
-
-    insert into usage_events (
-      request_id, client_request_id, call_id, app_id, end_user_id, feature_key, route_mode, provider, model,
-      input_tokens, output_tokens, cached_tokens, estimated, upstream_cost_usd, retail_usd, developer_revenue_usd,
-      platform_share_usd, provider_credential_id, ledger_transaction_id, receivable_usd, price_catalog_version,
-      cache_write_tokens, audio_input_tokens, audio_output_tokens, reasoning_tokens, input_price_per_mtok_usd,
-      cached_input_price_per_mtok_usd, cache_write_price_per_mtok_usd, audio_input_price_per_mtok_usd,
-      output_price_per_mtok_usd, reasoning_price_per_mtok_usd, audio_output_price_per_mtok_usd
+    -- Every write in one statement (the foreign keys are checked at its end, when all rows exist).
+    with booked as (
+      select t.position, t.transaction_id, t.developer_wallet_id, b.*
+        from unnest(v_booked, v_transactions, v_developer_wallets) as t(position, transaction_id, developer_wallet_id)
+        join unnest(p_bookings) with ordinality as b on b.ordinality = t.position
+    ), transactions as (
+      insert into ledger_transactions (id, kind, idempotency_key, request_id, reason, metadata)
+      select k.transaction_id, 'usage', 'usage:' || k.request_id, coalesce(k.client_request_id, k.request_id), null,
+             coalesce(k.metadata, '{}'::jsonb)
+        from booked k where k.retail > 0 order by k.position
+    ), events as (
+      insert into usage_events (
+        request_id, client_request_id, call_id, app_id, end_user_id, feature_key, route_mode, provider, model,
+        input_tokens, output_tokens, cached_tokens, estimated, upstream_cost_usd, retail_usd, developer_revenue_usd,
+        platform_share_usd, provider_credential_id, ledger_transaction_id, receivable_usd, price_catalog_version,
+        cache_write_tokens, audio_input_tokens, audio_output_tokens, reasoning_tokens, input_price_per_mtok_usd,
+        cached_input_price_per_mtok_usd, cache_write_price_per_mtok_usd, audio_input_price_per_mtok_usd,
+        output_price_per_mtok_usd, reasoning_price_per_mtok_usd, audio_output_price_per_mtok_usd
+      )
+      select k.request_id, k.client_request_id, k.call_id, k.app_id, k.end_user_id, k.feature_key, k.route_mode, k.provider,
+             k.model, k.input_tokens, k.output_tokens, k.cached_tokens, k.estimated, k.upstream_cost, k.retail,
+             k.developer_revenue, k.platform_share, k.provider_credential_id,
+             case when k.retail > 0 then k.transaction_id end, v_receivables[k.position], k.price_catalog_version,
+             k.cache_write_tokens, k.audio_input_tokens, k.audio_output_tokens, k.reasoning_tokens, k.input_price,
+             k.cached_input_price, k.cache_write_price, k.audio_input_price, k.output_price, k.reasoning_price,
+             k.audio_output_price
+        from booked k order by k.position
+    ), credits as (
+      select k.position, k.transaction_id, e.wallet_id, e.amount
+        from booked k
+        cross join lateral (values (p_wallet_id, -k.retail), (k.developer_wallet_id, k.developer_revenue),
+                                   (v_revenue_id, k.platform_share), (v_payable_id, k.upstream_payable)) as e(wallet_id, amount)
+       where k.retail > 0 and e.amount <> 0
+    ), entries as (
+      insert into ledger_entries (transaction_id, wallet_id, amount)
+      select c.transaction_id, c.wallet_id, c.amount from credits c order by c.position
+    ), deltas as (
+      -- The hot accounts' credits are appended, not applied (one delta per account): no booking waits for another's commit.
+      insert into wallet_balance_deltas (wallet_id, amount)
+      select c.wallet_id, sum(c.amount) from credits c where c.wallet_id <> p_wallet_id group by c.wallet_id order by c.wallet_id
+    ), holds as (
+      -- Only each call's own hold is settled (a hold is keyed by the same money key).
+      update balance_holds h set status = 'settled', closed_at = now()
+       where h.request_id = any (v_booked_keys) and h.wallet_id = p_wallet_id and h.status = 'active'
     )
-    select b.request_id, b.client_request_id, b.call_id, b.app_id, b.end_user_id, b.feature_key, b.route_mode, b.provider,
-           b.model, b.input_tokens, b.output_tokens, b.cached_tokens, b.estimated, b.upstream_cost, b.retail,
-           b.developer_revenue, b.platform_share, b.provider_credential_id,
-           case when b.retail > 0 then t.transaction_id end, v_receivables[t.position], b.price_catalog_version,
-           b.cache_write_tokens, b.audio_input_tokens, b.audio_output_tokens, b.reasoning_tokens, b.input_price,
-           b.cached_input_price, b.cache_write_price, b.audio_input_price, b.output_price, b.reasoning_price,
-           b.audio_output_price
-      from unnest(v_booked, v_transactions) as t(position, transaction_id)
-      join unnest(p_bookings) with ordinality as b on b.ordinality = t.position
-     order by t.position;
-
-    insert into ledger_entries (transaction_id, wallet_id, amount)
-    select t.transaction_id, e.wallet_id, e.amount
-      from unnest(v_booked, v_transactions, v_developer_wallets) as t(position, transaction_id, developer_wallet_id)
-      join unnest(p_bookings) with ordinality as b on b.ordinality = t.position
-      cross join lateral (values (p_wallet_id, -b.retail), (t.developer_wallet_id, b.developer_revenue),
-                                 (v_revenue_id, b.platform_share), (v_payable_id, b.upstream_payable)) as e(wallet_id, amount)
-     where b.retail > 0 and e.amount <> 0
-     order by t.position;
-
-    -- The hot accounts' credits are appended, not applied (one delta per account): no booking waits for another's commit.
-    insert into wallet_balance_deltas (wallet_id, amount)
-    select e.wallet_id, sum(e.amount)
-      from unnest(v_booked, v_developer_wallets) as t(position, developer_wallet_id)
-      join unnest(p_bookings) with ordinality as b on b.ordinality = t.position
-      cross join lateral (values (t.developer_wallet_id, b.developer_revenue), (v_revenue_id, b.platform_share),
-                                 (v_payable_id, b.upstream_payable)) as e(wallet_id, amount)
-     where b.retail > 0 and e.amount <> 0
-     group by e.wallet_id
-     order by e.wallet_id;
-
-    -- Only each call's own hold is settled (a hold is keyed by the same money key).
-    update balance_holds h set status = 'settled', closed_at = now()
-     where h.request_id = any (array(select b.request_id from unnest(p_bookings) with ordinality as b where b.ordinality = any (v_booked)))
-       and h.wallet_id = p_wallet_id and h.status = 'active';
     update gateway_calls g set status = 'settled', closed_at = now()
-     where g.id = any (array(select b.call_id from unnest(p_bookings) with ordinality as b where b.ordinality = any (v_booked)))
-       and g.status = 'in_flight';
+     where g.id = any (v_booked_calls) and g.status = 'in_flight';
   end if;
 
   return query
