@@ -2,7 +2,9 @@
  * Create an app for a developer, with its audit row (`app.created`, `after`), in one statement. The
  * API (`POST /v1/developer/apps`) and the demo seed both call this; only the seed names its
  * `public_app_id` (DESIGN §2), otherwise one is generated. Session policy and allowed origins start
- * at their defaults (`server`, none) and are set through the identity endpoints.
+ * at their defaults (`server`, none) and are set through the identity endpoints. The cap on live apps
+ * (100 per developer) is the `apps` trigger's (migrations/functions/faucet_cap_live_rows.sql): a
+ * creation past it is refused as 409 `conflict`, also under a race, with nothing written.
  */
 import { sql } from 'drizzle-orm';
 import { randomToken } from '../crypto.ts';
@@ -12,9 +14,6 @@ import { FaucetError } from '../wire/errors.ts';
 import { type AppLimitsInput, parseAppLimits } from './app-limits.ts';
 import { appAuditSql } from './app-view.ts';
 import { displayName } from './names.ts';
-
-/** Live (not archived) apps a developer may have; not enforced under a race of two creations. */
-export const maxLiveApps = 100;
 
 export interface CreateAppInput {
   developerId: string;
@@ -31,16 +30,14 @@ const newPublicAppId = () => randomToken('app_', 12).replaceAll('-', '_');
 export async function createApp(db: LedgerDatabase, input: CreateAppInput): Promise<{ publicAppId: string }> {
   const name = displayName(input.name);
   const limits = parseAppLimits(input.limits);
-  const developer = sql`${input.developerId}::uuid`;
-  const row = await queryOne<{ public_app_id: string | null; live: number }>(
+  const row = await queryOne<{ public_app_id: string | null }>(
     db,
     sql`with a as (
           insert into apps (developer_id, public_app_id, name,
                             limit_spend_per_day_usd, limit_spend_per_month_usd, limit_requests_per_minute)
-          select ${developer}, ${input.publicAppId ?? newPublicAppId()}, ${name},
-                 ${limits.spendPerDayUsd ?? null}::numeric, ${limits.spendPerMonthUsd ?? null}::numeric,
-                 ${limits.requestsPerMinute ?? null}::integer
-           where (select count(*) from apps where developer_id = ${developer} and archived_at is null) < ${maxLiveApps}
+          values (${input.developerId}::uuid, ${input.publicAppId ?? newPublicAppId()}, ${name},
+                  ${limits.spendPerDayUsd ?? null}::numeric, ${limits.spendPerMonthUsd ?? null}::numeric,
+                  ${limits.requestsPerMinute ?? null}::integer)
           on conflict (public_app_id) do nothing
           returning *),
         audit as (
@@ -48,12 +45,8 @@ export async function createApp(db: LedgerDatabase, input: CreateAppInput): Prom
           select ${input.actor.type}, ${input.actor.id}, 'app.created', 'app', a.public_app_id, ${input.requestId},
                  jsonb_build_object('before', null, 'after', ${appAuditSql('a')})
             from a)
-        select (select public_app_id from a),
-               (select count(*) from apps where developer_id = ${developer} and archived_at is null)::integer as live`,
+        select (select public_app_id from a)`,
   );
   if (row.public_app_id !== null) return { publicAppId: row.public_app_id };
-  if (row.live >= maxLiveApps) {
-    throw new FaucetError('conflict', `You already have ${maxLiveApps} live apps: archive one first`);
-  }
   throw new FaucetError('conflict', 'An app with this public_app_id already exists');
 }

@@ -2,7 +2,9 @@
  * Create a feature of an app, with its audit row (`feature.created`, `after`), in one statement. The
  * app's first feature becomes its default (so calls without `feature` work; the audit row says
  * `made_default`). A key is never reused, archived or not: usage records name features by key. An
- * archived app takes no new feature. The API and the demo seed both call this.
+ * archived app takes no new feature. The API and the demo seed both call this. The cap on live
+ * features (100 per app) is the `app_features` trigger's (migrations/functions/faucet_cap_live_rows.sql):
+ * a creation past it is refused as 409 `conflict`, also under a race, with nothing written.
  */
 import { sql } from 'drizzle-orm';
 import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
@@ -12,9 +14,6 @@ import { defaultModelRule, type FeatureSettingsInput, parseFeatureSettings } fro
 import { featureAuditSql } from './feature-view.ts';
 import { routingModelsAllowed, routingModelsRule } from './model-routing.ts';
 import { featureKey as checkFeatureKey } from './names.ts';
-
-/** Live features an app may have; not enforced under a race of two creations. */
-export const maxLiveFeatures = 100;
 
 export interface CreateFeatureInput {
   developerId: string;
@@ -35,7 +34,7 @@ export async function createFeature(db: LedgerDatabase, input: CreateFeatureInpu
   const aliases = settings.modelAliases ?? {};
   const fallbacks = settings.fallbackModels ?? [];
   if (!routingModelsAllowed(allowedModels, aliases, fallbacks)) throw new FaucetError('invalid_request', routingModelsRule);
-  const row = await queryOne<{ found: boolean; archived: boolean; created: boolean; live: number }>(
+  const row = await queryOne<{ found: boolean; archived: boolean; created: boolean }>(
     db,
     sql`with app as (
           select a.* from apps a where a.public_app_id = ${input.publicAppId} and a.developer_id = ${input.developerId}::uuid
@@ -49,7 +48,6 @@ export async function createFeature(db: LedgerDatabase, input: CreateFeatureInpu
                  ${JSON.stringify(aliases)}::jsonb, ${JSON.stringify(fallbacks)}::jsonb
             from app
            where app.archived_at is null
-             and (select count(*) from app_features c where c.app_id = app.id and c.archived_at is null) < ${maxLiveFeatures}
           on conflict (app_id, feature_key) do nothing
           returning *),
         made_default as (
@@ -64,12 +62,10 @@ export async function createFeature(db: LedgerDatabase, input: CreateFeatureInpu
             from f, app)
         select exists (select 1 from app) as found,
                coalesce((select archived_at is not null from app), false) as archived,
-               exists (select 1 from f) as created,
-               (select count(*) from app_features c join app on c.app_id = app.id where c.archived_at is null)::integer as live`,
+               exists (select 1 from f) as created`,
   );
   if (!row.found) throw new FaucetError('not_found', 'Unknown app');
   if (row.archived) throw new FaucetError('invalid_state', 'This app is archived: it takes no new features');
   if (row.created) return { featureKey: key };
-  if (row.live >= maxLiveFeatures) throw new FaucetError('conflict', `This app already has ${maxLiveFeatures} live features`);
   throw new FaucetError('conflict', `This app already has a feature "${key}" (archived or not; keys are never reused)`);
 }

@@ -23,17 +23,20 @@ export function requireUuid(value: string, what: string): string {
   return value;
 }
 
-function sqlState(error: unknown): string | undefined {
+/** The driver's error in the cause chain: the one with a SQLSTATE (a wrapper's message may quote the query). */
+function databaseError(error: unknown): { code: string; message: string } | undefined {
   for (let current = error; typeof current === 'object' && current !== null; current = (current as { cause?: unknown }).cause) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+    const { code, message } = current as { code?: unknown; message?: unknown };
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return { code, message: String(message) };
   }
   return undefined;
 }
 
 /** The ledger functions' own SQLSTATEs, mapped to coded errors; anything else stays internal. */
 function translate(error: unknown): unknown {
-  switch (sqlState(error)) {
+  const failure = databaseError(error);
+  if (!failure) return error;
+  switch (failure.code) {
     case 'P0002':
       return new FaucetError('not_found', 'wallet, app or account not found', { cause: error });
     case '22023':
@@ -44,6 +47,9 @@ function translate(error: unknown): unknown {
       return new FaucetError('conflict', 'this request id was already used for another booking', { cause: error });
     case '23514':
       return new FaucetError('insufficient_balance', 'insufficient balance', { cause: error });
+    case 'FC409':
+      // A cap on live rows (migrations/functions/faucet_cap_live_rows.sql); its message names the cap.
+      return new FaucetError('conflict', failure.message, { cause: error });
     default:
       return error;
   }
