@@ -30,11 +30,11 @@ async function send(token: string, path: string, init: { json?: unknown; method?
 const race = (token: string, path: string, init: (i: number) => { json?: unknown; method?: string }) =>
   Promise.all(Array.from({ length: racers }, (_, i) => send(token, path, init(i))));
 
-/** Exactly one 201; every other racer a 409 conflict in the envelope naming its own request id. */
-function expectOneWinner(responses: Awaited<ReturnType<typeof send>>[], message: RegExp) {
+/** Exactly one 201; every other racer a 409 conflict in the envelope (the cap's message, its own request id). */
+function expectOneWinner(responses: Awaited<ReturnType<typeof send>>[], message: string) {
   expect(responses.map((response) => response.status).sort()).toEqual([201, ...Array(racers - 1).fill(409)]);
   for (const refused of responses.filter((response) => response.status !== 201)) {
-    expect(refused.body).toEqual({ error: { code: 'conflict', message: expect.stringMatching(message), request_id: refused.requestId } });
+    expect(refused.body).toEqual({ error: { code: 'conflict', message, request_id: refused.requestId } });
   }
   return responses.find((response) => response.status === 201)!;
 }
@@ -88,7 +88,7 @@ describe('caps on live resources under a race', () => {
     await insertApps(developer.id, maxLiveApps - 1, 2);
     const before = await writes(developer.id);
     const responses = await race(developer.key, '/v1/developer/apps', (i) => ({ json: { name: `Racer ${i}` } }));
-    const winner = expectOneWinner(responses, new RegExp(`${maxLiveApps} live apps`));
+    const winner = expectOneWinner(responses, `You already have ${maxLiveApps} live apps: archive one first`);
     expect(await live('apps', developer.id)).toBe(maxLiveApps);
     const after = await writes(developer.id);
     expect(after.audit).toBe(before.audit + 1);
@@ -104,6 +104,7 @@ describe('caps on live resources under a race', () => {
     expect(await writes(developer.id)).toEqual(after);
     expect((await send(developer.key, `/v1/developer/apps/${winner.body.public_app_id}/archive`, { method: 'POST' })).status).toBe(200);
     expect((await send(developer.key, '/v1/developer/apps', { json: { name: 'Replacement' } })).status).toBe(201);
+    expect((await send(developer.key, '/v1/developer/apps', { json: { name: 'Past the cap' } })).status).toBe(409);
 
     // The cap is per developer: another developer still creates.
     const other = await newDeveloper();
@@ -127,7 +128,7 @@ describe('caps on live resources under a race', () => {
     const responses = await race(developer.key, base, (i) => ({
       json: { feature_key: `racer-${i}`, name: `Racer ${i}`, default_model: 'mock:echo' },
     }));
-    const winner = expectOneWinner(responses, new RegExp(`${maxLiveFeatures} live features`));
+    const winner = expectOneWinner(responses, `This app already has ${maxLiveFeatures} live features: archive one first`);
     expect(await live('features', developer.id)).toBe(maxLiveFeatures);
     const after = await writes(developer.id);
     expect(after.audit).toBe(before.audit + 1);
@@ -158,7 +159,7 @@ describe('caps on live resources under a race', () => {
     expect(await live('keys', developer.id)).toBe(maxLiveKeys - 1);
     const before = await writes(developer.id);
     const responses = await race(developer.key, '/v1/developer/keys', (i) => ({ json: { label: `racer ${i}` } }));
-    const winner = expectOneWinner(responses, new RegExp(`${maxLiveKeys} live keys`));
+    const winner = expectOneWinner(responses, `At most ${maxLiveKeys} live keys: revoke one first`);
     expect(JSON.stringify(responses.filter((response) => response.status === 409))).not.toContain('fdk_');
     expect(await live('keys', developer.id)).toBe(maxLiveKeys);
     const after = await writes(developer.id);
