@@ -1,8 +1,10 @@
 /**
  * Revoke one of the developer's own keys: it gets 401 from the next request on. Idempotent (a
  * revoked key is returned as it is, no second audit row). The last live key cannot be revoked
- * (`invalid_state`): the developer would lock themselves out; create a new one first. Another
- * developer's key, or no such key, is `not_found` and changes nothing.
+ * (`invalid_state`): the developer would lock themselves out; create a new one first. Also under a
+ * race: the live keys are counted after the developer row is locked (faucet_lock_live_developer_keys),
+ * so of two revocations of the last two keys the second keeps its key. Another developer's key, or no
+ * such key, is `not_found` and changes nothing.
  */
 import { sql } from 'drizzle-orm';
 import { isUuid, type LedgerDatabase } from '../ledger/database.ts';
@@ -22,9 +24,7 @@ export async function revokeDeveloperKey(
     developerKeyColumns,
     (columns) => sql`with changed as (
           update developer_keys k set revoked_at = now()
-           where ${owned} and k.revoked_at is null
-             and exists (select 1 from developer_keys o
-                          where o.developer_id = k.developer_id and o.id <> k.id and o.revoked_at is null)
+           where ${owned} and k.revoked_at is null and faucet_lock_live_developer_keys(k.developer_id) > 1
           returning k.*),
         audit as (
           insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)

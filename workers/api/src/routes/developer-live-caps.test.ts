@@ -3,10 +3,13 @@
  * live features per app, live keys per developer. A developer one below a cap racing many creations
  * at once gets exactly one; every other racer gets 409 `conflict` in the envelope and nothing is
  * written for it (no row, no audit row). Archived apps and features and revoked keys do not count,
- * and nothing revives one past the cap.
+ * and nothing revives one past the cap. The floor holds too: revocations racing for a developer's
+ * last two keys leave one live.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Pool } from '@neondatabase/serverless';
+import { drizzle } from 'drizzle-orm/neon-serverless';
+import { revokeDeveloperKey } from '#shared/developers/revoke-developer-key.ts';
 import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
@@ -180,6 +183,7 @@ async function openTransaction() {
   let open = true;
   return {
     query: (text: string, params: unknown[]) => client.query(text, params),
+    db: drizzle(client),
     async end() {
       if (!open) return;
       open = false;
@@ -347,5 +351,69 @@ describe('nothing revives a row past a cap', () => {
     await sql(testEnv, `update apps set archived_at = now() where public_app_id = $1`, [app]);
     await sql(testEnv, 'update apps set archived_at = null where public_app_id = $1', [app]);
     expect(await live('apps', developer.id)).toBe(maxLiveApps);
+  });
+});
+
+describe('the last live key under a race', () => {
+  /** A developer with exactly two live keys: the first (from onboarding) and a second. */
+  async function twoKeys() {
+    const email = `floor-${crypto.randomUUID()}@example.test`;
+    const onboarded = (await (
+      await call(api(), testEnv, '/v1/admin/developers', { json: { name: 'Floor', email }, token: adminToken })
+    ).json()) as Body;
+    const first = { id: onboarded.key.id as string, key: onboarded.key.api_key as string };
+    const created = await send(first.key, '/v1/developer/keys', { json: { label: 'second' } });
+    return {
+      developerId: onboarded.developer.id as string,
+      first,
+      second: { id: created.body.id as string, key: created.body.api_key as string },
+    };
+  }
+
+  it('a revocation waits for one of the other key in flight, then keeps the last key (409 invalid_state)', async () => {
+    const { developerId, first, second } = await twoKeys();
+    const transaction = await openTransaction();
+    let pending: ReturnType<typeof send> | undefined;
+    try {
+      // The same statement the API runs, revoking the second key, left uncommitted.
+      const held = await revokeDeveloperKey(transaction.db, {
+        developerId,
+        keyId: second.id,
+        actor: { type: 'developer', id: developerId },
+        requestId: null,
+      });
+      expect(held.revokedAt).not.toBeNull();
+      const before = await writes(developerId);
+      pending = send(first.key, `/v1/developer/keys/${first.id}/revoke`, { method: 'POST' });
+      expect(await someoneWaitsOnALock()).toBe(true);
+      await transaction.end();
+      const refused = await pending;
+      expect([refused.status, refused.body.error?.code]).toEqual([409, 'invalid_state']);
+      expect((await writes(developerId)).audit).toBe(before.audit + 1); // the held revocation's own audit row
+      expect(await live('keys', developerId)).toBe(1);
+      expect((await send(first.key, '/v1/developer/keys')).status).toBe(200);
+    } finally {
+      await transaction.end();
+      await pending?.catch(() => undefined);
+    }
+  });
+
+  it(`${racers} revocations of the last two keys at once (each with the other key) leave exactly one live`, async () => {
+    const { developerId, first, second } = await twoKeys();
+    const responses = await Promise.all(
+      Array.from({ length: racers }, (_, i) => {
+        const [token, target] = i % 2 === 0 ? [first.key, second.id] : [second.key, first.id];
+        return send(token, `/v1/developer/keys/${target}/revoke`, { method: 'POST' });
+      }),
+    );
+    expect(await live('keys', developerId)).toBe(1);
+    // Each racer: revoked (200), refused as the last key (409), or its own key revoked first (401); never a 500.
+    for (const response of responses) expect([200, 401, 409]).toContain(response.status);
+    const audits = await sql(
+      testEnv,
+      `select count(*)::int as n from audit_logs where action = 'developer_key.revoked' and actor_id = $1`,
+      [developerId],
+    );
+    expect(audits).toEqual([{ n: 1 }]);
   });
 });
