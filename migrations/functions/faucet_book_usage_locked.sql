@@ -4,8 +4,9 @@
 -- cannot drift. Per booking: the usage record (with the catalog version, token parts and prices it
 -- was rated with), its balanced transaction (user −retail; developer, platform revenue and upstream
 -- payable +their shares), the settlement of the call's own hold and the close of its gateway call,
--- once per money key (request_id). Written set-based: a handful of statements for the whole array,
--- the hot accounts' credits appended as one balance delta per account and statement.
+-- once per money key (request_id). Written set-based: one statement judges every element, one
+-- writes every booked one (the hot accounts' credits appended as one balance delta per account);
+-- the ids of the new rows are drawn here, so the result needs no read back.
 --
 -- The caller holds the wallet row locked (`for no key update`), passes its balance, and subtracts
 -- the retail of every `booked` row from it afterwards (one update per wallet). Bookings are judged
@@ -14,10 +15,11 @@
 -- is settled, so it stops counting for the next). One row per element (`ordinal` = its position):
 --   booked     written now;
 --   duplicate  its money key was booked before (or earlier in this array): that booking's amounts;
---   refused    nothing written; reason: invalid_request (amounts missing, negative, past 8 decimals
---              or not adding up; a required field missing), not_found (the call named is not this
---              booking's own call; no such app or credential), conflict (the money key was booked
---              for another end user), insufficient_balance (the wallet cannot cover the retail and
+--   refused    nothing written; reason: invalid_request (not of this wallet's end user; amounts
+--              missing, negative, past 8 decimals or not adding up; a required field missing),
+--              not_found (the call named is not this booking's own call; no such app or
+--              credential), conflict (the money key was booked for another end user),
+--              insufficient_balance (the wallet cannot cover the retail and
 --              no receivable is allowed; with allow_receivable the booking is written and the part
 --              not covered recorded as `receivable_usd`).
 -- A constraint the checks above do not foresee fails the statement: the caller decides (the batch
@@ -45,36 +47,45 @@ set plan_cache_mode = force_generic_plan
 as $$
 #variable_conflict use_column
 declare
+  v_count integer := cardinality(p_bookings);
+  v_end_user_id uuid;
   v_balance numeric := p_balance;
   v_held numeric;
   v_row record;
   v_covered numeric;
-  v_outcomes text[];
-  v_reasons text[];
-  v_messages text[];
-  v_balances numeric[];
-  v_receivables numeric[];
+  v_first integer;
+  -- The result, indexed by position 1..n (an empty array assigned at [k] would start at k).
+  v_outcomes text[] := array_fill(null::text, array[v_count]);
+  v_reasons text[] := array_fill(null::text, array[v_count]);
+  v_messages text[] := array_fill(null::text, array[v_count]);
+  v_event_ids uuid[] := array_fill(null::uuid, array[v_count]);
+  v_transaction_ids uuid[] := array_fill(null::uuid, array[v_count]);
+  v_costs numeric[] := array_fill(null::numeric, array[v_count]);
+  v_retails numeric[] := array_fill(null::numeric, array[v_count]);
+  v_developer_revenues numeric[] := array_fill(null::numeric, array[v_count]);
+  v_platform_shares numeric[] := array_fill(null::numeric, array[v_count]);
+  v_balances numeric[] := array_fill(null::numeric, array[v_count]);
+  v_receivables numeric[] := array_fill(null::numeric, array[v_count]);
+  v_created timestamptz[] := array_fill(null::timestamptz, array[v_count]);
+  -- The booked elements, in order: position, money key, call.
   v_booked integer[] := '{}';
   v_booked_keys text[] := '{}';
   v_booked_calls uuid[] := '{}';
-  v_transactions uuid[];
   v_developer_wallets uuid[];
   v_revenue_id uuid;
   v_payable_id uuid;
 begin
-  -- Indexed by position, 1..n (an empty array assigned at [k] would start at k).
-  v_outcomes := array_fill(null::text, array[cardinality(p_bookings)]);
-  v_reasons := v_outcomes;
-  v_messages := v_outcomes;
-  v_balances := array_fill(null::numeric, array[cardinality(p_bookings)]);
-  v_receivables := v_balances;
+  select w.end_user_id into v_end_user_id from wallets w where w.id = p_wallet_id;
   v_held := faucet_held(p_wallet_id, null);
   for v_row in
-    select b.ordinality::integer as position, b.request_id, b.call_id, b.retail, b.allow_receivable,
-           min(b.ordinality) over (partition by b.request_id)::integer as first_position,
+    select b.ordinality::integer as position, b.request_id, b.call_id, b.retail, b.allow_receivable, b.upstream_cost,
+           b.developer_revenue, b.platform_share, u.id as event_id, u.ledger_transaction_id, u.upstream_cost_usd,
+           u.retail_usd, u.developer_revenue_usd, u.platform_share_usd, u.receivable_usd, u.created_at,
            (select h.amount from balance_holds h
              where h.request_id = b.request_id and h.wallet_id = p_wallet_id and h.status = 'active' and h.expires_at > now()) as own_hold,
            case
+             when b.end_user_id is distinct from v_end_user_id
+               then 'invalid_request:the booking is not of this wallet''s end user'
              when num_nulls(b.request_id, b.app_id, b.end_user_id, b.feature_key, b.route_mode, b.provider, b.model,
                             b.input_tokens, b.output_tokens, b.cached_tokens, b.estimated, b.allow_receivable,
                             b.cache_write_tokens, b.audio_input_tokens, b.audio_output_tokens, b.reasoning_tokens) > 0
@@ -97,34 +108,57 @@ begin
              when u.id is null and b.provider_credential_id is not null
                   and not exists (select 1 from provider_credentials c where c.id = b.provider_credential_id)
                then 'not_found:no such provider credential'
-           end as refusal,
-           u.id is not null as booked_before
+           end as refusal
       from unnest(p_bookings) with ordinality as b
       -- Lateral: one index lookup per element, never a scan of usage_events (plans are generic).
-      left join lateral (select x.id, x.end_user_id from usage_events x where x.request_id = b.request_id) as u on true
+      left join lateral (select x.* from usage_events x where x.request_id = b.request_id) as u on true
      order by b.ordinality
   loop
     v_balances[v_row.position] := v_balance;
+    v_first := case when v_row.request_id is not null then array_position(v_booked_keys, v_row.request_id) end;
     if v_row.refusal is not null then
       v_outcomes[v_row.position] := 'refused';
       v_reasons[v_row.position] := split_part(v_row.refusal, ':', 1);
       v_messages[v_row.position] := substr(v_row.refusal, strpos(v_row.refusal, ':') + 1);
-    elsif v_row.booked_before then
+      v_retails[v_row.position] := v_row.retail;
+    elsif v_row.event_id is not null then
       v_outcomes[v_row.position] := 'duplicate';
-    elsif v_row.first_position <> v_row.position then
-      -- The same money key earlier in this array: booked once, or refused alike.
-      v_outcomes[v_row.position] := case v_outcomes[v_row.first_position] when 'booked' then 'duplicate' else 'refused' end;
-      v_reasons[v_row.position] := v_reasons[v_row.first_position];
-      v_messages[v_row.position] := v_messages[v_row.first_position];
+      v_event_ids[v_row.position] := v_row.event_id;
+      v_transaction_ids[v_row.position] := v_row.ledger_transaction_id;
+      v_costs[v_row.position] := v_row.upstream_cost_usd;
+      v_retails[v_row.position] := v_row.retail_usd;
+      v_developer_revenues[v_row.position] := v_row.developer_revenue_usd;
+      v_platform_shares[v_row.position] := v_row.platform_share_usd;
+      v_receivables[v_row.position] := v_row.receivable_usd;
+      v_created[v_row.position] := v_row.created_at;
+    elsif v_first is not null then
+      -- The same money key booked earlier in this array: that booking.
+      v_first := v_booked[v_first];
+      v_outcomes[v_row.position] := 'duplicate';
+      v_event_ids[v_row.position] := v_event_ids[v_first];
+      v_transaction_ids[v_row.position] := v_transaction_ids[v_first];
+      v_costs[v_row.position] := v_costs[v_first];
+      v_retails[v_row.position] := v_retails[v_first];
+      v_developer_revenues[v_row.position] := v_developer_revenues[v_first];
+      v_platform_shares[v_row.position] := v_platform_shares[v_first];
+      v_receivables[v_row.position] := v_receivables[v_first];
+      v_created[v_row.position] := v_created[v_first];
     else
       v_covered := greatest(v_balance - (v_held - coalesce(v_row.own_hold, 0)), 0);
+      v_retails[v_row.position] := v_row.retail;
       if v_row.retail > 0 and v_covered < v_row.retail and not v_row.allow_receivable then
         v_outcomes[v_row.position] := 'refused';
         v_reasons[v_row.position] := 'insufficient_balance';
         v_messages[v_row.position] := 'the wallet cannot cover this booking';
       else
         v_outcomes[v_row.position] := 'booked';
+        v_event_ids[v_row.position] := gen_random_uuid();
+        v_transaction_ids[v_row.position] := case when v_row.retail > 0 then gen_random_uuid() end;
+        v_costs[v_row.position] := v_row.upstream_cost;
+        v_developer_revenues[v_row.position] := v_row.developer_revenue;
+        v_platform_shares[v_row.position] := v_row.platform_share;
         v_receivables[v_row.position] := case when v_row.retail > 0 then greatest(v_row.retail - v_covered, 0) else 0 end;
+        v_created[v_row.position] := now();
         v_balance := v_balance - v_row.retail;
         v_balances[v_row.position] := v_balance;
         v_held := v_held - coalesce(v_row.own_hold, 0);
@@ -145,8 +179,7 @@ begin
       raise exception 'platform accounts are missing' using errcode = 'P0002';
     end if;
 
-    -- Per booked element (aligned with v_booked): its transaction id and its developer's wallet (created on first use).
-    v_transactions := array(select gen_random_uuid() from unnest(v_booked));
+    -- Per booked element (aligned with v_booked): its developer's wallet (created on first use).
     select array_agg(d.wallet_id order by p.n) into v_developer_wallets
       from unnest(v_booked) with ordinality as p(position, n)
       join unnest(p_bookings) with ordinality as b on b.ordinality = p.position
@@ -159,8 +192,9 @@ begin
 
     -- Every write in one statement (the foreign keys are checked at its end, when all rows exist).
     with booked as (
-      select t.position, t.transaction_id, t.developer_wallet_id, b.*
-        from unnest(v_booked, v_transactions, v_developer_wallets) as t(position, transaction_id, developer_wallet_id)
+      select t.position, v_event_ids[t.position] as event_id, v_transaction_ids[t.position] as transaction_id,
+             t.developer_wallet_id, b.*
+        from unnest(v_booked, v_developer_wallets) as t(position, developer_wallet_id)
         join unnest(p_bookings) with ordinality as b on b.ordinality = t.position
     ), transactions as (
       insert into ledger_transactions (id, kind, idempotency_key, request_id, reason, metadata)
@@ -169,17 +203,17 @@ begin
         from booked k where k.retail > 0 order by k.position
     ), events as (
       insert into usage_events (
-        request_id, client_request_id, call_id, app_id, end_user_id, feature_key, route_mode, provider, model,
+        id, request_id, client_request_id, call_id, app_id, end_user_id, feature_key, route_mode, provider, model,
         input_tokens, output_tokens, cached_tokens, estimated, upstream_cost_usd, retail_usd, developer_revenue_usd,
         platform_share_usd, provider_credential_id, ledger_transaction_id, receivable_usd, price_catalog_version,
         cache_write_tokens, audio_input_tokens, audio_output_tokens, reasoning_tokens, input_price_per_mtok_usd,
         cached_input_price_per_mtok_usd, cache_write_price_per_mtok_usd, audio_input_price_per_mtok_usd,
         output_price_per_mtok_usd, reasoning_price_per_mtok_usd, audio_output_price_per_mtok_usd
       )
-      select k.request_id, k.client_request_id, k.call_id, k.app_id, k.end_user_id, k.feature_key, k.route_mode, k.provider,
+      select k.event_id, k.request_id, k.client_request_id, k.call_id, k.app_id, k.end_user_id, k.feature_key, k.route_mode, k.provider,
              k.model, k.input_tokens, k.output_tokens, k.cached_tokens, k.estimated, k.upstream_cost, k.retail,
              k.developer_revenue, k.platform_share, k.provider_credential_id,
-             case when k.retail > 0 then k.transaction_id end, v_receivables[k.position], k.price_catalog_version,
+             k.transaction_id, v_receivables[k.position], k.price_catalog_version,
              k.cache_write_tokens, k.audio_input_tokens, k.audio_output_tokens, k.reasoning_tokens, k.input_price,
              k.cached_input_price, k.cache_write_price, k.audio_input_price, k.output_price, k.reasoning_price,
              k.audio_output_price
@@ -207,13 +241,12 @@ begin
   end if;
 
   return query
-  select d.position::integer, d.outcome, d.reason, d.message, u.id, u.ledger_transaction_id, u.upstream_cost_usd,
-         coalesce(u.retail_usd, b.retail::numeric(20, 8)), u.developer_revenue_usd, u.platform_share_usd,
-         d.balance::numeric(20, 8), u.receivable_usd, u.created_at
-    from unnest(v_outcomes, v_reasons, v_messages, v_balances) with ordinality as d(outcome, reason, message, balance, position)
-    join unnest(p_bookings) with ordinality as b on b.ordinality = d.position
-    left join lateral (select x.* from usage_events x
-                        where d.outcome in ('booked', 'duplicate') and x.request_id = b.request_id) as u on true
-   order by d.position;
+  select r.position::integer, r.outcome, r.reason, r.message, r.event_id, r.transaction_id, r.cost::numeric(20, 8),
+         r.retail::numeric(20, 8), r.developer_revenue::numeric(20, 8), r.platform_share::numeric(20, 8),
+         r.balance::numeric(20, 8), r.receivable::numeric(20, 8), r.created
+    from unnest(v_outcomes, v_reasons, v_messages, v_event_ids, v_transaction_ids, v_costs, v_retails, v_developer_revenues,
+                v_platform_shares, v_balances, v_receivables, v_created) with ordinality
+         as r(outcome, reason, message, event_id, transaction_id, cost, retail, developer_revenue, platform_share, balance,
+              receivable, created, position);
 end
 $$;

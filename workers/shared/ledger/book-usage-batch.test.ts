@@ -358,6 +358,44 @@ describe('bookUsageBatch', () => {
     expect(await balanceOf(testEnv, bob.walletId)).toBe('1.00000000');
   });
 
+  it('books into the wallet it was given only that wallet owner’s bookings (the shared booking’s own guard)', async () => {
+    const alice = await createTestUser(testEnv);
+    const bob = await createTestUser(testEnv);
+    await fund(database, alice.walletId, '1.00000000');
+    const requestId = `local:${crypto.randomUUID()}`;
+    const element = {
+      request_id: requestId,
+      app_id: bob.appId,
+      end_user_id: bob.endUserId,
+      feature_key: 'chat',
+      route_mode: 'byok',
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      input_tokens: 1,
+      output_tokens: 1,
+      cached_tokens: 0,
+      cache_write_tokens: 0,
+      audio_input_tokens: 0,
+      audio_output_tokens: 0,
+      reasoning_tokens: 0,
+      estimated: false,
+      allow_receivable: false,
+      upstream_cost: '0.00000000',
+      upstream_payable: '0.00000000',
+      retail: '0.10000000',
+      developer_revenue: '0.10000000',
+      platform_share: '0.00000000',
+    };
+    const rows = await sql<{ outcome: string; reason: string }>(
+      testEnv,
+      `select outcome, reason from faucet_book_usage_locked($1, 1, array[jsonb_populate_record(null::faucet_usage_booking, $2::jsonb)])`,
+      [alice.walletId, JSON.stringify(element)],
+    );
+    expect(rows).toEqual([{ outcome: 'refused', reason: 'invalid_request' }]);
+    expect(await countsOf([requestId])).toEqual({ events: 0, transactions: 0, entries: 0 });
+    expect(await balanceOf(testEnv, alice.walletId)).toBe('1.00000000');
+  });
+
   it('refuses malformed elements one by one and a batch that is not an array or too large as a whole', async () => {
     const user = await createTestUser(testEnv);
     await fund(database, user.walletId, '1.00000000');
