@@ -41,9 +41,8 @@ returns table (
   created_at timestamptz
 )
 language plpgsql
--- Plans built once per session, not per call: with custom plans (the default) the statements below
--- were planned again at every call, which made a single booking cost three times the row-wise one.
-set plan_cache_mode = force_generic_plan
+-- Default plan caching, on purpose: forced generic plans were faster on one connection, but a plan
+-- made while the tables were small was kept for the session and fell behind as they grew (docs/edge.md).
 as $$
 #variable_conflict use_column
 declare
