@@ -9,27 +9,18 @@
 import { sql } from 'drizzle-orm';
 import { toSnapshot } from 'dinero.js/bigint';
 import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
-import type { BookUsageInput } from './book-usage.ts';
+import type { BookedUsage, BookUsageInput } from './book-usage.ts';
 import { queryRows, type LedgerDatabase } from './database.ts';
 
 /** Refusal reasons: the error codes of DESIGN §4 a per-call booking would have failed with. */
 export type BookingRefusal = 'insufficient_balance' | 'invalid_request' | 'not_found' | 'conflict';
 
-export type BookUsageBatchResult = { index: number; requestId: string } & (
-  | {
-      /** `already_booked`: the money key was booked before (or earlier in this batch); the amounts are that booking's. */
-      outcome: 'booked' | 'already_booked';
-      usageEventId: string;
-      ledgerTransactionId: string | null;
-      upstreamCostUsd: Usd;
-      retailUsd: Usd;
-      developerRevenueUsd: Usd;
-      platformShareUsd: Usd;
-      /** The user's wallet balance right after this element was booked (for `already_booked`: then). */
-      balanceUsd: Usd;
-      receivableUsd: Usd;
-      createdAt: Date;
-    }
+export type BookUsageBatchResult = {
+  index: number;
+  requestId: string;
+} & /** `already_booked`: the money key was booked before (or earlier in this batch); the amounts and balance are that booking's. */
+(
+  | ({ outcome: 'booked' | 'already_booked' } & BookedUsage)
   | {
       /** Nothing was written for this element. */
       outcome: 'refused';

@@ -32,24 +32,25 @@ export interface BookUsageInput {
   metadata?: Record<string, unknown>;
 }
 
+/** What a booking wrote (or, booked before, what it had written). */
+export interface BookedUsage {
+  usageEventId: string;
+  /** Null when nothing was charged (retail 0): no money moved, so no transaction. */
+  ledgerTransactionId: string | null;
+  upstreamCostUsd: Usd;
+  retailUsd: Usd;
+  developerRevenueUsd: Usd;
+  platformShareUsd: Usd;
+  /** The user's wallet balance right after this booking (booked before: per the caller's result). */
+  balanceUsd: Usd;
+  /** The part of the retail the wallet could not cover (only with `allowReceivable`). */
+  receivableUsd: Usd;
+  createdAt: Date;
+}
+
 export type BookUsageResult =
-  | {
-      /** `duplicate`: this request id was booked before; the amounts are the first booking's. */
-      outcome: 'booked' | 'duplicate';
-      usageEventId: string;
-      /** Null when nothing was charged (retail 0): no money moved, so no transaction. */
-      ledgerTransactionId: string | null;
-      upstreamCostUsd: Usd;
-      retailUsd: Usd;
-      developerRevenueUsd: Usd;
-      platformShareUsd: Usd;
-      /** The user's wallet balance right after this booking (for `duplicate`: now). */
-      balanceUsd: Usd;
-      /** The part of the retail the wallet could not cover (only with `allowReceivable`). */
-      receivableUsd: Usd;
-      createdAt: Date;
-    }
-  | { outcome: 'insufficient_balance'; retailUsd: Usd; balanceUsd: Usd };
+  /** `duplicate`: this request id was booked before; the amounts are the first booking's, the balance now. */
+  ({ outcome: 'booked' | 'duplicate' } & BookedUsage) | { outcome: 'insufficient_balance'; retailUsd: Usd; balanceUsd: Usd };
 
 interface Row {
   outcome: 'booked' | 'duplicate' | 'insufficient_balance';
