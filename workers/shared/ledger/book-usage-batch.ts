@@ -15,12 +15,14 @@ import { queryRows, type LedgerDatabase } from './database.ts';
 /** Refusal reasons: the error codes of DESIGN §4 a per-call booking would have failed with. */
 export type BookingRefusal = 'insufficient_balance' | 'invalid_request' | 'not_found' | 'conflict';
 
+/** `already_booked`: the money key was booked before (or earlier in this batch); the amounts and balance are that booking's. */
+type BookedElement = { outcome: 'booked' | 'already_booked' } & BookedUsage;
+
 export type BookUsageBatchResult = {
   index: number;
   requestId: string;
-} & /** `already_booked`: the money key was booked before (or earlier in this batch); the amounts and balance are that booking's. */
-(
-  | ({ outcome: 'booked' | 'already_booked' } & BookedUsage)
+} & (
+  | BookedElement
   | {
       /** Nothing was written for this element. */
       outcome: 'refused';
