@@ -1,35 +1,52 @@
 /**
- * A TCP pipe that delays every chunk by a fixed one-way time in each direction, put in front of the
- * local database proxy to stand for the round trip between an edge location and the database
- * region (RTT = 2 × the one-way delay). Order is kept (equal delays fire in arrival order); the
- * local connect itself is not delayed, so a new connection's cost is its first bytes' round trips.
+ * A TCP pipe that delays every chunk by a one-way time in each direction, put in front of the local
+ * database proxy to stand for the round trip between an edge location and the database region
+ * (RTT = 2 × the one-way delay). The delay can be changed while the workers behind it keep running
+ * (one stack, several RTTs); order is kept even across a change. The local connect itself is not
+ * delayed, so a new connection's cost is its first bytes' round trips. It counts the connections
+ * opened through it: each one is a database connection of a worker or Durable Object.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
 export interface DelayPipe {
   port: number;
+  /** Connections opened through the pipe so far. */
+  connections(): number;
+  /** Sets the one-way delay for chunks that arrive from now on. */
+  setOneWayDelay(ms: number): void;
   close(): Promise<void>;
 }
 
-function delayed(from: Socket, to: Socket, oneWayMs: number): void {
-  from.on('data', (chunk) => {
-    if (oneWayMs === 0) to.write(chunk);
-    else setTimeout(() => to.writable && to.write(chunk), oneWayMs);
-  });
-  from.on('end', () => setTimeout(() => to.end(), oneWayMs));
-}
-
+/** `target` is read at each new connection, so the caller may fill in its port after starting the pipe. */
 export async function startDelayPipe(target: { host: string; port: number }, oneWayMs: number): Promise<DelayPipe> {
+  let delayMs = oneWayMs;
+  let opened = 0;
   const sockets = new Set<Socket>();
+
+  const delayed = (from: Socket, to: Socket) => {
+    // Each chunk leaves no earlier than the one before it, so lowering the delay cannot reorder bytes.
+    let lastDue = 0;
+    const forward = (act: () => void) => {
+      const due = Math.max(performance.now() + delayMs, lastDue);
+      lastDue = due;
+      const wait = due - performance.now();
+      if (wait <= 0) act();
+      else setTimeout(act, wait);
+    };
+    from.on('data', (chunk) => forward(() => to.writable && to.write(chunk)));
+    from.on('end', () => forward(() => to.end()));
+  };
+
   const server: Server = createServer((client) => {
-    const upstream = connect(target);
+    opened += 1;
+    const upstream = connect({ host: target.host, port: target.port });
     for (const socket of [client, upstream]) {
       sockets.add(socket);
       socket.setNoDelay(true);
       socket.on('close', () => sockets.delete(socket));
     }
-    delayed(client, upstream, oneWayMs);
-    delayed(upstream, client, oneWayMs);
+    delayed(client, upstream);
+    delayed(upstream, client);
     const destroyBoth = () => {
       client.destroy();
       upstream.destroy();
@@ -41,6 +58,10 @@ export async function startDelayPipe(target: { host: string; port: number }, one
   const address = server.address();
   return {
     port: typeof address === 'object' && address ? address.port : 0,
+    connections: () => opened,
+    setOneWayDelay: (ms) => {
+      delayMs = ms;
+    },
     close: () =>
       new Promise((resolve) => {
         for (const socket of sockets) socket.destroy();

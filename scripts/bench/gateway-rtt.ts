@@ -1,98 +1,133 @@
 /**
- * The database round-trip knob of the gateway benchmark (issue 19): the same in-process gateway,
- * Neon driver and local WebSocket proxy, with a delay pipe between the driver and the proxy standing
- * for the edge-to-database-region round trip. At each RTT it prints the time from the client's
- * request to the upstream receiving it (the upstream, in this process, notes when it is reached) and
- * the whole call (the upstream answers at once, so that is all added latency), p50, with their ratio
- * to the RTT and the increase over 0 ms RTT in RTTs — the database round trips each one waits on.
+ * The database round-trip knob of the gateway benchmark (issue 19), in workerd: Faucet's gateway
+ * under `wrangler dev` with its Durable Objects (the local stack), the workers reaching the database
+ * through a delay pipe in front of the local WebSocket proxy, standing for the round trip between an
+ * edge location and the database region. At each RTT, for a warm wallet (its session's wallet has
+ * served calls, so its object holds a lease) and for cold ones (the first call of a brand-new end
+ * user, whose session was made through the API beforehand), p50 of: the time from the client's
+ * request to the mock upstream receiving it, and the whole call over the client calling the upstream
+ * directly. Both as × RTT and as the increase over the same figure at 0 ms RTT in RTTs: the
+ * database round trips the call waited on, which is what the targets count.
  */
-import { createGatewayApp } from '../../workers/gateway/src/app.ts';
-import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
-import type { Env } from '#shared/env.ts';
-import { startDelayPipe } from './delay-pipe.ts';
+import type { Stack } from '../lib/stack.ts';
+import type { DelayPipe } from './delay-pipe.ts';
+import type { MockUpstream } from './portkey.ts';
+import { createFundedSessions } from './stack-sessions.ts';
 
 const RTTS_MS = [0, 25, 50, 100];
-const CALLS_PER_RTT = 30;
+const CALLS_PER_POINT = 30;
 const WARMUP_CALLS = 3;
+/** A figure meets a round-trip target when its increase over 0 ms is within this of it: the noise of one p50 here. */
+const TOLERANCE_RTT = 0.25;
 
-const percentile = (values: number[], p: number) => {
+const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  return sorted[Math.floor(sorted.length / 2)]!;
 };
 
 export interface RttKnobOptions {
-  /** Gateway env reaching the database through the local proxy at `proxyPort`. */
-  env: Env;
-  proxyPort: number;
-  /** A session with a funded wallet. */
-  token: string;
+  stack: Stack;
+  /** The mock upstream the gateway's OpenAI pool points at. */
+  upstream: MockUpstream;
+  /** The pipe the stack's workers reach the database proxy through. */
+  pipe: DelayPipe;
 }
 
-export async function runRttKnob(options: RttKnobOptions): Promise<void> {
-  let reachedAt = 0;
-  const upstream: FetchFunction = async () => {
-    reachedAt = performance.now();
-    return Response.json({
-      id: 'chatcmpl-rtt',
-      object: 'chat.completion',
-      created: Math.floor(Date.now() / 1000),
-      model: 'gpt-4o-mini',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 12, completion_tokens: 1, total_tokens: 13 },
-    });
-  };
-  const app = createGatewayApp({ upstreamFetch: upstream });
+interface Point {
+  rtt: number;
+  direct: number;
+  warm: { firstByte: number; whole: number; connections: number };
+  cold: { firstByte: number; whole: number; connections: number };
+}
 
-  const oneCall = async (env: Env) => {
-    const pending: Promise<unknown>[] = [];
-    const ctx = { waitUntil: (p: Promise<unknown>) => void pending.push(p), passThroughOnException: () => undefined, props: {} };
+export async function runRttKnob({ stack, upstream, pipe }: RttKnobOptions): Promise<void> {
+  const body = (model: string, feature?: string) =>
+    JSON.stringify({ model, ...(feature ? { feature } : {}), max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+  const timed = async (url: string, headers: Record<string, string>, payload: string) => {
     const started = performance.now();
-    reachedAt = 0;
-    const response = await app.fetch(
-      new Request('http://gateway.bench/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${options.token}` },
-        body: JSON.stringify({ model: 'openai:gpt-4o-mini', feature: 'chat', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
-      }),
-      env,
-      ctx as unknown as ExecutionContext,
-    );
-    if (response.status !== 200) throw new Error(`gateway answered ${response.status}: ${await response.text()}`);
+    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: payload });
+    if (!response.ok) throw new Error(`${new URL(url).pathname} answered ${response.status}: ${await response.text()}`);
     await response.arrayBuffer();
     const ended = performance.now();
-    await Promise.all(pending);
-    if (reachedAt === 0) throw new Error('the upstream was not reached');
-    return { firstByte: reachedAt - started, whole: ended - started };
+    const reached = upstream.lastArrival();
+    if (reached < started) throw new Error('the upstream was not reached');
+    return { firstByte: reached - started, whole: ended - started };
+  };
+  const direct = () => timed(`http://127.0.0.1:${upstream.port}/v1/chat/completions`, {}, body('gpt-4o-mini'));
+  const gateway = (token: string) =>
+    timed(`${stack.gatewayUrl}/v1/chat/completions`, { authorization: `Bearer ${token}` }, body('openai:gpt-4o-mini', stack.featureKey));
+  const sample = async (count: number, run: (index: number) => Promise<{ firstByte: number; whole: number }>) => {
+    const connectionsBefore = pipe.connections();
+    const samples = [];
+    for (let index = 0; index < count; index++) samples.push(await run(index));
+    return {
+      firstByte: median(samples.map((one) => one.firstByte)),
+      whole: median(samples.map((one) => one.whole)),
+      connections: (pipe.connections() - connectionsBefore) / count,
+    };
   };
 
+  // Every session is made before any timing, at 0 ms RTT: one warm wallet, one cold wallet per measured call.
+  pipe.setOneWayDelay(0);
+  const [warmToken] = await createFundedSessions(stack, 'rtt-warm', 1);
+  const coldTokens = await createFundedSessions(stack, 'rtt-cold', RTTS_MS.length * CALLS_PER_POINT);
+
+  const points: Point[] = [];
+  try {
+    for (const rtt of RTTS_MS) {
+      pipe.setOneWayDelay(rtt / 2);
+      for (let index = 0; index < WARMUP_CALLS; index++) {
+        await gateway(warmToken!);
+        await direct();
+      }
+      const directWhole = (await sample(CALLS_PER_POINT, direct)).whole;
+      const warm = await sample(CALLS_PER_POINT, () => gateway(warmToken!));
+      const cold = await sample(CALLS_PER_POINT, () => gateway(coldTokens.pop()!));
+      points.push({
+        rtt,
+        direct: directWhole,
+        warm: { ...warm, whole: warm.whole - directWhole },
+        cold: { ...cold, whole: cold.whole - directWhole },
+      });
+    }
+  } finally {
+    pipe.setOneWayDelay(0);
+  }
+
   console.log(
-    `-- database round-trip knob: in-process gateway, Neon driver, delay pipe in front of the local proxy (${CALLS_PER_RTT} sequential non-streaming calls per RTT, p50)`,
+    `-- database round-trip knob: Faucet's gateway in workerd (wrangler dev, with its Durable Objects), the database reached through a delay pipe in front of the local WebSocket proxy (RTT = 2 × one-way delay; the local connect is not delayed); ${CALLS_PER_POINT} sequential non-streaming calls per point, p50`,
   );
-  console.log('RTT      to first upstream byte          whole call (added latency)');
-  let base: { firstByte: number; whole: number } | undefined;
-  for (const rtt of RTTS_MS) {
-    const pipe = await startDelayPipe({ host: '127.0.0.1', port: options.proxyPort }, rtt / 2);
-    try {
-      const env = { ...options.env, DATABASE_WS_PROXY: `127.0.0.1:${pipe.port}` };
-      for (let index = 0; index < WARMUP_CALLS; index++) await oneCall(env);
-      const samples = [];
-      for (let index = 0; index < CALLS_PER_RTT; index++) samples.push(await oneCall(env));
-      const firstByte = percentile(
-        samples.map((sample) => sample.firstByte),
-        50,
-      );
-      const whole = percentile(
-        samples.map((sample) => sample.whole),
-        50,
-      );
-      base ??= { firstByte, whole };
-      const ratio = (value: number, baseline: number) =>
-        rtt === 0 ? '' : ` = ${(value / rtt).toFixed(2)} × RTT (+${((value - baseline) / rtt).toFixed(2)} RTT over 0 ms)`;
+  console.log(
+    `   warm: a session whose wallet already served calls (its object holds a lease); cold: the first call of a brand-new end user (session made through the API before timing)`,
+  );
+  console.log(
+    `   "+n RTT" = increase over the same figure at 0 ms, in RTTs (the database round trips waited on); a target is met (PASS) when that is <= target + ${TOLERANCE_RTT}`,
+  );
+  console.log(`   db conn/call: database connections opened through the pipe per measured call (the per-call path opens one per call)`);
+  console.log(
+    'RTT     wallet  to first upstream byte                             whole call, added over direct                      db conn/call',
+  );
+  const base = points[0]!;
+  const figure = (value: number, baseValue: number, rtt: number, target: number | undefined) => {
+    if (rtt === 0) return `${value.toFixed(1).padStart(6)} ms`.padEnd(51);
+    const increase = (value - baseValue) / rtt;
+    const verdict = target === undefined ? '' : ` ${increase <= target + TOLERANCE_RTT ? 'PASS' : 'MISS'} (<= ${target})`;
+    return `${value.toFixed(1).padStart(6)} ms = ${(value / rtt).toFixed(2)} × RTT, ${increase >= 0 ? '+' : ''}${increase.toFixed(2)} RTT${verdict}`.padEnd(
+      51,
+    );
+  };
+  for (const point of points) {
+    for (const [wallet, targets] of [
+      ['warm', { firstByte: 0, whole: 1 }],
+      ['cold', { firstByte: 1, whole: undefined }],
+    ] as const) {
+      const figures = point[wallet];
       console.log(
-        `${String(rtt).padStart(3)} ms   ${firstByte.toFixed(1).padStart(6)} ms${ratio(firstByte, base.firstByte).padEnd(48)}  ${whole.toFixed(1).padStart(6)} ms${ratio(whole, base.whole)}`,
+        `${String(point.rtt).padStart(3)} ms  ${wallet}    ${figure(figures.firstByte, base[wallet].firstByte, point.rtt, targets.firstByte)}  ${figure(figures.whole, base[wallet].whole, point.rtt, targets.whole)}  ${figures.connections.toFixed(2)}`,
       );
-    } finally {
-      await pipe.close();
     }
   }
+  console.log(
+    `client -> upstream directly, p50 per point: ${points.map((point) => `${point.rtt} ms RTT ${point.direct.toFixed(2)} ms`).join('; ')}`,
+  );
 }

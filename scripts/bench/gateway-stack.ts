@@ -7,8 +7,12 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { generateSecrets } from '../lib/dev-vars.ts';
+import { freePort } from '../lib/ports.ts';
 import { repoRoot, startStack, type Stack } from '../lib/stack.ts';
+import { startDelayPipe, type DelayPipe } from './delay-pipe.ts';
+import { runRttKnob } from './gateway-rtt.ts';
 import { portkeyHeaders, startMockUpstream, startPortkey, type MockUpstream } from './portkey.ts';
+import { createFundedSessions } from './stack-sessions.ts';
 
 const CLIENTS = 16;
 const SEQUENTIAL_CALLS = 100;
@@ -37,10 +41,15 @@ export async function runGatewayStackBench(): Promise<void> {
   const dir = mkdtempSync(join(tmp, 'gateway-bench-'));
   // The mock upstream of the Portkey comparison: the gateway's OpenAI pool pointed at it on loopback.
   const upstream = await startMockUpstream();
+  // The workers reach the database proxy through a delay pipe (0 ms until the round-trip knob sets it).
+  const proxyTarget = { host: '127.0.0.1', port: await freePort() };
+  const pipe = await startDelayPipe(proxyTarget, 0);
   const stack = await startStack({
     stateDir: dir,
     secrets: generateSecrets(),
+    ports: { proxy: proxyTarget.port },
     workerVars: {
+      DATABASE_WS_PROXY: `127.0.0.1:${pipe.port}`,
       GATEWAY_RATE_LIMIT_MAX_REQUESTS: '0',
       API_RATE_LIMIT_MAX_REQUESTS: '0',
       LOG_LEVEL: 'error',
@@ -49,28 +58,9 @@ export async function runGatewayStackBench(): Promise<void> {
       UPSTREAM_ALLOW_LOOPBACK: `127.0.0.1:${upstream.port}`,
     },
   });
+  proxyTarget.port = stack.proxy.port;
   try {
-    const tokens: string[] = [];
-    for (let index = 0; index < CLIENTS; index++) {
-      const session = (await expectOk(
-        await fetch(`${stack.apiUrl}/v1/sessions`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.developerKey}` },
-          body: JSON.stringify({ public_app_id: stack.publicAppId, external_user_id: `bench-${index}-${crypto.randomUUID()}` }),
-        }),
-      )) as { session_token: string };
-      const wallet = (await expectOk(
-        await fetch(`${stack.apiUrl}/v1/user/wallet`, { headers: { authorization: `Bearer ${session.session_token}` } }),
-      )) as { wallet_id: string };
-      await expectOk(
-        await fetch(`${stack.apiUrl}/v1/admin/wallets/${wallet.wallet_id}/credit-test-balance`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.adminToken}` },
-          body: JSON.stringify({ amount_usd: '100.00000000' }),
-        }),
-      );
-      tokens.push(session.session_token);
-    }
+    const tokens = await createFundedSessions(stack, 'stack', CLIENTS);
     const serverTiming: Record<string, number[]> = {};
     const chat = async (token: string) => {
       const response = await fetch(`${stack.gatewayUrl}/v1/chat/completions`, {
@@ -124,16 +114,22 @@ export async function runGatewayStackBench(): Promise<void> {
     console.log(
       `throughput at ${CLIENTS} concurrent clients   ${Math.round((CLIENTS * CALLS_PER_CLIENT) / seconds)} calls/s  (${CLIENTS * CALLS_PER_CLIENT} calls in ${seconds.toFixed(2)} s)`,
     );
-    await comparePortkey(stack, upstream, tokens[0]!);
+    await comparePortkey(stack, upstream, pipe, tokens[0]!);
+    await runRttKnob({ stack, upstream, pipe });
   } finally {
     await stack.stop();
+    await pipe.close();
     await upstream.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 /** Direct, through Faucet (workerd) and through Portkey (Node): the same client, body and upstream. */
-async function comparePortkey(stack: Stack, upstream: MockUpstream, token: string): Promise<void> {
+/**
+ * `token`'s wallet has already served calls, so its object holds a lease covering each measured call;
+ * the database connections opened meanwhile are counted at the pipe to show it.
+ */
+async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayPipe, token: string): Promise<void> {
   const portkey = await startPortkey();
   try {
     const messages = [{ role: 'user', content: 'Hello from the benchmark' }];
@@ -160,25 +156,30 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, token: strin
       portkey: () =>
         post(`${portkey.url}/v1/chat/completions`, portkeyHeaders(upstream), { model: 'gpt-4o-mini', max_tokens: 64, messages }),
     };
-    const results: Record<string, { firstByte: number[]; whole: number[] }> = {};
+    const results: Record<string, { firstByte: number[]; whole: number[]; connections: number }> = {};
     for (const [name, run] of Object.entries(routes)) {
       for (let index = 0; index < 10; index++) await run();
+      const connectionsBefore = pipe.connections();
       const samples = [];
       for (let index = 0; index < SEQUENTIAL_CALLS; index++) samples.push(await run());
       results[name] = {
         firstByte: samples.map((sample) => sample.firstByte).sort((a, b) => a - b),
         whole: samples.map((sample) => sample.whole).sort((a, b) => a - b),
+        connections: pipe.connections() - connectionsBefore,
       };
     }
     const direct = results.direct!;
     console.log(
-      `-- added latency beside @portkey-ai/gateway: one HTTP client -> gateway -> the same mock upstream on loopback (${SEQUENTIAL_CALLS} sequential calls each)`,
+      `-- added latency beside @portkey-ai/gateway at 0 ms database RTT: one HTTP client -> gateway -> the same mock upstream on loopback (${SEQUENTIAL_CALLS} sequential calls each)`,
+    );
+    console.log(
+      `   Faucet's calls: one session whose wallet had already served the calls above and 10 warm-up calls (warm: its object holds a lease); ${results.faucet!.connections} database connections opened during its ${SEQUENTIAL_CALLS} measured calls (the per-call path opens one per call)`,
     );
     console.log(
       `client -> upstream directly         p50 ${percentile(direct.whole, 50).toFixed(2)} ms  p99 ${percentile(direct.whole, 99).toFixed(2)} ms`,
     );
     for (const [name, label] of [
-      ['faucet', 'Faucet (workerd, metered)'],
+      ['faucet', 'Faucet (workerd, metered, warm)'],
       ['portkey', 'Portkey (Node, no metering)'],
     ] as const) {
       const result = results[name]!;
@@ -187,7 +188,16 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, token: strin
         `${label.padEnd(34)} added p50 ${added(50)} ms  p99 ${added(99)} ms  (to upstream p50 ${(percentile(result.firstByte, 50) - percentile(direct.firstByte, 50)).toFixed(2)} ms)`,
       );
     }
+    const addedP50 = (name: string) => percentile(results[name]!.whole, 50) - percentile(direct.whole, 50);
+    const ratio = addedP50('faucet') / addedP50('portkey');
+    console.log(
+      `Faucet's added p50 = ${ratio.toFixed(2)} × Portkey's (target <= 1 × Portkey's, same run): ${ratio <= 1 ? 'PASS' : 'MISS'}`,
+    );
   } finally {
     await portkey.stop();
   }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await runGatewayStackBench();
 }

@@ -25,7 +25,6 @@ import { seed } from '../lib/seed.ts';
 import { startWsProxy } from '../lib/ws-proxy.ts';
 import { runGatewayStackBench } from './gateway-stack.ts';
 import { runCatalogLatency } from './gateway-catalog.ts';
-import { runRttKnob } from './gateway-rtt.ts';
 
 const CLIENTS = 16;
 const SEQUENTIAL_CALLS = 200;
@@ -238,7 +237,6 @@ export async function runGatewayBench(): Promise<void> {
       "  (one connection per call: a Worker cannot share a socket between requests, so each call opens the Neon Pool's WebSocket;",
     );
     console.log('   in production Hyperdrive or the Neon HTTP driver remove that setup from the critical path)');
-    await runRttKnob({ env, proxyPort: proxy.port, token: tokens[2]! });
     await runCatalogLatency({ env, token: tokens[3]! });
   } finally {
     await proxy.close();
