@@ -35,7 +35,8 @@ export type BookUsageBatchResult = {
 /** The most elements one statement takes (the SQL function refuses more). */
 export const MAX_BOOKINGS_PER_BATCH = 1000;
 
-interface Row {
+/** One element's row as `faucet_book_usage_batch` (and `faucet_settle_lease`) return it. */
+export interface BookingRow {
   ordinal: number;
   request_id: string | null;
   outcome: 'booked' | 'already_booked' | 'refused';
@@ -64,7 +65,7 @@ function usd(value: Usd, field: string): string {
 const price = (value: Usd | undefined, field: string): string | null => (value === undefined ? null : usd(value, field));
 
 /** One element of `p_bookings`: the parameters of faucet_book_usage without `p_`. */
-function element(input: BookUsageInput): Record<string, unknown> {
+export function bookingElement(input: BookUsageInput): Record<string, unknown> {
   const { rated } = input;
   const { prices } = rated;
   return {
@@ -104,7 +105,8 @@ function element(input: BookUsageInput): Record<string, unknown> {
   };
 }
 
-function result(index: number, requestId: string, row: Row): BookUsageBatchResult {
+/** The result of the element at `index` from its row. */
+export function bookingResult(index: number, requestId: string, row: BookingRow): BookUsageBatchResult {
   if (row.outcome === 'refused') {
     return { index, requestId, outcome: 'refused', reason: row.reason ?? 'invalid_request', message: row.message ?? 'refused' };
   }
@@ -125,6 +127,27 @@ function result(index: number, requestId: string, row: Row): BookUsageBatchResul
 }
 
 /**
+ * The elements to send, each with its position in `bookings`; a booking that cannot be encoded (an
+ * amount in another currency) is refused here, in `results`, and not sent.
+ */
+export function encodeBookings(bookings: readonly BookUsageInput[]): {
+  results: Array<BookUsageBatchResult | undefined>;
+  sent: Array<{ index: number; element: Record<string, unknown> }>;
+} {
+  const results: Array<BookUsageBatchResult | undefined> = new Array(bookings.length);
+  const sent: Array<{ index: number; element: Record<string, unknown> }> = [];
+  bookings.forEach((booking, index) => {
+    try {
+      sent.push({ index, element: bookingElement(booking) });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : 'the booking cannot be encoded';
+      results[index] = { index, requestId: booking.requestId, outcome: 'refused', reason: 'invalid_request', message };
+    }
+  });
+  return { results, sent };
+}
+
+/**
  * Books `bookings` in one statement and returns one result per booking, in the order given. An
  * element that cannot even be encoded (an amount in another currency) is refused here and not
  * sent. Throws (and nothing of the batch is written) only when the statement itself fails: retry
@@ -134,25 +157,16 @@ export async function bookUsageBatch(db: LedgerDatabase, bookings: readonly Book
   if (bookings.length > MAX_BOOKINGS_PER_BATCH) {
     throw new RangeError(`at most ${MAX_BOOKINGS_PER_BATCH} bookings per batch, got ${bookings.length}`);
   }
-  const results: Array<BookUsageBatchResult | undefined> = new Array(bookings.length);
-  const sent: Array<{ index: number; element: Record<string, unknown> }> = [];
-  bookings.forEach((booking, index) => {
-    try {
-      sent.push({ index, element: element(booking) });
-    } catch (error) {
-      const message = error instanceof Error ? error.message : 'the booking cannot be encoded';
-      results[index] = { index, requestId: booking.requestId, outcome: 'refused', reason: 'invalid_request', message };
-    }
-  });
+  const { results, sent } = encodeBookings(bookings);
   if (sent.length > 0) {
-    const rows = await queryRows<Row>(
+    const rows = await queryRows<BookingRow>(
       db,
       sql`select * from faucet_book_usage_batch(${JSON.stringify(sent.map((item) => item.element))}::jsonb)`,
     );
     for (const row of rows) {
       const item = sent[row.ordinal - 1];
       if (item === undefined) throw new Error(`faucet_book_usage_batch returned an unknown ordinal ${row.ordinal}`);
-      results[item.index] = result(item.index, bookings[item.index]!.requestId, row);
+      results[item.index] = bookingResult(item.index, bookings[item.index]!.requestId, row);
     }
   }
   return results.map((entry, index) => {

@@ -1,0 +1,95 @@
+-- The current definition of faucet_lease_context (migrations/README.md: edit it here; the runner re-applies a changed file).
+-- May the calls of this session be authorized by the end user's wallet object against its lease
+-- (issue 19, docs/edge.md), with no statement of their own? Read-only: it writes nothing (no claim,
+-- no call record, no hold, no budget reservation).
+--
+-- It runs the checks of faucet_authorize_call's steps 1–2 (faucet_call_context, the one definition
+-- both use) and the route choice of its step 5 without its side effects. outcome:
+--   leasable  the call would take the platform route (no end user's byok key taken first, no
+--             active developer key of the provider, a platform price known, the pool available) and
+--             the app has no per-end-user limit (spend per day / month, requests per minute);
+--   database  anything else that is not a refusal: the byok or developer_key route, an app with a
+--             limit, an unpriced model, no pool. The gateway then takes the per-call path
+--             (faucet_authorize_call), which gives the exact answer (a refusal included).
+--             A developer key of the provider makes it 'database' even when the per-call path would
+--             find its budget spent and fall back to the platform (deciding that needs the budget
+--             reservation this function must not make);
+--   or the refusals of faucet_call_context ('unauthorized', 'developer_suspended', 'app_archived',
+--   'no_default_feature', 'unknown_feature', 'feature_archived', 'routing_changed', 'model_not_allowed').
+-- The columns are filled in as faucet_authorize_call fills them for the same outcome; model_aliases
+-- and fallback_models only when p_fallbacks is not null; wallet_id and session_expires_at on
+-- 'leasable' and 'database' (the wallet is created on first use by the per-call path, so it may be
+-- null for an end user who never had one).
+create or replace function faucet_lease_context(
+  p_token_hash text,
+  -- null: the app's default feature
+  p_feature_key text,
+  p_provider text,
+  p_model text,
+  -- 'platform' | 'developer_key' | 'byok' | null (the gateway chooses)
+  p_requested_route text,
+  -- Worst-case retail on the platform route; null when the model has no catalog price.
+  p_platform_hold numeric,
+  p_pool_available boolean,
+  p_alias text default null,
+  p_fallbacks jsonb default null
+) returns table (
+  outcome text,
+  app_id uuid,
+  end_user_id uuid,
+  wallet_id uuid,
+  developer_share_bps integer,
+  developer_price_per_mtok_usd numeric,
+  open_fee_usd numeric,
+  feature_key text,
+  max_output_tokens integer,
+  model_aliases jsonb,
+  fallback_models jsonb,
+  session_expires_at timestamptz
+)
+language plpgsql stable as $$
+#variable_conflict use_column
+declare
+  v_context record;
+  v_outcome text;
+begin
+  select * into v_context from faucet_call_context(p_token_hash, p_feature_key, p_provider, p_model, p_alias, p_fallbacks);
+  if v_context.outcome in ('unauthorized', 'developer_suspended') then
+    return query select v_context.outcome, null::uuid, null::uuid, null::uuid, null::integer, null::numeric, null::numeric,
+      null::text, null::integer, null::jsonb, null::jsonb, null::timestamptz;
+    return;
+  end if;
+  if v_context.outcome is not null then
+    return query select v_context.outcome, v_context.app_id, v_context.end_user_id, null::uuid, v_context.developer_share_bps,
+      null::numeric, null::numeric, v_context.feature_key, null::integer,
+      case when p_fallbacks is not null then v_context.model_aliases end,
+      case when p_fallbacks is not null then v_context.fallback_models end, null::timestamptz;
+    return;
+  end if;
+
+  -- The route of faucet_authorize_call's step 5, read-only: anything but the platform is 'database'.
+  v_outcome := case
+    when p_requested_route is not null and p_requested_route <> 'platform' then 'database'
+    when p_requested_route is null and v_context.route_policy = 'byok_first' and exists (
+           select 1 from provider_credentials k
+            where k.owner_type = 'end_user' and k.end_user_id = v_context.end_user_id and k.provider = p_provider
+              and k.status = 'active') then 'database'
+    when p_requested_route is null and exists (
+           select 1 from provider_credentials k
+            where k.owner_type = 'developer' and k.developer_id = v_context.developer_id and k.provider = p_provider
+              and k.status = 'active') then 'database'
+    when p_platform_hold is null or p_pool_available is not true then 'database'
+    -- The per-end-user limits are counted per call by faucet_authorize_call (steps 3 and 6).
+    when v_context.limit_spend_per_day_usd is not null or v_context.limit_spend_per_month_usd is not null
+      or v_context.limit_requests_per_minute is not null then 'database'
+    else 'leasable'
+  end;
+  return query select v_outcome, v_context.app_id, v_context.end_user_id,
+    (select w.id from wallets w where w.end_user_id = v_context.end_user_id),
+    v_context.developer_share_bps, v_context.developer_price_per_mtok_usd::numeric(20, 8),
+    v_context.open_fee_usd::numeric(20, 8), v_context.feature_key, v_context.max_output_tokens,
+    case when p_fallbacks is not null then v_context.model_aliases end,
+    case when p_fallbacks is not null then v_context.fallback_models end,
+    v_context.session_expires_at;
+end
+$$;

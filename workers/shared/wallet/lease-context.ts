@@ -1,0 +1,123 @@
+/**
+ * May the calls of this session be authorized by the end user's wallet object against its lease
+ * (issue 19, docs/edge.md)? `faucet_lease_context` answers with the checks of the per-call
+ * authorization (session, developer, app, feature, model, routing — one SQL definition of them,
+ * faucet_call_context) and its route choice, writing nothing: `leasable` when the call would take
+ * the platform route and the app has no per-end-user limit, `database` when the per-call path
+ * (faucet_authorize_call) must decide, or the per-call path's refusal.
+ */
+import { sql } from 'drizzle-orm';
+import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
+import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
+import type { CloudRouteMode } from '../wire/route-modes.ts';
+
+export interface LeaseContextInput {
+  /** SHA-256 (hex) of the session token, as `virtual_sessions.token_hash`. */
+  tokenHash: string;
+  /** Undefined: the app's default feature. */
+  featureKey: string | undefined;
+  provider: string;
+  model: string;
+  requestedRoute: CloudRouteMode | undefined;
+  /** Worst-case retail on the platform route; null when the model has no catalog price. */
+  platformHold: Usd | null;
+  poolAvailable: boolean;
+  /** The alias the call named and the feature's fallbacks the gateway sized its bounds with; null: not checked. */
+  routing: { alias: string | null; fallbacks: string[] } | null;
+}
+
+/** The refusals of the per-call authorization's steps 1–2 (faucet_authorize_call), with the same strings. */
+export type LeaseContextRefusal =
+  | 'unauthorized'
+  | 'developer_suspended'
+  | 'unknown_feature'
+  | 'no_default_feature'
+  | 'app_archived'
+  | 'feature_archived'
+  | 'model_not_allowed'
+  | 'routing_changed';
+
+/** One union member per outcome, so that comparing `outcome` with one string narrows the type. */
+type PerOutcome<Outcome extends string, Fields> = Outcome extends unknown ? { outcome: Outcome } & Fields : never;
+
+/** What the per-call path, and the object, know of a session whose call may go ahead. */
+export interface LeaseContextFields {
+  appId: string;
+  endUserId: string;
+  /** Null until the end user's wallet exists (the per-call path creates it on first use). */
+  walletId: string | null;
+  developerShareBps: number;
+  developerPricePerMtokUsd: Usd | null;
+  openFeeUsd: Usd | null;
+  featureKey: string;
+  maxOutputTokens: number | null;
+  /** The feature's aliases and fallbacks (when `routing` was given). */
+  modelAliases: Record<string, string> | null;
+  fallbackModels: string[] | null;
+  sessionExpiresAt: Date;
+}
+
+export type LeaseContext =
+  /** `leasable`: the wallet object may authorize it; `database`: take the per-call path. */
+  | PerOutcome<'leasable' | 'database', LeaseContextFields>
+  | PerOutcome<
+      Exclude<LeaseContextRefusal, 'unauthorized' | 'developer_suspended'>,
+      {
+        appId: string;
+        endUserId: string;
+        featureKey: string | null;
+        modelAliases: Record<string, string> | null;
+        fallbackModels: string[] | null;
+      }
+    >
+  | PerOutcome<'unauthorized' | 'developer_suspended', unknown>;
+
+interface Row {
+  outcome: LeaseContext['outcome'];
+  app_id: string | null;
+  end_user_id: string | null;
+  wallet_id: string | null;
+  developer_share_bps: number | null;
+  developer_price_per_mtok_usd: string | null;
+  open_fee_usd: string | null;
+  feature_key: string | null;
+  max_output_tokens: number | null;
+  model_aliases: Record<string, string> | null;
+  fallback_models: string[] | null;
+  session_expires_at: Date | string | null;
+}
+
+const amount = (value: string | null): Usd | null => (value === null ? null : parseDatabaseAmount(value));
+
+/** One read-only statement: never claims, records, holds or reserves anything. */
+export async function leaseContext(db: LedgerDatabase, input: LeaseContextInput): Promise<LeaseContext> {
+  const row = await queryOne<Row>(
+    db,
+    sql`select * from faucet_lease_context(
+      ${input.tokenHash}, ${input.featureKey ?? null}::text, ${input.provider}, ${input.model},
+      ${input.requestedRoute ?? null}::text, ${input.platformHold === null ? null : formatUsd(input.platformHold)}::numeric,
+      ${input.poolAvailable}::boolean, ${input.routing?.alias ?? null}::text,
+      ${input.routing === null ? null : JSON.stringify(input.routing.fallbacks)}::jsonb)`,
+  );
+  if (row.outcome === 'unauthorized' || row.outcome === 'developer_suspended') return { outcome: row.outcome };
+  const common = {
+    appId: row.app_id as string,
+    endUserId: row.end_user_id as string,
+    modelAliases: row.model_aliases,
+    fallbackModels: row.fallback_models,
+  };
+  if (row.outcome !== 'leasable' && row.outcome !== 'database') {
+    return { outcome: row.outcome, ...common, featureKey: row.feature_key };
+  }
+  return {
+    outcome: row.outcome,
+    ...common,
+    walletId: row.wallet_id,
+    developerShareBps: row.developer_share_bps as number,
+    developerPricePerMtokUsd: amount(row.developer_price_per_mtok_usd),
+    openFeeUsd: amount(row.open_fee_usd),
+    featureKey: row.feature_key as string,
+    maxOutputTokens: row.max_output_tokens,
+    sessionExpiresAt: new Date(row.session_expires_at as string),
+  };
+}
