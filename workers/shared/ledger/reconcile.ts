@@ -7,6 +7,10 @@
  * spent, migrations/0007; usage booked past its hold, 0006): such a wallet is listed under
  * `receivables`, and is a violation only when it owes more than its recorded receivables add up to
  * (something else took it below zero).
+ *
+ * It also reports the wallet objects' active leases (issue 19: holds keyed `lease:…`, set by
+ * `faucet_settle_lease`): money reserved for calls authorized at the edge and not booked yet. A lease
+ * is a hold, not an entry, so it never makes the books disagree and does not change `ok`.
  */
 import { sql } from 'drizzle-orm';
 import { addUsd, compareUsd, formatUsd, negateUsd, parseDatabaseAmount, subtractUsd } from '../money/index.ts';
@@ -50,15 +54,28 @@ export interface LedgerReconciliation {
   negative_wallets: NegativeWallet[];
   receivables: Receivable[];
   receivables_total_usd: string;
+  /** Active, unexpired leases of wallet objects and the USD they hold. */
+  leases: { active: number; leased_usd: string };
 }
 
 export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconciliation> {
-  const counts = await queryOne<{ wallets: number; transactions: number; entries: number; checked_at: Date | string }>(
+  const counts = await queryOne<{
+    wallets: number;
+    transactions: number;
+    entries: number;
+    checked_at: Date | string;
+    leases: number;
+    leased: string;
+  }>(
     db,
     sql`select (select count(*) from wallets)::integer as wallets,
                (select count(*) from ledger_transactions)::integer as transactions,
                (select count(*) from ledger_entries)::integer as entries,
-               now() as checked_at`,
+               now() as checked_at,
+               l.leases, l.leased
+          from (select count(*)::integer as leases, coalesce(sum(h.amount), 0)::numeric(20, 8) as leased
+                  from balance_holds h
+                 where h.request_id like 'lease:%' and h.status = 'active' and h.expires_at > now()) l`,
   );
   const walletRows = await queryRows<{ id: string; kind: string; balance: string; entries_sum: string }>(
     db,
@@ -122,5 +139,6 @@ export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconci
     negative_wallets,
     receivables,
     receivables_total_usd: formatUsd(addUsd(...receivables.map((row) => parseDatabaseAmount(row.outstanding_usd)))),
+    leases: { active: counts.leases, leased_usd: formatUsd(parseDatabaseAmount(counts.leased)) },
   };
 }

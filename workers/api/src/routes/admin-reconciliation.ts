@@ -27,6 +27,9 @@ const Reconciliation = z
       .array(z.object({ wallet_id: z.string(), kind: z.string(), outstanding_usd: usdStringSchema, recorded_usd: usdStringSchema }))
       .describe('Wallets below zero by chargebacks, refunds or clawbacks of spent money: owed to the platform, not a violation'),
     receivables_total_usd: usdStringSchema,
+    leases: z
+      .object({ active: z.number().int(), leased_usd: usdStringSchema })
+      .describe('Active leases of wallet objects (holds for calls authorized at the edge, not booked yet); not a violation'),
   })
   .openapi('LedgerReconciliation');
 

@@ -1,0 +1,557 @@
+/**
+ * faucet_settle_lease (issue 19): a wallet object's flush of leased calls and its lease in one
+ * statement. Each call booked exactly once (replays, a fault half-way), a leased call never refused
+ * for its client request id, the lease never below what the object may still have reserved, never
+ * past what the wallet has, and never anything of another end user.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestEnv, sql, type TestEnv } from '../../test/harness.ts';
+import {
+  balanceOf,
+  createTestUser,
+  fund,
+  ledgerViolations,
+  openLedgerDatabase,
+  platformCall,
+  type LedgerTestDatabase,
+  type TestUser,
+} from '../../test/ledger-kit.ts';
+import { auditGatewayCalls, auditUpstreamCalls } from '../calls/upstream-audit.ts';
+import type { BookUsageInput } from '../ledger/book-usage.ts';
+import { bookingElement, type BookUsageBatchResult } from '../ledger/book-usage-batch.ts';
+import { expireHolds, reserveHold } from '../ledger/holds.ts';
+import { reconcileLedger } from '../ledger/reconcile.ts';
+import { addUsd, formatUsd, parseWireAmount, subtractUsd, type Usd } from '../money/index.ts';
+import { settleLease, type LeasedCallRecord, type SettleLeaseInput } from './settle-lease.ts';
+
+let testEnv: TestEnv;
+let database: LedgerTestDatabase;
+beforeAll(async () => {
+  testEnv = await createTestEnv();
+  database = openLedgerDatabase(testEnv, 16);
+});
+afterAll(async () => {
+  await database.close();
+});
+
+interface LeasedCall {
+  record: LeasedCallRecord;
+  booking: BookUsageInput;
+}
+
+/** A call the wallet object authorized against its lease and settled in its own storage: record and booking. */
+function leasedCall(user: TestUser, index: number, clientRequestId = `client-${crypto.randomUUID()}`): LeasedCall {
+  const id = crypto.randomUUID();
+  const rated = platformCall(100 * (index + 1), 50 * (index + 1));
+  const record: LeasedCallRecord = {
+    id,
+    moneyKey: `call:${id}`,
+    clientRequestId,
+    fingerprint: 'f',
+    appId: user.appId,
+    endUserId: user.endUserId,
+    featureKey: 'chat',
+    routeMode: 'platform',
+    provider: 'mock',
+    model: 'echo',
+    boundInputTokens: rated.inputTokens,
+    boundOutputTokens: rated.outputTokens,
+    deadlineAt: new Date(Date.now() + 3_600_000),
+    createdAt: new Date(),
+    developerPricePerMtokUsd: null,
+    openFeeUsd: null,
+    developerShareBps: 5000,
+    platformMarkupBps: null,
+    platformFeeBps: null,
+    fallbackModels: null,
+  };
+  const booking: BookUsageInput = {
+    requestId: record.moneyKey,
+    clientRequestId,
+    callId: id,
+    appId: user.appId,
+    endUserId: user.endUserId,
+    featureKey: 'chat',
+    rated,
+    allowReceivable: true,
+    metadata: { source: 'lease-test' },
+  };
+  return { record, booking };
+}
+
+const leasedCalls = (user: TestUser, count: number) => Array.from({ length: count }, (_, index) => leasedCall(user, index));
+const leaseKey = () => `lease:wallet-${crypto.randomUUID()}`;
+const usd = (value: string) => parseWireAmount(value);
+const retailOf = (calls: LeasedCall[]): Usd => addUsd(...calls.map((call) => call.booking.rated.retailUsd));
+const outcomes = (results: BookUsageBatchResult[]) => results.map((result) => result.outcome);
+
+function flush(user: TestUser, key: string, calls: LeasedCall[], target: string, keep = true): SettleLeaseInput {
+  return {
+    endUserId: user.endUserId,
+    leaseKey: key,
+    calls: calls.map((call) => call.record),
+    bookings: calls.map((call) => call.booking),
+    target: usd(target),
+    keep,
+    ttlSeconds: 120,
+  };
+}
+
+async function leaseRow(key: string) {
+  const [row] = await sql<{ amount: string; status: string; expires_at: Date; closed_at: Date | null }>(
+    testEnv,
+    'select amount::text, status, expires_at, closed_at from balance_holds where request_id = $1',
+    [key],
+  );
+  return row;
+}
+
+async function countsOf(calls: LeasedCall[]) {
+  const keys = calls.map((call) => call.record.moneyKey);
+  const [row] = await sql<{ records: number; settled: number; events: number; transactions: number; entries: number }>(
+    testEnv,
+    `select (select count(*) from gateway_calls where money_key = any($1))::int as records,
+            (select count(*) from gateway_calls where money_key = any($1) and status = 'settled')::int as settled,
+            (select count(*) from usage_events where request_id = any($1))::int as events,
+            (select count(*) from ledger_transactions where idempotency_key = any(select 'usage:' || unnest($1::text[])))::int as transactions,
+            (select count(*) from ledger_entries e join ledger_transactions t on t.id = e.transaction_id
+              where t.idempotency_key = any(select 'usage:' || unnest($1::text[])))::int as entries`,
+    [keys],
+  );
+  return row!;
+}
+
+/** Balance − every active unexpired hold of the wallet, by SQL (not through the function under test). */
+async function availableOf(user: TestUser): Promise<string> {
+  const [row] = await sql<{ available: string }>(
+    testEnv,
+    `select (balance - faucet_held(id, null))::text as available from wallets where id = $1`,
+    [user.walletId],
+  );
+  return row!.available;
+}
+
+/** The ledger agrees with itself and every leased call booked is booked once, upstream and in the call records. */
+async function expectBooksClean(booked: LeasedCall[]): Promise<void> {
+  expect((await reconcileLedger(database.db)).ok).toBe(true);
+  expect(await ledgerViolations(testEnv)).toEqual({ unbalanced: 0, mismatched: 0, negative: 0 });
+  const reported = booked.map(({ booking }) => ({
+    callId: booking.callId!,
+    inputTokens: booking.rated.inputTokens,
+    outputTokens: booking.rated.outputTokens,
+  }));
+  expect(await auditUpstreamCalls(database.db, reported)).toMatchObject({ ok: true, unbilledCalls: 0, doubleBilledCalls: 0 });
+  expect(await auditGatewayCalls(database.db, 60)).toMatchObject({ ok: true, unbilledCalls: 0 });
+}
+
+describe('settleLease: the lease', () => {
+  it('grants least(target, available) on renewal, keeps other holds covered, and is respected by later holds', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const other = await reserveHold(database.db, {
+      endUserId: user.endUserId,
+      requestId: `call:${crypto.randomUUID()}`,
+      amount: usd('0.10000000'),
+    });
+    expect(other.outcome).toBe('reserved');
+    const key = leaseKey();
+
+    const first = await settleLease(database.db, flush(user, key, [], '0.50000000'));
+    expect(first.results).toEqual([]);
+    expect(formatUsd(first.lease.amount)).toBe('0.50000000');
+    expect(first.lease.status).toBe('active');
+    expect(first.lease.expiresAt.getTime()).toBeGreaterThan(Date.now() + 100_000);
+    expect([formatUsd(first.balanceUsd), formatUsd(first.availableUsd)]).toEqual(['1.00000000', '0.40000000']);
+    expect(await availableOf(user)).toBe('0.40000000');
+
+    // More than is available: only what is available (balance − the other hold).
+    const more = await settleLease(database.db, flush(user, key, [], '5.00000000'));
+    expect(formatUsd(more.lease.amount)).toBe('0.90000000');
+    expect(formatUsd(more.availableUsd)).toBe('0.00000000');
+    // A per-call hold now finds nothing available: the lease is counted like any hold.
+    const refused = await reserveHold(database.db, {
+      endUserId: user.endUserId,
+      requestId: `call:${crypto.randomUUID()}`,
+      amount: usd('0.00000001'),
+    });
+    expect(refused.outcome).toBe('insufficient_balance');
+
+    // The reconciliation report counts it, `ok` unchanged.
+    const report = await reconcileLedger(database.db);
+    expect(report.ok).toBe(true);
+    expect(report.leases.active).toBeGreaterThanOrEqual(1);
+    const [leased] = await sql<{ total: string }>(
+      testEnv,
+      `select coalesce(sum(amount), 0)::numeric(20, 8)::text as total from balance_holds
+        where request_id like 'lease:%' and status = 'active' and expires_at > now()`,
+    );
+    expect(report.leases.leased_usd).toBe(leased!.total);
+    expect(await balanceOf(testEnv, user.walletId)).toBe('1.00000000');
+  });
+
+  it('keep=true never drops below the old lease less the retail booked now; keep=false recalls to the target', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const key = leaseKey();
+    await settleLease(database.db, flush(user, key, [], '0.50000000'));
+    const calls = leasedCalls(user, 3);
+    const booked = retailOf(calls);
+
+    // A smaller target while calls the object authorized may be in flight: old − booked is kept.
+    const kept = await settleLease(database.db, flush(user, key, calls, '0.01000000'));
+    expect(outcomes(kept.results)).toEqual(['booked', 'booked', 'booked']);
+    expect(formatUsd(kept.lease.amount)).toBe(formatUsd(subtractUsd(usd('0.50000000'), booked)));
+    expect(formatUsd(kept.balanceUsd)).toBe(formatUsd(subtractUsd(usd('1.00000000'), booked)));
+    expect(formatUsd(kept.availableUsd)).toBe(formatUsd(subtractUsd(kept.balanceUsd, kept.lease.amount)));
+
+    // A recall: down to the target.
+    const recalled = await settleLease(database.db, flush(user, key, [], '0.01000000', false));
+    expect(formatUsd(recalled.lease.amount)).toBe('0.01000000');
+    expect(recalled.lease.status).toBe('active');
+
+    // Release: target 0, keep false: nothing held, available = balance − other holds.
+    await reserveHold(database.db, { endUserId: user.endUserId, requestId: `call:${crypto.randomUUID()}`, amount: usd('0.20000000') });
+    const released = await settleLease(database.db, flush(user, key, [], '0.00000000', false));
+    expect(formatUsd(released.lease.amount)).toBe('0.00000000');
+    expect(released.lease.status).toBe('released');
+    expect((await leaseRow(key))?.closed_at).not.toBeNull();
+    expect(formatUsd(released.availableUsd)).toBe(formatUsd(subtractUsd(released.balanceUsd, usd('0.20000000'))));
+    expect(await availableOf(user)).toBe(formatUsd(released.availableUsd));
+
+    // A released lease is renewed on the same key.
+    const again = await settleLease(database.db, flush(user, key, [], '0.10000000'));
+    expect([formatUsd(again.lease.amount), again.lease.status]).toEqual(['0.10000000', 'active']);
+    await expectBooksClean(calls);
+  });
+
+  it('an expired lease counts 0 as old amount, is expired by the hold cron, and is reactivated by the next settle', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const key = leaseKey();
+    await settleLease(database.db, flush(user, key, [], '0.60000000'));
+    await sql(testEnv, `update balance_holds set expires_at = now() - interval '1 second' where request_id = $1`, [key]);
+    expect(await availableOf(user)).toBe('1.00000000');
+    expect(await expireHolds(database.db)).toBeGreaterThanOrEqual(1);
+    expect((await leaseRow(key))?.status).toBe('expired');
+    // keep=true with a smaller target: the expired lease no longer reserves anything, so the target rules.
+    const renewed = await settleLease(database.db, flush(user, key, [], '0.20000000'));
+    expect([formatUsd(renewed.lease.amount), renewed.lease.status]).toEqual(['0.20000000', 'active']);
+    expect((await leaseRow(key))?.closed_at).toBeNull();
+    expect(await availableOf(user)).toBe('0.80000000');
+  });
+});
+
+describe('settleLease: the flush', () => {
+  it('books each call of a flush once, closes its record, and a replay books nothing and reduces nothing', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '2.00000000');
+    const key = leaseKey();
+    await settleLease(database.db, flush(user, key, [], '1.00000000'));
+    const calls = leasedCalls(user, 12);
+    const retail = retailOf(calls);
+
+    const first = await settleLease(database.db, flush(user, key, calls, '1.00000000'));
+    expect(outcomes(first.results)).toEqual(Array(12).fill('booked'));
+    expect(first.results.map((result) => result.requestId)).toEqual(calls.map((call) => call.record.moneyKey));
+    for (const [index, result] of first.results.entries()) {
+      if (result.outcome === 'refused') throw new Error(result.message);
+      expect(formatUsd(result.retailUsd)).toBe(formatUsd(calls[index]!.booking.rated.retailUsd));
+    }
+    const balance = subtractUsd(usd('2.00000000'), retail);
+    expect(formatUsd(first.balanceUsd)).toBe(formatUsd(balance));
+    expect(await balanceOf(testEnv, user.walletId)).toBe(formatUsd(balance));
+    // keep: greatest(1.00 − retail, least(1.00, balance)) = 1.00 (the wallet still has it).
+    expect(formatUsd(first.lease.amount)).toBe('1.00000000');
+    const counts = await countsOf(calls);
+    expect(counts).toEqual({ records: 12, settled: 12, events: 12, transactions: 12, entries: 48 });
+    // The records are the object's: route, bounds and the time it authorized them.
+    const [record] = await sql<{ route_mode: string; client_request_id: string; created_at: Date; bound_output_tokens: number }>(
+      testEnv,
+      'select route_mode, client_request_id, created_at, bound_output_tokens from gateway_calls where id = $1',
+      [calls[3]!.record.id],
+    );
+    expect(record).toMatchObject({ route_mode: 'platform', client_request_id: calls[3]!.record.clientRequestId, bound_output_tokens: 200 });
+    expect(new Date(record!.created_at).getTime()).toBe(calls[3]!.record.createdAt.getTime());
+    await expectBooksClean(calls);
+
+    // The answer was lost; the object flushes the same calls again.
+    const replay = await settleLease(database.db, flush(user, key, calls, '1.00000000'));
+    expect(outcomes(replay.results)).toEqual(Array(12).fill('already_booked'));
+    expect(replay.results.map((result) => result.outcome !== 'refused' && result.usageEventId)).toEqual(
+      first.results.map((result) => result.outcome !== 'refused' && result.usageEventId),
+    );
+    expect(formatUsd(replay.lease.amount)).toBe('1.00000000');
+    expect(formatUsd(replay.balanceUsd)).toBe(formatUsd(balance));
+    expect(await countsOf(calls)).toEqual(counts);
+  });
+
+  it('a replay with a smaller target does not reduce the lease by the retail again', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const key = leaseKey();
+    await settleLease(database.db, flush(user, key, [], '0.50000000'));
+    const calls = leasedCalls(user, 4);
+    const first = await settleLease(database.db, flush(user, key, calls, '0.00000000'));
+    const afterFirst = subtractUsd(usd('0.50000000'), retailOf(calls));
+    expect(formatUsd(first.lease.amount)).toBe(formatUsd(afterFirst));
+    const replay = await settleLease(database.db, flush(user, key, calls, '0.00000000'));
+    expect(outcomes(replay.results)).toEqual(Array(4).fill('already_booked'));
+    expect(formatUsd(replay.lease.amount)).toBe(formatUsd(afterFirst));
+    await expectBooksClean(calls);
+  });
+
+  it('books a leased call whose client request id another call claimed, under a deterministic variant', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const key = leaseKey();
+    await settleLease(database.db, flush(user, key, [], '0.50000000'));
+    // A per-call call in flight holds the claim on 'dup', and two leased calls of one flush share 'twin'.
+    const claimId = crypto.randomUUID();
+    await sql(
+      testEnv,
+      `insert into gateway_calls (id, money_key, client_request_id, fingerprint, app_id, end_user_id, feature_key, route_mode,
+                                  provider, model, bound_input_tokens, bound_output_tokens, status, deadline_at)
+       values ($1, $2, 'dup', 'f', $3, $4, 'chat', 'platform', 'mock', 'echo', 10, 10, 'in_flight', now() + interval '1 hour')`,
+      [claimId, `call:${claimId}`, user.appId, user.endUserId],
+    );
+    const calls = [leasedCall(user, 0, 'dup'), leasedCall(user, 1, 'twin'), leasedCall(user, 2, 'twin')];
+    const result = await settleLease(database.db, flush(user, key, calls, '0.50000000'));
+    expect(outcomes(result.results)).toEqual(['booked', 'booked', 'booked']);
+    const rows = await sql<{ id: string; client_request_id: string; status: string }>(
+      testEnv,
+      'select id, client_request_id, status from gateway_calls where id = any($1)',
+      [calls.map((call) => call.record.id)],
+    );
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    expect(byId.get(calls[0]!.record.id)).toMatchObject({ client_request_id: `dup#${calls[0]!.record.id}`, status: 'settled' });
+    expect(byId.get(calls[1]!.record.id)).toMatchObject({ client_request_id: 'twin', status: 'settled' });
+    expect(byId.get(calls[2]!.record.id)).toMatchObject({ client_request_id: `twin#${calls[2]!.record.id}`, status: 'settled' });
+    // A replay finds the records by id: nothing written, nothing booked again.
+    const replay = await settleLease(database.db, flush(user, key, calls, '0.50000000'));
+    expect(outcomes(replay.results)).toEqual(['already_booked', 'already_booked', 'already_booked']);
+    expect(await countsOf(calls)).toMatchObject({ records: 3, events: 3 });
+    await expectBooksClean(calls);
+  });
+
+  it('a flush that fails half-way writes nothing and leaves the lease; a refused element alone; the retry books each once', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const key = leaseKey();
+    await settleLease(database.db, flush(user, key, [], '0.50000000'));
+    const before = await leaseRow(key);
+    const calls = leasedCalls(user, 6);
+    const middle = [...calls.map((call) => call.record.moneyKey)].sort()[3]!;
+    const inject = (errcode: string) =>
+      sql(
+        testEnv,
+        `create or replace function fail_one_lease_booking() returns trigger language plpgsql as $$
+         begin if new.request_id = '${middle}' then raise exception 'injected fault' using errcode = '${errcode}'; end if; return new; end $$;
+         create or replace trigger fail_one_lease_booking before insert on usage_events for each row execute function fail_one_lease_booking()`,
+      );
+    const removeFault = () => sql(testEnv, 'drop trigger fail_one_lease_booking on usage_events; drop function fail_one_lease_booking()');
+
+    await inject('XX000');
+    try {
+      await expect(settleLease(database.db, flush(user, key, calls, '0.50000000'))).rejects.toThrow();
+    } finally {
+      await removeFault();
+    }
+    expect(await countsOf(calls)).toEqual({ records: 0, settled: 0, events: 0, transactions: 0, entries: 0 });
+    expect(await balanceOf(testEnv, user.walletId)).toBe('1.00000000');
+    expect(await leaseRow(key)).toEqual(before);
+
+    // A constraint refusing one element (class 23): that element refused, the others booked, its record left in flight.
+    await inject('23514');
+    let partial: Awaited<ReturnType<typeof settleLease>>;
+    try {
+      partial = await settleLease(database.db, flush(user, key, calls, '0.50000000'));
+    } finally {
+      await removeFault();
+    }
+    expect(partial.results.filter((result) => result.outcome === 'booked')).toHaveLength(5);
+    expect(partial.results.find((result) => result.requestId === middle)).toMatchObject({ outcome: 'refused', reason: 'invalid_request' });
+    // The wallet still covers the target.
+    expect(formatUsd(partial.lease.amount)).toBe('0.50000000');
+    expect(await countsOf(calls)).toEqual({ records: 6, settled: 5, events: 5, transactions: 5, entries: 20 });
+
+    const retry = await settleLease(database.db, flush(user, key, calls, '0.50000000'));
+    expect(retry.results.filter((result) => result.outcome === 'already_booked')).toHaveLength(5);
+    expect(retry.results.find((result) => result.requestId === middle)?.outcome).toBe('booked');
+    expect(await countsOf(calls)).toEqual({ records: 6, settled: 6, events: 6, transactions: 6, entries: 24 });
+    expect(await balanceOf(testEnv, user.walletId)).toBe(formatUsd(subtractUsd(usd('1.00000000'), retailOf(calls))));
+    await expectBooksClean(calls);
+  });
+
+  it('serializes with concurrent holds and settles of the same wallet: available never below zero, each call booked once', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const key = leaseKey();
+    const calls = leasedCalls(user, 8);
+    const holds = Array.from({ length: 12 }, () =>
+      reserveHold(database.db, { endUserId: user.endUserId, requestId: `call:${crypto.randomUUID()}`, amount: usd('0.07000000') }),
+    );
+    const settles = [0, 1, 2, 3].map((round) =>
+      settleLease(database.db, flush(user, key, round % 2 === 0 ? calls : calls.slice(0, 4), '0.60000000')),
+    );
+    const [holdResults, settleResults] = await Promise.all([Promise.all(holds), Promise.all(settles)]);
+    for (const result of settleResults) expect(formatUsd(result.availableUsd).startsWith('-')).toBe(false);
+    for (const result of holdResults)
+      if (result.outcome !== 'insufficient_balance') expect(formatUsd(result.availableUsd).startsWith('-')).toBe(false);
+    expect((await availableOf(user)).startsWith('-')).toBe(false);
+    for (const [index, call] of calls.entries()) {
+      const seen = settleResults.flatMap((result) => result.results.filter((entry) => entry.requestId === call.record.moneyKey));
+      expect(
+        seen.filter((entry) => entry.outcome === 'booked'),
+        `call ${index}`,
+      ).toHaveLength(1);
+    }
+    expect(await countsOf(calls)).toMatchObject({ records: 8, events: 8 });
+    expect(await balanceOf(testEnv, user.walletId)).toBe(formatUsd(subtractUsd(usd('1.00000000'), retailOf(calls))));
+    await expectBooksClean(calls);
+  });
+});
+
+describe('settleLease: what it refuses', () => {
+  it('writes no record and books nothing of another end user, another app, another route, or a smuggled field', async () => {
+    const alice = await createTestUser(testEnv);
+    const bob = await createTestUser(testEnv);
+    await fund(database, alice.walletId, '1.00000000');
+    await fund(database, bob.walletId, '1.00000000');
+    const key = leaseKey();
+    await settleLease(database.db, flush(alice, key, [], '0.50000000'));
+    const good = leasedCall(alice, 0);
+    // Bob's call and booking in Alice's flush.
+    const bobs = leasedCall(bob, 1);
+    // Alice's booking with a record of Bob's end user.
+    const foreignRecord = leasedCall(alice, 2);
+    foreignRecord.record = { ...foreignRecord.record, endUserId: bob.endUserId };
+    const byok = leasedCall(alice, 3);
+    byok.record = { ...byok.record, routeMode: 'byok' as 'platform' };
+    const otherApp = leasedCall(alice, 4);
+    const unique = crypto.randomUUID();
+    const [app] = await sql<{ id: string }>(
+      testEnv,
+      `with d as (insert into developers (name, email) values ('Other', $1) returning id)
+       insert into apps (developer_id, public_app_id, name) select id, $2, 'Other app' from d returning id`,
+      [`other-${unique}@example.com`, `app_other_${unique.replace(/-/g, '')}`],
+    );
+    otherApp.record = { ...otherApp.record, appId: app!.id };
+    const smuggled = leasedCall(alice, 5);
+    const underLease = leasedCall(alice, 6);
+    underLease.booking = { ...underLease.booking, requestId: key, callId: undefined };
+    const calls = [good, bobs, foreignRecord, byok, otherApp, smuggled, underLease];
+    const rows = await sql<{
+      ordinal: number;
+      outcome: string;
+      reason: string | null;
+      message: string | null;
+      lease_status: string | null;
+    }>(
+      testEnv,
+      `select ordinal, outcome, reason, message, lease_status from faucet_settle_lease($1, $2, $3::jsonb, $4::jsonb, 0.5, true, 120) order by ordinal`,
+      [
+        alice.endUserId,
+        key,
+        JSON.stringify(
+          calls.map((call, index) => ({
+            id: call.record.id,
+            money_key: call.record.moneyKey,
+            client_request_id: call.record.clientRequestId,
+            fingerprint: 'f',
+            app_id: call.record.appId,
+            end_user_id: call.record.endUserId,
+            feature_key: 'chat',
+            route_mode: call.record.routeMode,
+            provider: 'mock',
+            model: 'echo',
+            bound_input_tokens: 10,
+            bound_output_tokens: 10,
+            deadline_at: new Date(Date.now() + 3_600_000).toISOString(),
+            created_at: new Date().toISOString(),
+            developer_share_bps: 5000,
+            ...(index === 5 ? { status: 'settled' } : {}),
+          })),
+        ),
+        JSON.stringify(calls.map((call) => bookingElement(call.booking))),
+      ],
+    );
+    expect(rows.map((row) => [row.ordinal, row.outcome, row.reason])).toEqual([
+      [0, 'lease', null],
+      [1, 'booked', null],
+      [2, 'refused', 'invalid_request'],
+      [3, 'refused', 'invalid_request'],
+      [4, 'refused', 'invalid_request'],
+      [5, 'refused', 'invalid_request'],
+      [6, 'refused', 'invalid_request'],
+      [7, 'refused', 'invalid_request'],
+    ]);
+    expect(rows.slice(2).map((row) => row.message)).toEqual([
+      "the booking is not of this wallet's end user",
+      "the call record is not of this wallet's end user",
+      'the call record is not a platform call (only those are leased)',
+      "the call record is not of the end user's app",
+      'the call record has an unknown field status',
+      'a booking cannot use a lease key',
+    ]);
+    expect(rows[0]!.lease_status).toBe('active');
+    expect(await countsOf(calls.slice(1, 6))).toEqual({ records: 0, settled: 0, events: 0, transactions: 0, entries: 0 });
+    // The record of the call whose booking named the lease key is valid: written, left in flight (the sweeper's, as any unbooked call).
+    expect(await countsOf([underLease])).toEqual({ records: 1, settled: 0, events: 0, transactions: 0, entries: 0 });
+    expect(await balanceOf(testEnv, bob.walletId)).toBe('1.00000000');
+    // The lease itself was not settled by the booking that named its key.
+    expect((await leaseRow(key))?.status).toBe('active');
+    await expectBooksClean([good]);
+  });
+
+  it('refuses a malformed flush as a whole, writing nothing', async () => {
+    const alice = await createTestUser(testEnv);
+    const bob = await createTestUser(testEnv);
+    await fund(database, alice.walletId, '1.00000000');
+    const bobKey = leaseKey();
+    await settleLease(database.db, flush(bob, bobKey, [], '0.00000000'));
+    const call = leasedCall(alice, 0);
+    const attempt = (overrides: Partial<SettleLeaseInput>) =>
+      settleLease(database.db, { ...flush(alice, leaseKey(), [call], '0.10000000'), ...overrides });
+    // Another wallet's lease key.
+    await expect(attempt({ leaseKey: bobKey })).rejects.toMatchObject({ code: 'invalid_request' });
+    // Not a lease key (a call's money key): refused before and by the function.
+    await expect(attempt({ leaseKey: call.record.moneyKey })).rejects.toThrow(RangeError);
+    const raw = (text: string, params: unknown[]) => sql(testEnv, text, params).catch((caught: unknown) => caught);
+    expect(await raw(`select * from faucet_settle_lease($1, 'call:x', '[]', '[]', 0, true, 60)`, [alice.endUserId])).toMatchObject({
+      code: '22023',
+    });
+    expect(await raw(`select * from faucet_settle_lease($1, 'lease:x', '[]', '[]', -1, true, 60)`, [alice.endUserId])).toMatchObject({
+      code: '22023',
+    });
+    expect(
+      await raw(`select * from faucet_settle_lease($1, 'lease:x', '[]', '[]', 0.000000001, true, 60)`, [alice.endUserId]),
+    ).toMatchObject({
+      code: '22023',
+    });
+    expect(await raw(`select * from faucet_settle_lease($1, 'lease:x', '[]', '[]', 1, true, 0)`, [alice.endUserId])).toMatchObject({
+      code: '22023',
+    });
+    expect(await raw(`select * from faucet_settle_lease($1, 'lease:x', '{}', '[]', 1, true, 60)`, [alice.endUserId])).toMatchObject({
+      code: '22023',
+    });
+    expect(
+      await raw(`select * from faucet_settle_lease($1, 'lease:x', '[{"id": "nope"}]', '[]', 1, true, 60)`, [alice.endUserId]),
+    ).toMatchObject({
+      code: '22023',
+    });
+    expect(await raw(`select * from faucet_settle_lease($1, 'lease:x', '[]', '[]', 1, true, 60)`, [crypto.randomUUID()])).toMatchObject({
+      code: 'P0002',
+    });
+    await expect(
+      settleLease(database.db, { ...flush(alice, leaseKey(), [], '0.00000000'), bookings: Array(1001).fill(call.booking) }),
+    ).rejects.toThrow(RangeError);
+    expect(await countsOf([call])).toEqual({ records: 0, settled: 0, events: 0, transactions: 0, entries: 0 });
+    const [leases] = await sql<{ count: number }>(
+      testEnv,
+      `select count(*)::int as count from balance_holds h join wallets w on w.id = h.wallet_id where w.id = $1`,
+      [alice.walletId],
+    );
+    expect(leases!.count).toBe(0);
+    expect(await balanceOf(testEnv, alice.walletId)).toBe('1.00000000');
+  });
+});

@@ -1,0 +1,170 @@
+/**
+ * One statement of a wallet object (issue 19, docs/edge.md): `faucet_settle_lease` writes the records
+ * of the calls it authorized against its lease, books their settlements as the batched flush does
+ * (the lease's own money not counted against them), and sets the lease — renewed, kept, recalled or
+ * released — from what the wallet has left. Each element is booked or refused on its own; anything
+ * else fails the whole statement and writes nothing (the lease unchanged), so the object retries the
+ * same flush and each call is booked exactly once.
+ */
+import { sql } from 'drizzle-orm';
+import { toSnapshot } from 'dinero.js/bigint';
+import type { BookUsageInput } from '../ledger/book-usage.ts';
+import {
+  bookingResult,
+  encodeBookings,
+  MAX_BOOKINGS_PER_BATCH,
+  type BookingRow,
+  type BookUsageBatchResult,
+} from '../ledger/book-usage-batch.ts';
+import { queryRows, requireUuid, type LedgerDatabase } from '../ledger/database.ts';
+import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
+
+/** The prefix of every lease key (the SQL function refuses another, so a lease never shares a call's key). */
+export const LEASE_KEY_PREFIX = 'lease:';
+
+/** A leased call's record (the columns of `gateway_calls` the per-call authorization writes), sent at flush time. */
+export interface LeasedCallRecord {
+  id: string;
+  /** `call:<id>`: the key of the call's booking. */
+  moneyKey: string;
+  /** The client's x-request-id; kept as `<id>#<call id>` when another call of the end user holds that claim. */
+  clientRequestId: string;
+  fingerprint: string;
+  appId: string;
+  endUserId: string;
+  featureKey: string;
+  /** Only platform calls are leased. */
+  routeMode: 'platform';
+  provider: string;
+  model: string;
+  boundInputTokens: number;
+  boundOutputTokens: number;
+  deadlineAt: Date;
+  /** When the object authorized it (the catalog's price period it was rated in). */
+  createdAt: Date;
+  developerPricePerMtokUsd: Usd | null;
+  openFeeUsd: Usd | null;
+  developerShareBps: number;
+  platformMarkupBps: number | null;
+  platformFeeBps: number | null;
+  fallbackModels: string[] | null;
+}
+
+export interface SettleLeaseInput {
+  endUserId: string;
+  /** `lease:<wallet object name>`: the lease hold's request id. */
+  leaseKey: string;
+  calls: readonly LeasedCallRecord[];
+  /** Each names its call by `callId` and its money key by `requestId`; the object sends `allowReceivable: true`. */
+  bookings: readonly BookUsageInput[];
+  /** The lease amount the object wants after this flush. */
+  target: Usd;
+  /**
+   * true: the lease never drops below its amount less the retail booked now (the object's
+   * reservations made during the flush stay covered); false: a recall — at most what is available.
+   */
+  keep: boolean;
+  ttlSeconds: number;
+}
+
+export interface LeaseState {
+  amount: Usd;
+  expiresAt: Date;
+  /** `released` after a recall to 0 (keep false). */
+  status: 'active' | 'released';
+}
+
+export interface SettleLeaseResult {
+  /** One per booking, in the order given (as bookUsageBatch returns them). */
+  results: BookUsageBatchResult[];
+  lease: LeaseState;
+  /** The wallet's balance after this flush. */
+  balanceUsd: Usd;
+  /** Balance − every active unexpired hold, the lease included. */
+  availableUsd: Usd;
+}
+
+interface Row extends BookingRow {
+  lease_amount_usd: string | null;
+  lease_expires_at: Date | string | null;
+  lease_status: 'active' | 'released' | null;
+  wallet_balance_usd: string | null;
+  available_usd: string | null;
+}
+
+/** An amount as the SQL function takes it; a Dinero of another currency is refused, never converted. */
+function usd(value: Usd, field: string): string {
+  const { currency } = toSnapshot(value);
+  if (currency.code !== 'USD') throw new TypeError(`${field} is in ${String(currency.code)}, not USD`);
+  return formatUsd(value);
+}
+
+const optionalUsd = (value: Usd | null, field: string): string | null => (value === null ? null : usd(value, field));
+
+/** One element of `p_calls`: the gateway_calls columns. */
+function callRecord(call: LeasedCallRecord): Record<string, unknown> {
+  return {
+    id: call.id,
+    money_key: call.moneyKey,
+    client_request_id: call.clientRequestId,
+    fingerprint: call.fingerprint,
+    app_id: call.appId,
+    end_user_id: call.endUserId,
+    feature_key: call.featureKey,
+    route_mode: call.routeMode,
+    provider: call.provider,
+    model: call.model,
+    provider_credential_id: null,
+    bound_input_tokens: call.boundInputTokens,
+    bound_output_tokens: call.boundOutputTokens,
+    deadline_at: call.deadlineAt.toISOString(),
+    created_at: call.createdAt.toISOString(),
+    developer_price_per_mtok_usd: optionalUsd(call.developerPricePerMtokUsd, 'developerPricePerMtokUsd'),
+    open_fee_usd: optionalUsd(call.openFeeUsd, 'openFeeUsd'),
+    developer_share_bps: call.developerShareBps,
+    platform_markup_bps: call.platformMarkupBps,
+    platform_fee_bps: call.platformFeeBps,
+    fallback_models: call.fallbackModels,
+  };
+}
+
+/**
+ * Books the flush and sets the lease in one statement. A booking that cannot be encoded (an amount
+ * in another currency) is refused here and not sent. Throws (nothing written, the lease unchanged)
+ * when the statement fails or the input is malformed (invalid_request): retry the same flush.
+ */
+export async function settleLease(db: LedgerDatabase, input: SettleLeaseInput): Promise<SettleLeaseResult> {
+  if (input.calls.length > MAX_BOOKINGS_PER_BATCH || input.bookings.length > MAX_BOOKINGS_PER_BATCH) {
+    throw new RangeError(`at most ${MAX_BOOKINGS_PER_BATCH} call records and bookings per flush`);
+  }
+  if (!input.leaseKey.startsWith(LEASE_KEY_PREFIX)) throw new RangeError(`a lease key starts with ${LEASE_KEY_PREFIX}`);
+  const calls = input.calls.map(callRecord);
+  const { results, sent } = encodeBookings(input.bookings);
+  const rows = await queryRows<Row>(
+    db,
+    sql`select * from faucet_settle_lease(${requireUuid(input.endUserId, 'end user')}::uuid, ${input.leaseKey},
+      ${JSON.stringify(calls)}::jsonb, ${JSON.stringify(sent.map((item) => item.element))}::jsonb,
+      ${usd(input.target, 'target')}::numeric, ${input.keep}::boolean, ${input.ttlSeconds}::integer)`,
+  );
+  const lease = rows.find((row) => row.ordinal === 0);
+  if (lease === undefined) throw new Error('faucet_settle_lease returned no lease row');
+  for (const row of rows) {
+    if (row.ordinal === 0) continue;
+    const item = sent[row.ordinal - 1];
+    if (item === undefined) throw new Error(`faucet_settle_lease returned an unknown ordinal ${row.ordinal}`);
+    results[item.index] = bookingResult(item.index, input.bookings[item.index]!.requestId, row);
+  }
+  return {
+    results: results.map((entry, index) => {
+      if (entry === undefined) throw new Error(`faucet_settle_lease returned no row for booking ${index}`);
+      return entry;
+    }),
+    lease: {
+      amount: parseDatabaseAmount(lease.lease_amount_usd ?? ''),
+      expiresAt: new Date(lease.lease_expires_at as string),
+      status: lease.lease_status ?? 'active',
+    },
+    balanceUsd: parseDatabaseAmount(lease.wallet_balance_usd ?? ''),
+    availableUsd: parseDatabaseAmount(lease.available_usd ?? ''),
+  };
+}
