@@ -4,7 +4,8 @@
  * (RTT = 2 × the one-way delay). The delay can be changed while the workers behind it keep running
  * (one stack, several RTTs); order is kept even across a change. The local connect itself is not
  * delayed, so a new connection's cost is its first bytes' round trips. It counts the connections
- * opened through it: each one is a database connection of a worker or Durable Object.
+ * opened through it (each a database connection of a worker or Durable Object) and the round trips
+ * started on them: a client send that opens a connection or follows the database's reply.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
@@ -12,6 +13,8 @@ export interface DelayPipe {
   port: number;
   /** Connections opened through the pipe so far. */
   connections(): number;
+  /** Round trips started so far: the client's turns to send (the WebSocket upgrade is the first of a connection). */
+  roundTrips(): number;
   /** Sets the one-way delay for chunks that arrive from now on. */
   setOneWayDelay(ms: number): void;
   close(): Promise<void>;
@@ -21,6 +24,7 @@ export interface DelayPipe {
 export async function startDelayPipe(target: { host: string; port: number }, oneWayMs: number): Promise<DelayPipe> {
   let delayMs = oneWayMs;
   let opened = 0;
+  let turns = 0;
   const sockets = new Set<Socket>();
 
   const delayed = (from: Socket, to: Socket) => {
@@ -45,6 +49,14 @@ export async function startDelayPipe(target: { host: string; port: number }, one
       socket.setNoDelay(true);
       socket.on('close', () => sockets.delete(socket));
     }
+    let clientsTurn = false;
+    client.on('data', () => {
+      if (!clientsTurn) turns += 1;
+      clientsTurn = true;
+    });
+    upstream.on('data', () => {
+      clientsTurn = false;
+    });
     delayed(client, upstream);
     delayed(upstream, client);
     const destroyBoth = () => {
@@ -59,6 +71,7 @@ export async function startDelayPipe(target: { host: string; port: number }, one
   return {
     port: typeof address === 'object' && address ? address.port : 0,
     connections: () => opened,
+    roundTrips: () => turns,
     setOneWayDelay: (ms) => {
       delayMs = ms;
     },
