@@ -2,7 +2,8 @@
  * Ledger benchmark: usage bookings per second against a fresh embedded PostgreSQL, from one client
  * and from 16 concurrent writers, for a plain booking and for the platform route's hold + settle,
  * and the batched flush of issue 19 (`bookUsageBatch`: one statement per batch of a wallet's
- * settled calls, as a wallet object's alarm will send them) against the one-statement-per-booking
+ * settled calls) and the wallet object's own flush (`settleLease`: the calls' records, their bookings
+ * and the lease renewal in one statement, ledger-lease-flush.ts) against the one-statement-per-booking
  * reference of the same run. Each writer books for its own end users; all bookings credit the same
  * developer and platform accounts, the hot rows of the ledger. Round trips are counted at the
  * database handle.
@@ -20,6 +21,7 @@ import { migrate } from '../lib/migrate.ts';
 import { freePort } from '../lib/ports.ts';
 import { ensureDatabase, startPostgres, withClient } from '../lib/postgres.ts';
 import { seed } from '../lib/seed.ts';
+import { measureLeaseFlush } from './ledger-lease-flush.ts';
 
 const WRITERS = 16;
 const SEQUENTIAL_BOOKINGS = 1_000;
@@ -151,11 +153,18 @@ async function measureBatched(pool: pg.Pool, fixture: Fixture, label: string, wr
   return { bookings: writers * perWriter, seconds: (performance.now() - started) / 1000, roundTrips: db.roundTrips };
 }
 
+/** The lease-flush writers: wallet objects of end users the other flush does not use, booking what it books. */
+const leaseFlushOf = (fixture: Fixture) => ({
+  appId: fixture.appId,
+  endUserIds: fixture.endUserIds.slice(FLUSH_WRITERS, 2 * FLUSH_WRITERS),
+  rated,
+});
+
 function print(label: string, result: Measurement): void {
   const perSecond = Math.round(result.bookings / result.seconds);
   const roundTrips = (result.roundTrips / result.bookings).toFixed(2);
   console.log(
-    `${label.padEnd(52)} ${String(perSecond).padStart(6)} bookings/s  ${roundTrips} round trips/booking  (${result.bookings} in ${result.seconds.toFixed(2)} s)`,
+    `${label.padEnd(62)} ${String(perSecond).padStart(6)} bookings/s  ${roundTrips} round trips/booking  (${result.bookings} in ${result.seconds.toFixed(2)} s)`,
   );
 }
 
@@ -176,6 +185,7 @@ export async function runLedgerBench(): Promise<void> {
       // Warm up connections and plans.
       await measure(pool, fixture, 'warmup', WRITERS, 10, 'hold');
       await measureBatched(pool, fixture, 'warmflush', FLUSH_WRITERS, 20, 20);
+      await measureLeaseFlush(drizzle(pool), { ...leaseFlushOf(fixture), label: 'warmlease', perWriter: 20, batchSize: 20 });
       const [load] = loadavg();
       console.log(
         `embedded PostgreSQL 18, client on the same machine (node-postgres pool), ${cpus().length} CPUs, load ${load?.toFixed(1)}`,
@@ -200,6 +210,18 @@ export async function runLedgerBench(): Promise<void> {
         const batched = await measureBatched(pool, fixture, `flush${batchSize}`, FLUSH_WRITERS, FLUSHED_PER_WRITER, batchSize);
         print(`batched flush, batches of ${batchSize}, ${FLUSH_WRITERS} writers`, batched);
         const ratio = batched.bookings / batched.seconds / reference;
+        console.log(`  ${ratio.toFixed(2)}x the one-statement-per-booking reference (target >= 5x): ${ratio >= 5 ? 'met' : 'NOT met'}`);
+      }
+      // The wallet object's own flush: its calls' records, their bookings and the lease renewal in one statement.
+      for (const batchSize of BATCH_SIZES) {
+        const flushed = await measureLeaseFlush(drizzle(pool), {
+          ...leaseFlushOf(fixture),
+          label: `lease${batchSize}`,
+          perWriter: FLUSHED_PER_WRITER,
+          batchSize,
+        });
+        print(`wallet object flush (settleLease), batches of ${batchSize}, ${FLUSH_WRITERS} objects`, flushed);
+        const ratio = flushed.bookings / flushed.seconds / reference;
         console.log(`  ${ratio.toFixed(2)}x the one-statement-per-booking reference (target >= 5x): ${ratio >= 5 ? 'met' : 'NOT met'}`);
       }
       print('hold + settle (platform route), 1 writer', await measure(pool, fixture, 'hseq', 1, SEQUENTIAL_BOOKINGS, 'hold'));
