@@ -63,6 +63,7 @@ create or replace function faucet_authorize_call(
 language plpgsql as $$
 #variable_conflict use_column
 declare
+  v_context record;
   v_session record;
   v_app record;
   v_feature record;
@@ -80,50 +81,32 @@ declare
   v_refused_limit numeric;
 begin
   select null::uuid as id, null::text as ciphertext, null::text as iv, null::integer as key_version into v_key;
-  select null::text as feature_key, null::jsonb as allowed_models, null::timestamptz as archived_at,
-         null::jsonb as model_aliases, null::jsonb as fallback_models into v_feature;
 
-  -- 1. The session: live, not revoked; its app's developer not suspended (docs/developers.md).
-  select s.app_id, s.end_user_id, a.developer_id, a.developer_share_bps, d.suspended_at into v_session
-    from virtual_sessions s join apps a on a.id = s.app_id join developers d on d.id = a.developer_id
-   where s.token_hash = p_token_hash and s.expires_at > now() and s.revoked_at is null;
-  if not found or v_session.suspended_at is not null then
-    return query select (case when found then 'developer_suspended' else 'unauthorized' end)::text, null::uuid, null::uuid, null::integer, null::numeric, null::numeric,
+  -- 1–2. The session (live, not revoked), its app's developer (not suspended), the app (not
+  --      archived), the feature the call names or the app's default (not archived), the model
+  --      (allowed) and the routing the gateway sized its hold with: faucet_call_context, the one
+  --      definition faucet_lease_context shares.
+  select * into v_context from faucet_call_context(p_token_hash, p_feature_key, p_provider, p_model, p_alias, p_fallbacks);
+  if v_context.outcome in ('unauthorized', 'developer_suspended') then
+    return query select v_context.outcome, null::uuid, null::uuid, null::integer, null::numeric, null::numeric,
       null::text, null::uuid, null::text, null::text, null::integer, null::numeric, null::text, null::integer, null::numeric, null::integer,
       null::jsonb, null::jsonb, null::jsonb;
     return;
   end if;
-
-  -- 2. The app (not archived) and the feature the call names, or the app's default feature; the
-  --    feature not archived, the model among its allowed models (an empty list allows any), and the
-  --    output bound capped by the feature's max output tokens.
-  select a.archived_at, a.default_feature_key, a.limit_spend_per_day_usd, a.limit_spend_per_month_usd,
-         a.limit_requests_per_minute into v_app
-    from apps a where a.id = v_session.app_id;
-  if v_app.archived_at is null then
-    select f.feature_key, f.route_policy, f.developer_price_per_mtok_usd, f.open_fee_usd, f.allowed_models,
-           f.max_output_tokens, f.archived_at, f.model_aliases, f.fallback_models into v_feature
-      from app_features f where f.app_id = v_session.app_id and f.feature_key = coalesce(p_feature_key, v_app.default_feature_key);
-  end if;
-  v_outcome := case
-    when v_app.archived_at is not null then 'app_archived'
-    when v_feature.feature_key is null and p_feature_key is null then 'no_default_feature'
-    when v_feature.feature_key is null then 'unknown_feature'
-    when v_feature.archived_at is not null then 'feature_archived'
-    when p_fallbacks is not null and (v_feature.fallback_models <> p_fallbacks
-      or (p_alias is not null and v_feature.model_aliases ->> p_alias is distinct from p_provider || ':' || p_model))
-      then 'routing_changed'
-    when jsonb_array_length(v_feature.allowed_models) > 0 and not v_feature.allowed_models ? (p_provider || ':' || p_model)
-      then 'model_not_allowed'
-  end;
-  if v_outcome is not null then
-    return query select v_outcome, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
+  if v_context.outcome is not null then
+    return query select v_context.outcome, v_context.app_id, v_context.end_user_id, v_context.developer_share_bps,
       null::numeric, null::numeric, null::text, null::uuid, null::text, null::text, null::integer, null::numeric,
-      v_feature.feature_key::text, null::integer, null::numeric, null::integer,
-      case when p_fallbacks is not null then v_feature.model_aliases end,
-      case when p_fallbacks is not null then v_feature.fallback_models end, null::jsonb;
+      v_context.feature_key, null::integer, null::numeric, null::integer,
+      case when p_fallbacks is not null then v_context.model_aliases end,
+      case when p_fallbacks is not null then v_context.fallback_models end, null::jsonb;
     return;
   end if;
+  -- The names the steps below use.
+  select v_context.app_id, v_context.end_user_id, v_context.developer_id, v_context.developer_share_bps into v_session;
+  select v_context.limit_spend_per_day_usd, v_context.limit_spend_per_month_usd, v_context.limit_requests_per_minute into v_app;
+  select v_context.feature_key, v_context.route_policy, v_context.developer_price_per_mtok_usd, v_context.open_fee_usd,
+         v_context.max_output_tokens, v_context.model_aliases, v_context.fallback_models into v_feature;
+  -- The output bound capped by the feature's max output tokens.
   v_bound_output := least(p_bound_output_tokens, coalesce(v_feature.max_output_tokens, p_bound_output_tokens));
 
   -- 3. The app's per-end-user limits (docs/gateway.md, "Per-end-user limits"); an app without any
