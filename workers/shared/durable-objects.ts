@@ -43,3 +43,94 @@ export interface MetricsObject extends Rpc.DurableObjectBranded {
   record(batch: SeriesCounts[]): Promise<void>;
   series(service?: string): Promise<SeriesCounts[]>;
 }
+
+/** What the gateway asks a wallet object for one call (workers/gateway/src/wallet/, docs/edge.md). */
+export interface WalletCallRequest {
+  /** The object's name (from the token): the object checks it against the session's end user. */
+  wallet: string;
+  tokenHash: string;
+  /** Null: the app's default feature. */
+  featureKey: string | null;
+  requestedRoute: 'platform' | 'developer_key' | 'byok' | null;
+  provider: string;
+  model: string;
+  /** The alias the call named and the fallbacks its hold was sized over (as for faucet_authorize_call). */
+  alias: string | null;
+  fallbacks: string[];
+  /** The call's worst-case retail on the platform route (8-decimal USD); null: the model has no platform price. */
+  platformHold: string | null;
+  poolAvailable: boolean;
+  call: {
+    id: string;
+    moneyKey: string;
+    clientRequestId: string;
+    fingerprint: string;
+    boundInputTokens: number;
+    boundOutputTokens: number;
+    maxDurationSeconds: number;
+    platformMarkupBps: number;
+    platformFeeBps: number;
+    /** When the call was authorized (epoch ms): its price period and its record's time. */
+    authorizedAt: number;
+    /** Every candidate's bounds, for booking the call at its worst case if it is never settled. */
+    candidates: Array<{ provider: string; model: string; boundInputTokens: number; boundOutputTokens: number }>;
+  };
+  /** Where the object reaches Postgres when its own environment names no database (the tests' per-file databases). */
+  databaseUrl?: string;
+}
+
+/** The object's answer: authorized on its lease, refused, or "ask Postgres" (the per-call path). */
+export type WalletCallDecision =
+  | {
+      outcome: 'authorized';
+      appId: string;
+      endUserId: string;
+      featureKey: string;
+      developerShareBps: number | null;
+      developerPricePerMtokUsd: string | null;
+      openFeeUsd: string | null;
+      maxOutputTokens: number | null;
+      routing: { aliases: Record<string, string>; fallbacks: string[] };
+    }
+  | { outcome: 'database' }
+  | { outcome: 'routing_changed'; routing: { aliases: Record<string, string>; fallbacks: string[] } }
+  | { outcome: 'refused'; refusal: string; featureKey: string | null };
+
+/** A settled call as the object stores and flushes it: the booking (faucet_usage_booking as JSON) and its retail. */
+export interface WalletSettlement {
+  booking: Record<string, unknown>;
+  /** 8-decimal USD: what the booking charges, counted against the lease until it is flushed. */
+  retailUsd: string;
+}
+
+/** What one wallet object holds right now (tests, the benchmark, operators). */
+export interface WalletSnapshot {
+  leaseUsd: string;
+  leaseExpiresAt: number | null;
+  /** In-flight worst cases plus settled, unflushed retail. */
+  committedUsd: string;
+  inFlight: number;
+  unflushed: number;
+  /** Settlements Postgres refused (none by construction; kept, never dropped). */
+  refused: number;
+}
+
+export interface WalletObjectContract extends Rpc.DurableObjectBranded {
+  authorize(request: WalletCallRequest): Promise<WalletCallDecision>;
+  settle(callId: string, settlement: WalletSettlement): Promise<void>;
+  /** The upstream never accepted the call: nothing is charged and its request id is free again. */
+  abandon(callId: string): Promise<void>;
+  /** Refuses these sessions from now on (null: every session of this wallet); the API pushes revocations. */
+  revokeSessions(tokenHashes: string[] | null): Promise<void>;
+  /**
+   * Before money leaves the wallet outside the gateway (a debit adjustment, a chargeback): books
+   * every settled call and gives back all of the lease but the worst cases of calls in flight.
+   */
+  recall(): Promise<WalletSnapshot>;
+  /**
+   * Books every settled call now (the alarm does it on its own). A failed flush wrote nothing and is
+   * retried by the alarm; `error` names why (a SQLSTATE, or `unreachable`), never with the data sent.
+   */
+  flush(): Promise<WalletSnapshot & { error: string | null }>;
+  snapshot(): Promise<WalletSnapshot>;
+}

@@ -1,5 +1,5 @@
 /** Bindings every Faucet worker may receive (wrangler.toml vars, Worker secrets, Durable Objects). */
-import type { MetricsObject, RateLimiterObject } from './durable-objects.ts';
+import type { MetricsObject, RateLimiterObject, WalletObjectContract } from './durable-objects.ts';
 
 export interface Env {
   ENVIRONMENT?: string; // 'development' | 'test' | 'production'
@@ -48,6 +48,14 @@ export interface Env {
 
   RATE_LIMITER?: DurableObjectNamespace<RateLimiterObject>;
   METRICS?: DurableObjectNamespace<MetricsObject>;
+  /** One object per end-user wallet: authorizes platform calls on a lease (docs/edge.md). */
+  WALLET?: DurableObjectNamespace<WalletObjectContract>;
+  /** 'off': every call takes the per-call Postgres path (default: on wherever WALLET is bound). */
+  WALLET_LEASES?: string;
+  /** The chunk of balance a wallet object leases beyond what it needs (USD, default 1.00). */
+  WALLET_LEASE_USD?: string;
+  /** How long a wallet object keeps settled calls before flushing them (default 1000; 0 = book before answering). */
+  WALLET_FLUSH_INTERVAL_MS?: string;
 
   [key: string]: unknown;
 }

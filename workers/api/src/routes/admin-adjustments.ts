@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireAdmin } from '#shared/auth/require-admin.ts';
 import { adjustmentKinds, adjustWallet, requireUuid } from '#shared/ledger/index.ts';
+import { recallLease } from '#shared/auth/recall-lease.ts';
 import { parseWireAmount, usdStringSchema, wireAmountSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 
@@ -55,6 +56,8 @@ export function registerAdminAdjustmentRoutes(app: ServiceApp): void {
   app.openapi(route, async (c) => {
     const walletId = requireUuid(c.req.valid('param').wallet_id, 'wallet');
     const body = c.req.valid('json');
+    // A debit meets the wallet as it is: the wallet object books what it settled and gives its lease back first.
+    if (body.direction === 'debit') await recallLease(c.env, c.var.database().db, { walletId }, c.var.logger);
     const { adjustment, replayed } = await adjustWallet(c.var.database().db, {
       walletId,
       kind: body.kind,

@@ -9,7 +9,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { and, eq, type SQL, sql } from 'drizzle-orm';
 import { virtualSessions } from '../../../../drizzle/schema.ts';
+import type { Context } from 'hono';
+import type { AppEnv } from '#shared/app-env.ts';
 import type { ServiceApp } from '#shared/app.ts';
+import { pushRevocations } from '#shared/auth/push-revocations.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
 import { hashExternalUserId } from '#shared/crypto.ts';
 import type { Db } from '#shared/db.ts';
@@ -74,19 +77,27 @@ const revokeByRef = createRoute({
  * Revokes the live sessions of the app that `which` selects, with one audit row per revocation
  * request; answers how many were live.
  */
-async function revokeSessions(db: Db, input: { appId: string; developerId: string; requestId: string; which: SQL }): Promise<number> {
-  const { revoked } = await queryOne<{ revoked: number }>(
+async function revokeSessions(
+  c: Context<AppEnv>,
+  db: Db,
+  input: { appId: string; developerId: string; requestId: string; which: SQL },
+): Promise<number> {
+  const { revoked, sessions } = await queryOne<{ revoked: number; sessions: Array<{ endUserId: string; tokenHash: string }> }>(
     db,
     sql`with revoked as (
           update virtual_sessions set revoked_at = now()
            where app_id = ${input.appId}::uuid and ${input.which} and revoked_at is null and expires_at > now()
-          returning id),
+          returning id, end_user_id, token_hash),
         audit as (
           insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
           values ('developer', ${input.developerId}, 'app.sessions_revoked', 'app', ${input.appId}, ${input.requestId},
                   jsonb_build_object('sessions', (select coalesce(jsonb_agg(id), '[]'::jsonb) from revoked))))
-        select count(*)::int as revoked from revoked`,
+        select count(*)::int as revoked,
+               coalesce(jsonb_agg(jsonb_build_object('endUserId', end_user_id, 'tokenHash', token_hash)), '[]'::jsonb) as sessions
+          from revoked`,
   );
+  // The wallet objects that may have these sessions cached refuse them at once.
+  await pushRevocations(c.env, sessions, c.var.logger);
   return revoked;
 }
 
@@ -98,7 +109,7 @@ export function registerDeveloperSessionRoutes(app: ServiceApp): void {
     const developerId = c.var.developer.developerId;
     const owned = await ownedApp(db, c.req.valid('param').public_app_id, developerId);
     const userHash = await hashExternalUserId(secret, c.req.valid('json').external_user_id);
-    const revoked = await revokeSessions(db, {
+    const revoked = await revokeSessions(c, db, {
       appId: owned.appId,
       developerId,
       requestId: c.var.requestId,
@@ -112,7 +123,7 @@ export function registerDeveloperSessionRoutes(app: ServiceApp): void {
     const developerId = c.var.developer.developerId;
     const found = await findEndUserByRef(db, { secret: c.env.SESSION_HASH_SECRET, developerId, ref: c.req.valid('param').user_ref });
     if (!found) throw new FaucetError('not_found', 'Unknown end user');
-    const revoked = await revokeSessions(db, {
+    const revoked = await revokeSessions(c, db, {
       appId: found.app_id,
       developerId,
       requestId: c.var.requestId,
@@ -131,7 +142,7 @@ export function registerDeveloperSessionRoutes(app: ServiceApp): void {
       .from(virtualSessions)
       .where(and(eq(virtualSessions.id, params.session_id), eq(virtualSessions.appId, owned.appId)));
     if (!found) throw new FaucetError('not_found', 'Unknown session');
-    const revoked = await revokeSessions(db, {
+    const revoked = await revokeSessions(c, db, {
       appId: owned.appId,
       developerId,
       requestId: c.var.requestId,

@@ -9,7 +9,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { sql } from 'drizzle-orm';
 import type { ServiceApp } from '#shared/app.ts';
 import { userRef } from '#shared/auth/user-ref.ts';
-import { randomToken, sha256Hex } from '#shared/crypto.ts';
+import { sha256Hex } from '#shared/crypto.ts';
+import { mintSessionToken, walletName } from '#shared/auth/session-token.ts';
 import type { Db } from '#shared/db.ts';
 import { intSetting } from '#shared/env.ts';
 import { queryOne } from '#shared/ledger/database.ts';
@@ -69,20 +70,28 @@ const route = createRoute({
   },
 });
 
-/** One statement: upsert the end user and their wallet, store the session's hash. */
-function createSession(db: Db, input: { appId: string; userHash: string; tokenHash: string; ttlSeconds: number }) {
-  return queryOne<{ id: string; endUserId: string; expiresAt: string }>(
+/** Upserts the end user and their wallet: the session's token names the wallet, so it is minted after this. */
+function upsertEndUser(db: Db, input: { appId: string; userHash: string }) {
+  return queryOne<{ endUserId: string }>(
     db,
     sql`with end_user as (
           insert into end_users (app_id, external_user_hash) values (${input.appId}::uuid, ${input.userHash})
           on conflict (app_id, external_user_hash) do update set app_id = excluded.app_id
-          returning id, app_id),
+          returning id),
         wallet as (
           insert into wallets (kind, end_user_id) select 'user', id from end_user
-          on conflict (end_user_id) do nothing returning id)
-        insert into virtual_sessions (token_hash, app_id, end_user_id, expires_at)
-        select ${input.tokenHash}, end_user.app_id, end_user.id, now() + make_interval(secs => ${input.ttlSeconds}::integer) from end_user
-        returning id, end_user_id as "endUserId", expires_at::text as "expiresAt"`,
+          on conflict (end_user_id) do nothing)
+        select id as "endUserId" from end_user`,
+  );
+}
+
+/** Stores the session's hash (never the token). */
+function createSession(db: Db, input: { appId: string; endUserId: string; tokenHash: string; ttlSeconds: number }) {
+  return queryOne<{ id: string; expiresAt: string }>(
+    db,
+    sql`insert into virtual_sessions (token_hash, app_id, end_user_id, expires_at)
+        values (${input.tokenHash}, ${input.appId}::uuid, ${input.endUserId}::uuid, now() + make_interval(secs => ${input.ttlSeconds}::integer))
+        returning id, expires_at::text as "expiresAt"`,
   );
 }
 
@@ -118,15 +127,17 @@ export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchF
       },
     );
     const ttlSeconds = Math.min(Math.max(intSetting(c.env.SESSION_TTL_SECONDS, 900), 1), 86_400);
-    const token = randomToken('fvs_');
-    const session = await createSession(db, { appId: identity.appId, userHash, tokenHash: await sha256Hex(token), ttlSeconds });
+    const { endUserId } = await upsertEndUser(db, { appId: identity.appId, userHash });
+    // The token names the end user's wallet object (docs/edge.md): the gateway reaches it without the database.
+    const token = mintSessionToken(await walletName(secret, endUserId));
+    const session = await createSession(db, { appId: identity.appId, endUserId, tokenHash: await sha256Hex(token), ttlSeconds });
     return c.json(
       {
         session_token: token,
         token_type: 'Bearer' as const,
         expires_at: new Date(session.expiresAt).toISOString(),
         session_id: session.id,
-        user_ref: await userRef(secret, session.endUserId),
+        user_ref: await userRef(secret, endUserId),
       },
       201,
     );

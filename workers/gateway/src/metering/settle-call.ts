@@ -4,7 +4,9 @@
  * the call, abandon it so nothing is charged and its request id can be retried.
  */
 import { abandonCall as abandonCallByKey } from '#shared/calls/abandon-call.ts';
-import { bookUsage } from '#shared/ledger/book-usage.ts';
+import { bookUsage, type BookUsageInput } from '#shared/ledger/book-usage.ts';
+import { bookingElement } from '#shared/ledger/book-usage-batch.ts';
+import { formatUsd, type Usd } from '#shared/money/index.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { featurePricingMetadata, type PriceCatalog, rateUsage } from '#shared/rating/index.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
@@ -32,38 +34,49 @@ export async function settleCall(
     plan.ratingSettings,
     catalog,
   );
-  const book = () =>
-    bookUsage(db, {
-      requestId: plan.keys.moneyKey,
-      clientRequestId: plan.keys.clientRequestId,
-      callId: plan.keys.callId,
-      appId: plan.appId,
-      endUserId: plan.endUserId,
-      featureKey: plan.featureKey,
-      rated,
-      providerCredentialId: plan.providerCredentialId,
-      allowReceivable: true,
-      metadata: { feature_pricing: featurePricingMetadata(plan.featureKey, plan.featurePricing) },
+  const input: BookUsageInput = {
+    requestId: plan.keys.moneyKey,
+    clientRequestId: plan.keys.clientRequestId,
+    callId: plan.keys.callId,
+    appId: plan.appId,
+    endUserId: plan.endUserId,
+    featureKey: plan.featureKey,
+    rated,
+    providerCredentialId: plan.providerCredentialId,
+    allowReceivable: true,
+    metadata: { feature_pricing: featurePricingMetadata(plan.featureKey, plan.featurePricing) },
+  };
+  const answer = (amounts: { retailUsd: Usd; upstreamCostUsd: Usd }) =>
+    faucetObject({
+      requestId: plan.keys.clientRequestId,
+      feature: plan.featureKey,
+      routeMode: plan.routeMode,
+      provider: reference.provider,
+      model: reference.model,
+      inputTokens: counts.inputTokens,
+      outputTokens: counts.outputTokens,
+      estimated: usage.estimated,
+      ...amounts,
     });
+  const { wallet } = plan;
+  if (wallet !== undefined) {
+    // Leased: the wallet object keeps the settlement durably and books it with its next flush; its
+    // lease covers the charge, so the answer carries it now (docs/edge.md).
+    const settlement = { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd) };
+    const settle = () => wallet.settle(plan.keys.callId, settlement);
+    await settle().catch(() => settle());
+    return answer({ retailUsd: rated.retailUsd, upstreamCostUsd: rated.upstreamCostUsd });
+  }
+  const book = () => bookUsage(db, input);
   // One retry (idempotent by the money key) for a cut connection; a call still unbooked after it is
   // booked at its bound by the API's sweeper once its deadline has passed.
   const booking = await book().catch(() => book());
   if (booking.outcome === 'insufficient_balance') throw new Error('a booking that allows a receivable was refused');
-  return faucetObject({
-    requestId: plan.keys.clientRequestId,
-    feature: plan.featureKey,
-    routeMode: plan.routeMode,
-    provider: reference.provider,
-    model: reference.model,
-    inputTokens: counts.inputTokens,
-    outputTokens: counts.outputTokens,
-    estimated: usage.estimated,
-    retailUsd: booking.retailUsd,
-    upstreamCostUsd: booking.upstreamCostUsd,
-  });
+  return answer(booking);
 }
 
 /** The upstream never accepted the call: free the hold and budget, charge nothing, free the request id. */
 export async function abandonCall(db: LedgerDatabase, plan: CallPlan): Promise<void> {
-  await abandonCallByKey(db, plan.keys.moneyKey);
+  if (plan.wallet !== undefined) await plan.wallet.abandon(plan.keys.callId);
+  else await abandonCallByKey(db, plan.keys.moneyKey);
 }

@@ -27,6 +27,7 @@ import { capOutputTokens } from '../metering/output-cap.ts';
 import { abandonCall, settleCall } from '../metering/settle-call.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { createAdapter } from '../providers/create-adapter.ts';
+import { authorizeOnLease, walletOf } from '../wallet/authorize-on-lease.ts';
 import { authorizeCall, RoutingChanged, type CallKeys, type CallPlan } from '../routing/authorize-call.ts';
 import { parseModel } from '../routing/parse-model.ts';
 import { resolveCandidates, routingCache, type FeatureRouting } from '../fallback/feature-routing.ts';
@@ -66,7 +67,8 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
   app.post('/v1/chat/completions', async (c) => {
     const requestId = c.var.requestId;
     // Credentials before the body: a request without a well-formed token learns nothing about its body.
-    const tokenHash = await hashSessionToken(bearerToken(c));
+    const token = bearerToken(c);
+    const tokenHash = await hashSessionToken(token);
     if (tokenHash === undefined) throw new FaucetError('unauthorized', 'Invalid session token');
     // A request the gateway refuses for its body (schema, model, fields, bounds) is answered 400 only
     // for a live session: 401 whatever the body otherwise. The live-session check runs on that error
@@ -98,7 +100,13 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       authorized = await authorizeWithRouting(
         c,
         { tokenHash, feature, model: body.model, request, refusedForBody, catalog: dependencies.priceCatalog },
-        (input) => authorizeCall(database, c.env, { tokenHash, featureKey: feature, call: keys, requestedRoute, ...input }),
+        async ({ candidates, ...input }) => {
+          const authorizeInput = { tokenHash, featureKey: feature, call: keys, requestedRoute, ...input };
+          // A token naming its wallet: that wallet's object decides on its lease, or says the per-call path must.
+          const wallet = walletOf(c.env, token);
+          const leased = wallet === null ? null : await authorizeOnLease(c.env, wallet, { ...authorizeInput, candidates });
+          return leased ?? authorizeCall(database, c.env, authorizeInput);
+        },
       );
     } catch (error) {
       release();
@@ -148,7 +156,9 @@ async function authorizeWithRouting(
     refusedForBody(error: unknown): Promise<never>;
     catalog: PriceCatalog;
   },
-  authorize: (input: Pick<Parameters<typeof authorizeCall>[2], 'reference' | 'bounds' | 'routing'>) => Promise<CallPlan>,
+  authorize: (
+    input: Pick<Parameters<typeof authorizeCall>[2], 'reference' | 'bounds' | 'routing'> & { candidates: Candidate[] },
+  ) => Promise<CallPlan>,
 ) {
   let routing: FeatureRouting | null = routingCache.get(input.tokenHash, input.feature);
   for (let round = 0; ; round += 1) {
@@ -176,6 +186,7 @@ async function authorizeWithRouting(
         reference: primaryReference,
         bounds: held,
         routing: { alias: resolved.alias, fallbacks: resolved.fallbackNames },
+        candidates: [primary, ...fallbacks],
       });
       routingCache.set(input.tokenHash, input.feature, plan.routing);
       return { plan, candidates: [primary, ...fallbacks], held, alias: resolved.alias };

@@ -20,6 +20,7 @@ import { openStoredKey } from '#shared/provider-keys/open-stored-key.ts';
 import { loopbackAllowance } from '#shared/upstream/loopback-allowance.ts';
 import { featurePricingFromRow, ratingSettingsFor, type FeaturePricing, type RatingSettings } from '#shared/rating/index.ts';
 import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
+import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
 import type { FeatureRouting } from '../fallback/feature-routing.ts';
@@ -90,9 +91,11 @@ export interface CallPlan {
   routing: FeatureRouting;
   /** byok route: the end user's key of each fallback provider other than the call's. */
   fallbackKeys: Record<string, StoredFallbackKey>;
+  /** Authorized by the end user's wallet object on its lease (wallet/): settled and abandoned there, not in Postgres. */
+  wallet?: DurableObjectStub<WalletObjectContract>;
 }
 
-type Outcome =
+export type Outcome =
   | 'authorized'
   | 'unauthorized'
   | 'developer_suspended'
@@ -190,7 +193,12 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
   }
 }
 
-function refusal(outcome: Exclude<Outcome, 'authorized' | 'routing_changed'>, input: AuthorizeInput, row: AuthorizeRow): FaucetError {
+/** The error a refused authorization answers (the wallet object's refusals use the same). */
+export function refusal(
+  outcome: Exclude<Outcome, 'authorized' | 'routing_changed'>,
+  input: Pick<AuthorizeInput, 'featureKey' | 'reference' | 'requestedRoute'>,
+  row: Pick<AuthorizeRow, 'feature_key' | 'refused_limit' | 'retry_after_seconds'>,
+): FaucetError {
   const { provider, model } = input.reference;
   const featureKey = row.feature_key;
   switch (outcome) {

@@ -1,0 +1,99 @@
+/**
+ * The gateway's side of a leased call (docs/edge.md): a session token that names its wallet is
+ * authorized by that wallet's object, with no Postgres round trip when the object's lease covers the
+ * call. The object answers `database` for what it does not decide (byok and developer-key routes,
+ * apps with per-end-user limits): those take the per-call path (routing/authorize-call.ts).
+ */
+import type { Env } from '#shared/env.ts';
+import type { WalletObjectContract } from '#shared/durable-objects.ts';
+import { walletOfToken } from '#shared/auth/session-token.ts';
+import { formatUsd } from '#shared/money/index.ts';
+import { featurePricingFromRow, ratingSettingsFor } from '#shared/rating/index.ts';
+import type { HoldBounds } from '../metering/hold-bounds.ts';
+import type { Candidate } from '../fallback/hold-candidates.ts';
+import { platformPoolCredential } from '../routing/platform-pool.ts';
+import type { ProviderCredential } from '../providers/provider.ts';
+import { refusal, RoutingChanged, type AuthorizeInput, type CallPlan, type Outcome } from '../routing/authorize-call.ts';
+
+export type WalletStub = DurableObjectStub<WalletObjectContract>;
+
+/** The wallet object a call's token names, when leases are on; null: the per-call path. */
+export function walletOf(env: Env, token: string): { name: string; stub: WalletStub } | null {
+  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return null;
+  const name = walletOfToken(token);
+  if (name === null) return null;
+  return { name, stub: env.WALLET.get(env.WALLET.idFromName(name)) };
+}
+
+export interface LeaseAuthorizeInput extends AuthorizeInput {
+  bounds: HoldBounds;
+  candidates: Candidate[];
+}
+
+/** A plan authorized on the wallet's lease, or null when the object says the per-call path must decide. */
+export async function authorizeOnLease(
+  env: Env,
+  wallet: { name: string; stub: WalletStub },
+  input: LeaseAuthorizeInput,
+): Promise<CallPlan | null> {
+  const { call: keys, reference, bounds } = input;
+  const pool = platformPoolCredential(env, reference);
+  const settings = ratingSettingsFor(env, null);
+  const pricedAt = new Date();
+  const decision = await wallet.stub.authorize({
+    wallet: wallet.name,
+    tokenHash: input.tokenHash,
+    featureKey: input.featureKey ?? null,
+    requestedRoute: input.requestedRoute ?? null,
+    provider: reference.provider,
+    model: reference.model,
+    alias: input.routing.alias,
+    fallbacks: input.routing.fallbacks,
+    platformHold: bounds.platform === null ? null : formatUsd(bounds.platform),
+    poolAvailable: pool !== null,
+    call: {
+      id: keys.callId,
+      moneyKey: keys.moneyKey,
+      clientRequestId: keys.clientRequestId,
+      fingerprint: keys.fingerprint,
+      boundInputTokens: bounds.worstCaseInputTokens,
+      boundOutputTokens: bounds.worstCaseOutputTokens,
+      maxDurationSeconds: keys.maxDurationSeconds,
+      platformMarkupBps: settings.platformMarkupBps,
+      platformFeeBps: settings.platformFeeBps,
+      authorizedAt: pricedAt.getTime(),
+      candidates: input.candidates.map((candidate) => ({
+        provider: candidate.reference.provider,
+        model: candidate.reference.model,
+        boundInputTokens: (candidate.bounds ?? bounds).worstCaseInputTokens,
+        boundOutputTokens: (candidate.bounds ?? bounds).worstCaseOutputTokens,
+      })),
+    },
+    databaseUrl: env.DATABASE_URL,
+  });
+  if (decision.outcome === 'database') return null;
+  if (decision.outcome === 'routing_changed') throw new RoutingChanged(decision.routing);
+  if (decision.outcome === 'refused') {
+    throw refusal(decision.refusal as Exclude<Outcome, 'authorized' | 'routing_changed'>, input, {
+      feature_key: decision.featureKey,
+      refused_limit: null,
+      retry_after_seconds: null,
+    });
+  }
+  return {
+    keys,
+    appId: decision.appId,
+    endUserId: decision.endUserId,
+    featureKey: decision.featureKey,
+    maxOutputTokens: decision.maxOutputTokens,
+    featurePricing: featurePricingFromRow({ developerPricePerMtokUsd: decision.developerPricePerMtokUsd, openFeeUsd: decision.openFeeUsd }),
+    ratingSettings: { ...settings, channelShareBps: ratingSettingsFor(env, decision.developerShareBps).channelShareBps },
+    pricedAt,
+    routeMode: 'platform',
+    credential: pool as ProviderCredential,
+    providerCredentialId: null,
+    routing: decision.routing,
+    fallbackKeys: {},
+    wallet: wallet.stub,
+  };
+}

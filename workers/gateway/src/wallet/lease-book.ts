@@ -1,0 +1,69 @@
+/**
+ * A wallet object's accounts, in memory and in its storage (docs/edge.md, "The wallet object"): the
+ * lease Postgres granted, the calls in flight (each reserving its worst case) and the settled calls
+ * not yet flushed (each counting its retail). A call is covered when the lease, less everything
+ * committed, holds its worst case and the lease outlives the call. Amounts are integer units of
+ * 10⁻⁸ USD (bigint), never floats.
+ */
+import { formatUsd, parseDatabaseAmount, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
+
+/** One call the object knows of, as stored under `call:<id>`. */
+export interface StoredCall {
+  id: string;
+  moneyKey: string;
+  clientRequestId: string;
+  state: 'in_flight' | 'settled' | 'refused';
+  /** The worst case reserved while in flight (units). */
+  reservedUnits: bigint;
+  /** The settlement's retail (units), once settled. */
+  retailUnits: bigint;
+  /** Epoch ms after which an unsettled call is booked at its bound. */
+  sweepAt: number;
+  /** The gateway_calls record the flush writes (column names as in Postgres). */
+  record: Record<string, unknown>;
+  /** How to rate it at its bound if it is never settled. */
+  rating: {
+    developerShareBps: number | null;
+    developerPricePerMtokUsd: string | null;
+    openFeeUsd: string | null;
+    maxOutputTokens: number | null;
+    platformMarkupBps: number;
+    platformFeeBps: number;
+    authorizedAt: number;
+    featureKey: string;
+    appId: string;
+    endUserId: string;
+    candidates: Array<{ provider: string; model: string; boundInputTokens: number; boundOutputTokens: number }>;
+  };
+  /** The booking (faucet_usage_booking as JSON), once settled. */
+  booking: Record<string, unknown> | null;
+  /** Why Postgres refused the booking (state `refused`). */
+  refusal: string | null;
+}
+
+export interface Lease {
+  units: bigint;
+  /** Epoch ms; 0: no lease. */
+  expiresAt: number;
+}
+
+export const units = (usd: string): bigint => usdToUnits(parseDatabaseAmount(usd));
+export const usdString = (amount: bigint): string => formatUsd(usdFromUnits(amount));
+
+/** In flight: its worst case; settled and unflushed: its retail; refused: nothing (Postgres holds nothing for it). */
+export function committedUnits(call: StoredCall): bigint {
+  if (call.state === 'in_flight') return call.reservedUnits;
+  if (call.state === 'settled') return call.retailUnits;
+  return 0n;
+}
+
+export function totalCommitted(calls: Iterable<StoredCall>): bigint {
+  let total = 0n;
+  for (const call of calls) total += committedUnits(call);
+  return total;
+}
+
+/** Whether the lease covers one more call of `worst` units that may run until `until` (epoch ms). */
+export function covers(lease: Lease, committed: bigint, worst: bigint, until: number): boolean {
+  return lease.expiresAt >= until && lease.units - committed >= worst;
+}

@@ -1,0 +1,124 @@
+/**
+ * The wallet object's two statements (workers/shared/wallet/): the session's context and the lease
+ * flush. The object stores its settlements already encoded (bookings as faucet_usage_booking JSON,
+ * call records as gateway_calls columns: plain data its storage can keep), so the flush sends them
+ * as they are.
+ */
+import { sql } from 'drizzle-orm';
+import { bookingResult, type BookingRow, type BookUsageBatchResult } from '#shared/ledger/book-usage-batch.ts';
+import { queryRows } from '#shared/ledger/database.ts';
+import { formatUsd, parseDatabaseAmount } from '#shared/money/index.ts';
+import { leaseContext, type LeaseContext } from '#shared/wallet/lease-context.ts';
+import type { WalletCallRequest } from '#shared/durable-objects.ts';
+import type { Database } from '#shared/db.ts';
+
+/** What the object keeps of a context answer: plain data (amounts as 8-decimal strings). */
+export interface CallContext {
+  outcome: LeaseContext['outcome'];
+  appId: string | null;
+  endUserId: string | null;
+  featureKey: string | null;
+  developerShareBps: number | null;
+  developerPricePerMtokUsd: string | null;
+  openFeeUsd: string | null;
+  maxOutputTokens: number | null;
+  aliases: Record<string, string>;
+  fallbacks: string[];
+  /** Epoch ms. */
+  sessionExpiresAt: number | null;
+}
+
+export async function fetchCallContext(database: Database, request: WalletCallRequest): Promise<CallContext> {
+  const context = await leaseContext(database.db, {
+    tokenHash: request.tokenHash,
+    featureKey: request.featureKey ?? undefined,
+    provider: request.provider,
+    model: request.model,
+    requestedRoute: request.requestedRoute ?? undefined,
+    platformHold: request.platformHold === null ? null : parseDatabaseAmount(request.platformHold),
+    poolAvailable: request.poolAvailable,
+    routing: { alias: request.alias, fallbacks: request.fallbacks },
+  });
+  const none = {
+    appId: null,
+    endUserId: null,
+    featureKey: null,
+    developerShareBps: null,
+    developerPricePerMtokUsd: null,
+    openFeeUsd: null,
+    maxOutputTokens: null,
+    aliases: {},
+    fallbacks: [],
+    sessionExpiresAt: null,
+  };
+  if (!('appId' in context)) return { ...none, outcome: context.outcome };
+  const routing = { aliases: context.modelAliases ?? {}, fallbacks: context.fallbackModels ?? [] };
+  if (context.outcome !== 'leasable' && context.outcome !== 'database') {
+    return {
+      ...none,
+      ...routing,
+      outcome: context.outcome,
+      appId: context.appId,
+      endUserId: context.endUserId,
+      featureKey: context.featureKey,
+    };
+  }
+  return {
+    outcome: context.outcome,
+    appId: context.appId,
+    endUserId: context.endUserId,
+    featureKey: context.featureKey,
+    developerShareBps: context.developerShareBps,
+    developerPricePerMtokUsd: context.developerPricePerMtokUsd === null ? null : formatUsd(context.developerPricePerMtokUsd),
+    openFeeUsd: context.openFeeUsd === null ? null : formatUsd(context.openFeeUsd),
+    maxOutputTokens: context.maxOutputTokens,
+    ...routing,
+    sessionExpiresAt: context.sessionExpiresAt.getTime(),
+  };
+}
+
+export interface LeaseFlush {
+  endUserId: string;
+  leaseKey: string;
+  /** gateway_calls columns, as faucet_settle_lease takes them. */
+  calls: Record<string, unknown>[];
+  /** faucet_usage_booking as JSON, one per call, in the same order. */
+  bookings: Record<string, unknown>[];
+  targetUsd: string;
+  keep: boolean;
+  ttlSeconds: number;
+}
+
+export interface LeaseFlushResult {
+  results: BookUsageBatchResult[];
+  leaseUsd: string;
+  leaseExpiresAt: Date;
+}
+
+interface Row extends BookingRow {
+  lease_amount_usd: string | null;
+  lease_expires_at: Date | string | null;
+}
+
+/** One statement (workers/shared/wallet/settle-lease.ts has the typed form): throws when nothing was written. */
+export async function flushLease(database: Database, flush: LeaseFlush): Promise<LeaseFlushResult> {
+  const rows = await queryRows<Row>(
+    database.db,
+    sql`select * from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
+      ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
+      ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer)`,
+  );
+  const lease = rows.find((row) => row.ordinal === 0);
+  if (lease === undefined || lease.lease_amount_usd === null) throw new Error('faucet_settle_lease returned no lease row');
+  const results: BookUsageBatchResult[] = new Array(flush.bookings.length);
+  for (const row of rows) {
+    if (row.ordinal === 0) continue;
+    const booking = flush.bookings[row.ordinal - 1];
+    if (booking === undefined) throw new Error(`faucet_settle_lease returned an unknown ordinal ${row.ordinal}`);
+    results[row.ordinal - 1] = bookingResult(row.ordinal - 1, String(booking.request_id), row);
+  }
+  for (let index = 0; index < results.length; index++) {
+    if (results[index] === undefined) throw new Error(`faucet_settle_lease did not answer booking ${index}`);
+  }
+  return { results, leaseUsd: lease.lease_amount_usd, leaseExpiresAt: new Date(lease.lease_expires_at as string) };
+}

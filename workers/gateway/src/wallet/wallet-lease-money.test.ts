@@ -1,0 +1,129 @@
+/**
+ * Issue 19: money around a wallet object's lease. A debit outside the gateway recalls the lease
+ * first; a top-up is spendable by the next call; a call whose gateway died mid-way is booked at its
+ * bound by the object's alarm once its deadline and grace pass.
+ */
+import { env as workerEnv, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '#shared/crypto.ts';
+import { walletOfToken } from '#shared/auth/session-token.ts';
+import type { WalletObjectContract } from '#shared/durable-objects.ts';
+import type { Env } from '#shared/env.ts';
+import { reconcileLedger } from '#shared/ledger/reconcile.ts';
+import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
+import { chat, fund, fundedSession, gatewayWith, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
+import type { StoredCall } from './lease-book.ts';
+
+const WALLET = (workerEnv as unknown as Env).WALLET as DurableObjectNamespace<WalletObjectContract>;
+
+let testEnv: TestEnv;
+beforeAll(async () => {
+  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', WALLET_LEASES: 'on' });
+});
+
+const reported = { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 };
+const body = { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('Tell me something')], max_tokens: 50 };
+const objectOf = (token: string) => WALLET.get(WALLET.idFromName(walletOfToken(token) as string));
+
+async function reconciled(): Promise<boolean> {
+  const database = openLedgerDatabase(testEnv, 1);
+  try {
+    return (await reconcileLedger(database.db)).ok;
+  } finally {
+    await database.close();
+  }
+}
+
+describe('money outside the gateway', () => {
+  it('an operator debit recalls the lease: what the object settled is booked first, then the debit meets the whole balance', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const gateway = gatewayWith({ upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported))).fetch });
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    // The lease holds (almost) the whole balance: without the recall the debit finds nothing available.
+    expect(Number((await wallet(testEnv, session.walletId)).available)).toBeLessThan(0.9);
+    const debit = await call(api(), testEnv, `/v1/admin/wallets/${session.walletId}/adjustments`, {
+      json: { kind: 'adjustment', direction: 'debit', amount_usd: '0.90000000', reason: 'test: operator debit' },
+      token: adminToken,
+    });
+    expect(debit.status).toBe(201);
+    // The settled call was booked before the debit, and nothing is left in the object.
+    const snapshot = await objectOf(session.token).snapshot();
+    expect(snapshot).toMatchObject({ unflushed: 0, inFlight: 0, leaseUsd: '0.00000000' });
+    expect(
+      Number(
+        (await sql<{ n: string }>(testEnv, 'select count(*) as n from usage_events where end_user_id = $1', [session.endUserId]))[0]?.n,
+      ),
+    ).toBe(1);
+    const after = await wallet(testEnv, session.walletId);
+    expect(Number(after.balance)).toBeGreaterThan(0);
+    expect(Number(after.balance)).toBeLessThan(0.1);
+    expect(await reconciled()).toBe(true);
+    // And the next call leases again from what is left.
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+  });
+
+  it('a top-up is spendable by the very next call', async () => {
+    const session = await fundedSession(testEnv, '0.00010000');
+    const gateway = gatewayWith({ upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported))).fetch });
+    const big = { ...body, max_tokens: 4000 };
+    expect((await chat(gateway, testEnv, session.token, big)).status).toBe(402);
+    await fund(testEnv, session.walletId, '1.00000000');
+    expect((await chat(gateway, testEnv, session.token, big)).status).toBe(200);
+  });
+});
+
+describe('a call its gateway never settled', () => {
+  it('is booked at its bound, estimated, once its deadline and grace have passed', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const object = objectOf(session.token);
+    const callId = crypto.randomUUID();
+    // What the gateway asks before it calls the upstream; then its isolate dies: no settle ever comes.
+    const decision = await object.authorize({
+      wallet: walletOfToken(session.token) as string,
+      tokenHash: await sha256Hex(session.token),
+      featureKey: 'chat',
+      requestedRoute: null,
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      alias: null,
+      fallbacks: [],
+      platformHold: '0.00100000',
+      poolAvailable: true,
+      call: {
+        id: callId,
+        moneyKey: `call:${callId}`,
+        clientRequestId: 'req_never_settled',
+        fingerprint: 'f'.repeat(64),
+        boundInputTokens: 100,
+        boundOutputTokens: 500,
+        maxDurationSeconds: 60,
+        platformMarkupBps: 2000,
+        platformFeeBps: 1000,
+        authorizedAt: Date.now(),
+        candidates: [{ provider: 'openai', model: 'gpt-4o-mini', boundInputTokens: 100, boundOutputTokens: 500 }],
+      },
+      databaseUrl: testEnv.DATABASE_URL,
+    });
+    expect(decision.outcome).toBe('authorized');
+    // Time passes: the call's deadline and grace are behind it.
+    await runInDurableObject(object, async (_instance, state) => {
+      const stored = (await state.storage.get<StoredCall>(`call:${callId}`)) as StoredCall;
+      await state.storage.put(`call:${callId}`, { ...stored, sweepAt: Date.now() - 1 });
+      await state.storage.sync();
+      state.abort('reload the call as stored');
+    }).catch(() => undefined);
+    expect(await runDurableObjectAlarm(objectOf(session.token))).toBe(true);
+    const [usage] = await sql<{ estimated: boolean; input_tokens: number; output_tokens: number; n: string }>(
+      testEnv,
+      'select estimated, input_tokens, output_tokens, count(*) over () as n from usage_events where call_id = $1',
+      [callId],
+    );
+    expect(usage).toMatchObject({ estimated: true, input_tokens: 100, output_tokens: 500, n: '1' });
+    // A settlement arriving after the sweep changes nothing.
+    await objectOf(session.token).settle(callId, { booking: {}, retailUsd: '0.00000001' });
+    expect((await objectOf(session.token).flush()).unflushed).toBe(0);
+    expect(await reconciled()).toBe(true);
+  });
+});

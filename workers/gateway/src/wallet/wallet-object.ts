@@ -1,0 +1,470 @@
+/**
+ * The wallet Durable Object (issue 19, docs/edge.md "The wallet object"): one per end-user wallet,
+ * named by the session token. It authorizes platform-route calls against a lease — a hold Postgres
+ * granted on the wallet for a chunk of its balance — in memory and its own storage, with no Postgres
+ * round trip; it writes each settlement to its storage before answering, and flushes settlements to
+ * Postgres in batches from its alarm (`faucet_settle_lease`: idempotent per call, the lease reset in
+ * the same statement). Prepaid online charging (3GPP credit control) in small.
+ *
+ * What it decides and what it leaves to Postgres:
+ * - The session and the app's settings come from Postgres (`faucet_lease_context`), cached per
+ *   (session, feature, model, route) for `freshMs`, refreshed in the background up to `staleMs`, and
+ *   read again after that: a developer's suspension or an app's archive takes effect within seconds;
+ *   a revoked session at once when the API pushes it (`revokeSessions`), else within the same bound.
+ * - Only calls Postgres calls `leasable` are authorized here (platform route, app without per-user
+ *   limits); the rest answer `database` and take the per-call path, which decides them exactly.
+ * - The client's x-request-id is claimed in this object's storage (scoped to the wallet's end user).
+ * - A call it cannot cover waits for one lease renewal (one statement), which also flushes.
+ * - A call never settled (its isolate died) is booked at its bound once its deadline and grace pass.
+ *
+ * Exactly once: a call is booked by its money key (`call:<uuid>`), unique in Postgres; a flush whose
+ * answer is lost is sent again and its calls come back `already_booked`, reducing the lease once. The
+ * object's storage keeps a settled call until Postgres has it.
+ */
+import { DurableObject } from 'cloudflare:workers';
+import type {
+  WalletCallDecision,
+  WalletCallRequest,
+  WalletObjectContract,
+  WalletSettlement,
+  WalletSnapshot,
+} from '#shared/durable-objects.ts';
+import type { Env } from '#shared/env.ts';
+import { intSetting } from '#shared/env.ts';
+import { callLimits } from '#shared/calls/call-limits.ts';
+import { walletName } from '#shared/auth/session-token.ts';
+import { configureLocalProxy, createDatabase, type Database } from '#shared/db.ts';
+import { createLogger, type Logger } from '#shared/logger.ts';
+import { committedUnits, covers, type Lease, type StoredCall, totalCommitted, units, usdString } from './lease-book.ts';
+import { boundBooking } from './bound-booking.ts';
+import { fetchCallContext, flushLease, type CallContext } from './wallet-database.ts';
+
+/** Context answers are used as they are for this long... */
+const freshMs = 2_000;
+/** ...and, refreshed in the background, until this age; older ones are read again before the call. */
+const staleMs = 10_000;
+/** At most this many settlements per flush statement. */
+const flushBatch = 500;
+/** An idle wallet gives its lease back after this long with nothing in flight or unflushed. */
+const idleReleaseMs = 120_000;
+/** How long a claimed x-request-id stays claimed after its call. */
+const claimTtlMs = 24 * 3600_000;
+
+interface Meta {
+  wallet: string | null;
+  endUserId: string | null;
+  lease: Lease;
+  /** Only where the environment names no database (the tests' per-file databases). */
+  databaseUrl: string | null;
+  lastActivity: number;
+}
+
+interface CachedContext {
+  row: CallContext;
+  fetchedAt: number;
+  refreshing: boolean;
+}
+
+export class WalletObject extends DurableObject<Env> implements WalletObjectContract {
+  private meta: Meta = { wallet: null, endUserId: null, lease: { units: 0n, expiresAt: 0 }, databaseUrl: null, lastActivity: 0 };
+  private readonly calls = new Map<string, StoredCall>();
+  private readonly claims = new Map<string, number>();
+  private readonly revoked = new Set<string>();
+  /** Bumped by every pushed revocation: a context read that started before one is not kept. */
+  private generation = 0;
+  private readonly contexts = new Map<string, CachedContext>();
+  private database: Database | null = null;
+  /** Every Postgres statement that touches the lease runs in this order, one at a time. */
+  private ledgerQueue: Promise<unknown> = Promise.resolve();
+  private readonly logger: Logger;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.logger = createLogger({ service: 'gateway', component: 'wallet' }, env.LOG_LEVEL);
+    void ctx.blockConcurrencyWhile(async () => {
+      const stored = await ctx.storage.list<unknown>();
+      for (const [key, value] of stored) {
+        if (key === 'meta') this.meta = value as Meta;
+        else if (key.startsWith('call:')) this.calls.set(key.slice(5), value as StoredCall);
+        else if (key.startsWith('claim:')) this.claims.set(key.slice(6), value as number);
+        else if (key.startsWith('revoked:')) this.revoked.add(key.slice(8));
+      }
+    });
+  }
+
+  async authorize(request: WalletCallRequest): Promise<WalletCallDecision> {
+    this.adoptDatabaseUrl(request.databaseUrl);
+    if (this.revoked.has(request.tokenHash)) return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
+    const context = await this.context(request);
+    const routing = { aliases: context.aliases, fallbacks: context.fallbacks };
+    if (context.outcome === 'database') return { outcome: 'database' };
+    if (context.outcome === 'routing_changed') return { outcome: 'routing_changed', routing };
+    if (context.outcome !== 'leasable') return { outcome: 'refused', refusal: context.outcome, featureKey: context.featureKey };
+    if ((context.sessionExpiresAt ?? 0) <= Date.now()) return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
+    const endUserId = context.endUserId as string;
+    // The token's wallet part routed the call here; the session's end user must be this wallet's.
+    if ((await walletName(this.env.SESSION_HASH_SECRET, endUserId)) !== request.wallet) {
+      return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
+    }
+    if (this.meta.wallet === null) {
+      this.meta = { ...this.meta, wallet: request.wallet, endUserId };
+      await this.ctx.storage.put('meta', this.meta);
+    }
+    if (request.platformHold === null) return { outcome: 'database' };
+
+    const { call } = request;
+    const claimed = this.claims.get(call.clientRequestId);
+    if (claimed !== undefined && claimed > Date.now()) return { outcome: 'refused', refusal: 'conflict', featureKey: context.featureKey };
+
+    const limits = callLimits(this.env);
+    const worst = units(request.platformHold);
+    const until = Date.now() + (limits.maxDurationSeconds + limits.settleGraceSeconds) * 1000;
+    if (!covers(this.meta.lease, this.committed(), worst, until)) {
+      // One renewal (which also flushes what is settled); a call it still cannot cover is refused.
+      await this.sync(worst);
+      if (!covers(this.meta.lease, this.committed(), worst, until)) {
+        return { outcome: 'refused', refusal: 'insufficient_balance', featureKey: context.featureKey };
+      }
+      // The renewal awaited Postgres: another call may have claimed the id meanwhile.
+      const again = this.claims.get(call.clientRequestId);
+      if (again !== undefined && again > Date.now()) return { outcome: 'refused', refusal: 'conflict', featureKey: context.featureKey };
+    }
+
+    const stored: StoredCall = {
+      id: call.id,
+      moneyKey: call.moneyKey,
+      clientRequestId: call.clientRequestId,
+      state: 'in_flight',
+      reservedUnits: worst,
+      retailUnits: 0n,
+      sweepAt: Date.now() + (call.maxDurationSeconds + limits.settleGraceSeconds) * 1000,
+      record: {
+        id: call.id,
+        money_key: call.moneyKey,
+        client_request_id: call.clientRequestId,
+        fingerprint: call.fingerprint,
+        app_id: context.appId,
+        end_user_id: endUserId,
+        feature_key: context.featureKey,
+        route_mode: 'platform',
+        provider: request.provider,
+        model: request.model,
+        provider_credential_id: null,
+        bound_input_tokens: call.boundInputTokens,
+        bound_output_tokens: Math.min(call.boundOutputTokens, context.maxOutputTokens ?? call.boundOutputTokens),
+        deadline_at: new Date(call.authorizedAt + call.maxDurationSeconds * 1000).toISOString(),
+        created_at: new Date(call.authorizedAt).toISOString(),
+        developer_price_per_mtok_usd: context.developerPricePerMtokUsd,
+        open_fee_usd: context.openFeeUsd,
+        developer_share_bps: context.developerShareBps,
+        platform_markup_bps: call.platformMarkupBps,
+        platform_fee_bps: call.platformFeeBps,
+        fallback_models: request.fallbacks,
+      },
+      rating: {
+        developerShareBps: context.developerShareBps,
+        developerPricePerMtokUsd: context.developerPricePerMtokUsd,
+        openFeeUsd: context.openFeeUsd,
+        maxOutputTokens: context.maxOutputTokens,
+        platformMarkupBps: call.platformMarkupBps,
+        platformFeeBps: call.platformFeeBps,
+        authorizedAt: call.authorizedAt,
+        featureKey: context.featureKey as string,
+        appId: context.appId as string,
+        endUserId,
+        candidates: call.candidates,
+      },
+      booking: null,
+      refusal: null,
+    };
+    this.calls.set(call.id, stored);
+    this.claims.set(call.clientRequestId, Date.now() + claimTtlMs);
+    this.meta.lastActivity = Date.now();
+    // Durable before the gateway calls the upstream (the output gate holds the answer until written).
+    await this.ctx.storage.put({
+      [`call:${call.id}`]: stored,
+      [`claim:${call.clientRequestId}`]: Date.now() + claimTtlMs,
+      meta: this.meta,
+    });
+    await this.scheduleAlarm();
+    return {
+      outcome: 'authorized',
+      appId: context.appId as string,
+      endUserId,
+      featureKey: context.featureKey as string,
+      developerShareBps: context.developerShareBps,
+      developerPricePerMtokUsd: context.developerPricePerMtokUsd,
+      openFeeUsd: context.openFeeUsd,
+      maxOutputTokens: context.maxOutputTokens,
+      routing,
+    };
+  }
+
+  async settle(callId: string, settlement: WalletSettlement): Promise<void> {
+    const call = this.calls.get(callId);
+    // Unknown: booked already (flushed, or swept at its bound) — a late settlement changes nothing.
+    if (call === undefined || call.state !== 'in_flight') return;
+    const settled: StoredCall = { ...call, state: 'settled', booking: settlement.booking, retailUnits: units(settlement.retailUsd) };
+    this.calls.set(callId, settled);
+    await this.ctx.storage.put(`call:${callId}`, settled);
+    if (intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000) === 0) {
+      // Write-through: booked before the gateway answers (the per-call behaviour, for tests and operators who want it).
+      await this.sync(0n);
+      return;
+    }
+    await this.scheduleAlarm();
+  }
+
+  async abandon(callId: string): Promise<void> {
+    const call = this.calls.get(callId);
+    if (call === undefined || call.state !== 'in_flight') return;
+    this.calls.delete(callId);
+    this.claims.delete(call.clientRequestId);
+    await this.ctx.storage.delete([`call:${callId}`, `claim:${call.clientRequestId}`]);
+  }
+
+  async revokeSessions(tokenHashes: string[] | null): Promise<void> {
+    // The API has revoked them in Postgres first: forgetting every cached answer makes the next call
+    // read the session again; the hashes named are also refused here at once, even by a read in flight.
+    this.generation += 1;
+    this.contexts.clear();
+    if (tokenHashes !== null && tokenHashes.length > 0) {
+      for (const hash of tokenHashes) this.revoked.add(hash);
+      await this.ctx.storage.put(Object.fromEntries(tokenHashes.map((hash) => [`revoked:${hash}`, Date.now()])));
+    }
+  }
+
+  async recall(): Promise<WalletSnapshot> {
+    await this.sync(0n, { release: true });
+    return this.snapshot();
+  }
+
+  async flush(): Promise<WalletSnapshot & { error: string | null }> {
+    const error = await this.sync(0n).then(
+      () => null,
+      (failure: unknown) => failureCode(failure),
+    );
+    if (error !== null) await this.scheduleRetry();
+    return { ...(await this.snapshot()), error };
+  }
+
+  async snapshot(): Promise<WalletSnapshot> {
+    let inFlight = 0;
+    let unflushed = 0;
+    let refused = 0;
+    for (const call of this.calls.values()) {
+      if (call.state === 'in_flight') inFlight += 1;
+      else if (call.state === 'settled') unflushed += 1;
+      else refused += 1;
+    }
+    return {
+      leaseUsd: usdString(this.meta.lease.units),
+      leaseExpiresAt: this.meta.lease.expiresAt === 0 ? null : this.meta.lease.expiresAt,
+      committedUsd: usdString(this.committed()),
+      inFlight,
+      unflushed,
+      refused,
+    };
+  }
+
+  /** Flushes, books calls never settled, renews or gives back the lease; retries on its own after a failure. */
+  override async alarm(): Promise<void> {
+    try {
+      await this.sweep();
+      const idle = this.calls.size === 0 && Date.now() - this.meta.lastActivity >= idleReleaseMs;
+      if (this.hasUnflushed() || this.leaseNeedsRenewal() || (idle && this.meta.lease.units > 0n)) {
+        await this.sync(0n, { release: idle });
+      }
+      this.forgetOldClaims();
+      await this.scheduleAlarm();
+    } catch (error) {
+      this.logger.error('wallet flush failed', { code: failureCode(error) });
+      await this.scheduleRetry();
+    }
+  }
+
+  /** Postgres unreachable or the statement failed: nothing was written; the alarm tries again soon. */
+  private async scheduleRetry(): Promise<void> {
+    await this.ctx.storage.setAlarm(Date.now() + Math.max(intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000), 500));
+  }
+
+  private committed(): bigint {
+    return totalCommitted(this.calls.values());
+  }
+
+  private hasUnflushed(): boolean {
+    for (const call of this.calls.values()) if (call.state === 'settled') return true;
+    return false;
+  }
+
+  /** The lease is renewed once half its life is gone while the wallet is in use. */
+  private leaseNeedsRenewal(): boolean {
+    const { lease } = this.meta;
+    if (lease.units === 0n) return false;
+    const ttl = this.leaseTtlSeconds() * 1000;
+    return lease.expiresAt - Date.now() < ttl / 2 && Date.now() - this.meta.lastActivity < idleReleaseMs;
+  }
+
+  private leaseTtlSeconds(): number {
+    return 2 * callLimits(this.env).holdTtlSeconds;
+  }
+
+  private chunk(): bigint {
+    const setting = this.env.WALLET_LEASE_USD;
+    return typeof setting === 'string' && /^\d{1,6}(\.\d{1,8})?$/.test(setting) ? units(Number(setting).toFixed(8)) : units('1.00000000');
+  }
+
+  /**
+   * One statement: books the settled calls (with their call records) and sets the lease to cover
+   * what is committed plus `need` plus a chunk (or, releasing, only the calls in flight). Runs after
+   * any statement before it; the lease is never set below what Postgres already granted minus what it
+   * booked, so reservations made while it runs stay covered.
+   */
+  private sync(need: bigint, options: { release?: boolean } = {}): Promise<void> {
+    const run = this.ledgerQueue.then(() => this.syncNow(need, options.release === true));
+    this.ledgerQueue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async syncNow(need: bigint, release: boolean): Promise<void> {
+    const endUserId = this.meta.endUserId;
+    if (endUserId === null || this.meta.wallet === null) return;
+    const batch = [...this.calls.values()].filter((call) => call.state === 'settled').slice(0, flushBatch);
+    const batchRetail = batch.reduce((sum, call) => sum + call.retailUnits, 0n);
+    const afterBatch = this.committed() - batchRetail;
+    const target = release ? this.committedInFlight() : afterBatch + need + this.chunk();
+    const result = await flushLease(this.openDatabase(), {
+      endUserId,
+      leaseKey: `lease:${this.meta.wallet}`,
+      calls: batch.map((call) => call.record),
+      bookings: batch.map((call) => call.booking as Record<string, unknown>),
+      targetUsd: usdString(target),
+      keep: !release,
+      ttlSeconds: this.leaseTtlSeconds(),
+    });
+    const done: string[] = [];
+    const refused: StoredCall[] = [];
+    result.results.forEach((outcome, index) => {
+      const call = batch[index] as StoredCall;
+      if (outcome.outcome === 'refused') {
+        refused.push({ ...call, state: 'refused', refusal: `${outcome.reason}: ${outcome.message}` });
+        this.logger.error('wallet settlement refused by the ledger', { call_id: call.id, reason: outcome.reason });
+      } else {
+        done.push(call.id);
+      }
+    });
+    for (const id of done) this.calls.delete(id);
+    for (const call of refused) this.calls.set(call.id, call);
+    this.meta = { ...this.meta, lease: { units: units(result.leaseUsd), expiresAt: result.leaseExpiresAt.getTime() } };
+    // One implicit transaction: the flushed calls go and the new lease is kept together.
+    await this.ctx.storage.delete(done.map((id) => `call:${id}`));
+    await this.ctx.storage.put({ meta: this.meta, ...Object.fromEntries(refused.map((call) => [`call:${call.id}`, call])) });
+    if (this.hasUnflushed()) await this.scheduleAlarm();
+  }
+
+  private committedInFlight(): bigint {
+    let total = 0n;
+    for (const call of this.calls.values()) if (call.state === 'in_flight') total += committedUnits(call);
+    return total;
+  }
+
+  /** Calls in flight past their deadline and grace: settled at their bound (the sweeper's rule, docs/money.md). */
+  private async sweep(): Promise<void> {
+    const now = Date.now();
+    const writes: Record<string, StoredCall> = {};
+    for (const call of this.calls.values()) {
+      if (call.state !== 'in_flight' || call.sweepAt > now) continue;
+      const { booking, retailUsd } = boundBooking(this.env, call);
+      const settled: StoredCall = { ...call, state: 'settled', booking, retailUnits: units(retailUsd) };
+      this.calls.set(call.id, settled);
+      writes[`call:${call.id}`] = settled;
+    }
+    if (Object.keys(writes).length > 0) await this.ctx.storage.put(writes);
+  }
+
+  private forgetOldClaims(): void {
+    const now = Date.now();
+    const expired = [...this.claims].filter(([, until]) => until <= now).map(([id]) => id);
+    for (const id of expired) this.claims.delete(id);
+    if (expired.length > 0) void this.ctx.storage.delete(expired.map((id) => `claim:${id}`));
+  }
+
+  /** The next alarm: soon when something waits to be flushed, else at the next sweep, renewal or idle release. */
+  private async scheduleAlarm(): Promise<void> {
+    const now = Date.now();
+    const times: number[] = [];
+    if (this.hasUnflushed()) times.push(now + intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000));
+    for (const call of this.calls.values()) if (call.state === 'in_flight') times.push(call.sweepAt);
+    if (this.meta.lease.units > 0n) {
+      times.push(this.meta.lease.expiresAt - (this.leaseTtlSeconds() * 1000) / 2);
+      times.push(this.meta.lastActivity + idleReleaseMs);
+    }
+    if (times.length === 0) return;
+    const next = Math.max(Math.min(...times), now);
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > next) await this.ctx.storage.setAlarm(next);
+  }
+
+  private async context(request: WalletCallRequest): Promise<CallContext> {
+    const key = JSON.stringify([
+      request.tokenHash,
+      request.featureKey,
+      request.provider,
+      request.model,
+      request.requestedRoute,
+      request.alias,
+      request.fallbacks,
+      request.platformHold === null,
+      request.poolAvailable,
+    ]);
+    const cached = this.contexts.get(key);
+    const age = cached === undefined ? Number.POSITIVE_INFINITY : Date.now() - cached.fetchedAt;
+    if (cached !== undefined && age < staleMs) {
+      if (age >= freshMs && !cached.refreshing) {
+        cached.refreshing = true;
+        void this.fetchContext(request)
+          .then((row) => this.contexts.set(key, { row, fetchedAt: Date.now(), refreshing: false }))
+          .catch(() => {
+            cached.refreshing = false;
+          });
+      }
+      return cached.row;
+    }
+    const row = await this.fetchContext(request);
+    this.contexts.set(key, { row, fetchedAt: Date.now(), refreshing: false });
+    return row;
+  }
+
+  private async fetchContext(request: WalletCallRequest): Promise<CallContext> {
+    const generation = this.generation;
+    const context = await fetchCallContext(this.openDatabase(), request);
+    // A revocation pushed while this was read: the answer may predate it; read again.
+    return generation === this.generation ? context : this.fetchContext(request);
+  }
+
+  private adoptDatabaseUrl(url: string | undefined): void {
+    if (this.env.DATABASE_URL || url === undefined || url === this.meta.databaseUrl) return;
+    this.meta = { ...this.meta, databaseUrl: url };
+    this.database = null;
+  }
+
+  /** One pool for the object's life: its connection stays open between calls. */
+  private openDatabase(): Database {
+    if (this.database !== null) return this.database;
+    const url = this.env.DATABASE_URL ?? this.meta.databaseUrl ?? undefined;
+    if (this.env.DATABASE_WS_PROXY) configureLocalProxy(this.env.DATABASE_WS_PROXY);
+    this.database = createDatabase({ ...this.env, DATABASE_URL: url });
+    return this.database;
+  }
+}
+
+/** What a failed statement is reported as: its SQLSTATE (the query and its data are never repeated). */
+function failureCode(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+    current = current.cause;
+  }
+  return 'unreachable';
+}

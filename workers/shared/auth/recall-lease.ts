@@ -1,0 +1,39 @@
+/**
+ * Money that leaves an end user's wallet outside the gateway — an operator's debit, a refund, a
+ * chargeback — first recalls the wallet object's lease (docs/edge.md): the object books every call it
+ * has settled and gives back all of its hold but the worst cases of calls in flight, so the debit
+ * meets the wallet as it really is. A developer's or a platform wallet has no lease. An object that
+ * cannot be reached is not waited for: the debit then respects the lease (its hold is not available
+ * money) and the object's next flush books what it kept, a receivable if the debit took the money.
+ */
+import { sql } from 'drizzle-orm';
+import type { Env } from '../env.ts';
+import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import type { Logger } from '../logger.ts';
+import { walletName } from './session-token.ts';
+
+/** `wallet`: a wallet id, or the Stripe payment intent of a top-up (its wallet is the one it credited). */
+export async function recallLease(
+  env: Env,
+  db: LedgerDatabase,
+  wallet: { walletId: string } | { paymentIntentId: string },
+  logger?: Logger,
+): Promise<void> {
+  const namespace = env.WALLET;
+  if (namespace === undefined) return;
+  const rows = await queryRows<{ end_user_id: string }>(
+    db,
+    'walletId' in wallet
+      ? sql`select end_user_id from wallets where id::text = ${wallet.walletId} and end_user_id is not null`
+      : sql`select w.end_user_id from checkout_sessions c join wallets w on w.id = c.wallet_id
+             where c.stripe_payment_intent_id = ${wallet.paymentIntentId} and w.end_user_id is not null`,
+  );
+  const endUserId = rows[0]?.end_user_id;
+  if (endUserId === undefined) return;
+  try {
+    const name = await walletName(env.SESSION_HASH_SECRET, endUserId);
+    await namespace.get(namespace.idFromName(name)).recall();
+  } catch {
+    logger?.warn('a wallet lease could not be recalled before a debit');
+  }
+}
