@@ -15,7 +15,7 @@
 -- is settled, so it stops counting for the next). One row per element (`ordinal` = its position):
 --   booked     written now;
 --   duplicate  its money key was booked before (or earlier in this array): that booking's amounts;
---   refused    nothing written; reason: invalid_request (not of this wallet's end user; amounts
+--   refused    nothing written; reason: invalid_request (not of this wallet's end user; a lease key; amounts
 --              missing, negative, past 8 decimals or not adding up; a required field missing),
 --              not_found (the call named is not this booking's own call; no such app or
 --              credential), conflict (the money key was booked for another end user),
@@ -85,6 +85,9 @@ begin
            case
              when b.end_user_id is distinct from v_end_user_id
                then 'invalid_request:the booking is not of this wallet''s end user'
+             -- A wallet object's lease (faucet_settle_lease) is a hold, never a booking's own hold.
+             when b.request_id like 'lease:%'
+               then 'invalid_request:a booking cannot use a lease key'
              when num_nulls(b.request_id, b.app_id, b.end_user_id, b.feature_key, b.route_mode, b.provider, b.model,
                             b.input_tokens, b.output_tokens, b.cached_tokens, b.estimated, b.allow_receivable,
                             b.cache_write_tokens, b.audio_input_tokens, b.audio_output_tokens, b.reasoning_tokens) > 0

@@ -17,8 +17,8 @@ import {
   type TestUser,
 } from '../../test/ledger-kit.ts';
 import { auditGatewayCalls, auditUpstreamCalls } from '../calls/upstream-audit.ts';
-import type { BookUsageInput } from '../ledger/book-usage.ts';
-import { bookingElement, type BookUsageBatchResult } from '../ledger/book-usage-batch.ts';
+import { bookUsage, type BookUsageInput } from '../ledger/book-usage.ts';
+import { bookingElement, bookUsageBatch, type BookUsageBatchResult } from '../ledger/book-usage-batch.ts';
 import { expireHolds, reserveHold } from '../ledger/holds.ts';
 import { reconcileLedger } from '../ledger/reconcile.ts';
 import { addUsd, formatUsd, parseWireAmount, subtractUsd, type Usd } from '../money/index.ts';
@@ -498,7 +498,11 @@ describe('settleLease: what it refuses', () => {
     // The record of the call whose booking named the lease key is valid: written, left in flight (the sweeper's, as any unbooked call).
     expect(await countsOf([underLease])).toEqual({ records: 1, settled: 0, events: 0, transactions: 0, entries: 0 });
     expect(await balanceOf(testEnv, bob.walletId)).toBe('1.00000000');
-    // The lease itself was not settled by the booking that named its key.
+    // The lease itself was not settled by the booking that named its key, nor by a batch or per-call booking naming it.
+    expect((await leaseRow(key))?.status).toBe('active');
+    const [batched] = await bookUsageBatch(database.db, [underLease.booking]);
+    expect(batched).toMatchObject({ outcome: 'refused', reason: 'invalid_request', message: 'a booking cannot use a lease key' });
+    await expect(bookUsage(database.db, underLease.booking)).rejects.toMatchObject({ code: 'invalid_request' });
     expect((await leaseRow(key))?.status).toBe('active');
     await expectBooksClean([good]);
   });
