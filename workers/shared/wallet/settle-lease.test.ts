@@ -16,6 +16,7 @@ import {
   type LedgerTestDatabase,
   type TestUser,
 } from '../../test/ledger-kit.ts';
+import { sweepStaleCalls } from '../calls/sweep-stale-calls.ts';
 import { auditGatewayCalls, auditUpstreamCalls } from '../calls/upstream-audit.ts';
 import { bookUsage, type BookUsageInput } from '../ledger/book-usage.ts';
 import { bookingElement, bookUsageBatch, type BookUsageBatchResult } from '../ledger/book-usage-batch.ts';
@@ -241,6 +242,32 @@ describe('settleLease: the lease', () => {
   });
 });
 
+describe('settleLease: the housekeeping around a lease', () => {
+  it('the stale-call sweeper books a leased call left in flight at its bound and never touches the lease', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const key = leaseKey();
+    const stale = leasedCall(user, 0);
+    stale.record = { ...stale.record, deadlineAt: new Date(Date.now() - 3_600_000) };
+    // The record arrives with a flush whose booking is not in it (refused, or lost): the call stays in flight.
+    const written = await settleLease(database.db, { ...flush(user, key, [stale], '0.50000000'), bookings: [] });
+    expect(formatUsd(written.lease.amount)).toBe('0.50000000');
+    expect(await countsOf([stale])).toMatchObject({ records: 1, settled: 0, events: 0 });
+    const before = await leaseRow(key);
+
+    const swept = await sweepStaleCalls(database.db, testEnv);
+    expect(swept.booked).toBeGreaterThanOrEqual(1);
+    expect(await countsOf([stale])).toMatchObject({ records: 1, settled: 1, events: 1 });
+    expect(await leaseRow(key)).toEqual(before);
+    // The object's flush of the same call later: already booked, the lease not reduced for it.
+    const late = await settleLease(database.db, flush(user, key, [stale], '0.50000000'));
+    expect(outcomes(late.results)).toEqual(['already_booked']);
+    expect(formatUsd(late.lease.amount)).toBe('0.50000000');
+    expect(await countsOf([stale])).toMatchObject({ events: 1, transactions: 1 });
+    await expectBooksClean([stale]);
+  });
+});
+
 describe('settleLease: the flush', () => {
   it('books each call of a flush once, closes its record, and a replay books nothing and reduces nothing', async () => {
     const user = await createTestUser(testEnv);
@@ -283,6 +310,24 @@ describe('settleLease: the flush', () => {
     expect(formatUsd(replay.lease.amount)).toBe('1.00000000');
     expect(formatUsd(replay.balanceUsd)).toBe(formatUsd(balance));
     expect(await countsOf(calls)).toEqual(counts);
+  });
+
+  it('books against the money the lease reserved: a lease of the whole balance covers its calls, no receivable', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '0.10000000');
+    const key = leaseKey();
+    const granted = await settleLease(database.db, flush(user, key, [], '0.10000000'));
+    expect([formatUsd(granted.lease.amount), formatUsd(granted.availableUsd)]).toEqual(['0.10000000', '0.00000000']);
+    // Even bookings that allow no receivable: the lease's own money is not counted against them.
+    const calls = leasedCalls(user, 3).map((call) => ({ ...call, booking: { ...call.booking, allowReceivable: false } }));
+    const result = await settleLease(database.db, flush(user, key, calls, '0.10000000'));
+    expect(outcomes(result.results)).toEqual(['booked', 'booked', 'booked']);
+    for (const entry of result.results) if (entry.outcome !== 'refused') expect(formatUsd(entry.receivableUsd)).toBe('0.00000000');
+    const balance = subtractUsd(usd('0.10000000'), retailOf(calls));
+    expect(formatUsd(result.balanceUsd)).toBe(formatUsd(balance));
+    // keep: old − booked = the whole balance left, still all leased.
+    expect([formatUsd(result.lease.amount), formatUsd(result.availableUsd)]).toEqual([formatUsd(balance), '0.00000000']);
+    await expectBooksClean(calls);
   });
 
   it('a replay with a smaller target does not reduce the lease by the retail again', async () => {
