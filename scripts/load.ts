@@ -9,6 +9,7 @@
 import { parseArgs } from 'node:util';
 import { formatSummary, summarize } from '../tests/load/load-report.ts';
 import { runLoad } from '../tests/load/load-run.ts';
+import { flushWallets } from '../tests/load/stack-client.ts';
 import { findLeaks, needlesOf, scanDatabase } from '../tests/load/scan-secrets.ts';
 import { startReliabilityStack } from '../tests/load/reliability-stack.ts';
 import { formatUpstreamAudit, runUpstreamAudit } from '../tests/load/upstream-audit-report.ts';
@@ -64,6 +65,9 @@ try {
     ...plan,
     ...(drops > 0 ? { faults: { count: drops, inject: () => stack.proxy.dropConnections() } } : {}),
   });
+  // The wallet objects book what they hold (they would within a second on their own).
+  const held = await flushWallets(target);
+  if (held.unflushed_calls > 0) console.log(`faucet load: ${held.unflushed_calls} calls still unflushed after the flush`);
   const books = await verifyBooks(target, stack.databaseUrl, result);
   console.log(formatSummary(result, summarize(result), books));
   // The ledger agrees with what was paid upstream: every paid call the gateway made has its booking

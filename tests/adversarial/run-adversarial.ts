@@ -6,7 +6,7 @@
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
-import { reconciliation } from '../load/stack-client.ts';
+import { flushWallets, reconciliation } from '../load/stack-client.ts';
 import { formatUpstreamAudit, runUpstreamAudit, type UpstreamAuditReport } from '../load/upstream-audit-report.ts';
 import { Books, type AttackTarget } from './attacker-kit.ts';
 import type { UpstreamLog } from './fallback-scenarios.ts';
@@ -87,6 +87,8 @@ export async function runAdversarial(target: AttackTarget, settings: Adversarial
       }
     }
 
+    // The wallet objects book what they hold (they would within a second on their own).
+    await flushWallets(target);
     // Refused attempts (a fallback's failed first candidate) are part of the provider's log: billed nothing, they need no booking.
     const log = await fakeLog(settings.fakeCallsUrl);
     const reported = [

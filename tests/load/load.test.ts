@@ -10,6 +10,7 @@ import { formatSummary, summarize } from './load-report.ts';
 import { runLoad } from './load-run.ts';
 import { needlesOf, scanDatabase } from './scan-secrets.ts';
 import { formatUpstreamAudit, runUpstreamAudit } from './upstream-audit-report.ts';
+import { flushWallets, sampleReconciliation } from './stack-client.ts';
 import { verifyBooks } from './verify-books.ts';
 
 const stack = inject('stack');
@@ -17,7 +18,14 @@ const stack = inject('stack');
 describe('load (short bounded run)', () => {
   it('serves concurrent calls and money operations with no error, every call charged exactly once, books reconciled', async () => {
     const target = { ...stack, webhookSecret: testSecrets.STRIPE_WEBHOOK_SECRET };
+    const sampler = sampleReconciliation(target);
     const result = await runLoad(target, { users: 6, calls: 60, concurrency: 8, moneyActors: 2, maxDurationMs: 20_000 });
+    const during = await sampler.stop();
+    // The books agree with themselves at every instant sampled, with calls held unflushed by wallet objects.
+    expect(during.samples.length).toBeGreaterThan(3);
+    expect(during.samples.every((ok) => ok)).toBe(true);
+    // Then every wallet object books what it settled, and every cent is checked.
+    expect(await flushWallets(target)).toMatchObject({ unflushed_calls: 0, unreachable: 0 });
     const books = await verifyBooks(target, stack.databaseUrl, result);
     console.log(formatSummary(result, summarize(result), books));
 

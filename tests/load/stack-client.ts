@@ -162,6 +162,38 @@ export interface Reconciliation {
   negative_wallets: unknown[];
 }
 
+/** Every leasing wallet object books what it settled (issue 19); answers how many calls they still hold unflushed. */
+export async function flushWallets(target: StackTarget): Promise<{ unflushed_calls: number; unreachable: number }> {
+  const outcome = await admin(target, '/v1/admin/wallets/flush', { method: 'POST' });
+  if (outcome.status !== 200) throw new Error(`wallet flush: ${outcome.status} ${outcome.code}`);
+  return outcome.body as { unflushed_calls: number; unreachable: number };
+}
+
+/**
+ * Reconciliation asked every `intervalMs` until stopped (issue 19: the books agree with themselves at
+ * any instant of a load run, not only at its end); answers each report's `ok` and the most unflushed seen.
+ */
+export function sampleReconciliation(target: StackTarget, intervalMs = 250) {
+  const samples: boolean[] = [];
+  let unflushedSeen = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const report = (await reconciliation(target)) as Reconciliation & { wallet_objects?: { unflushed_calls: number } };
+      samples.push(report.ok);
+      unflushedSeen = Math.max(unflushedSeen, report.wallet_objects?.unflushed_calls ?? 0);
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { samples, unflushedSeen };
+    },
+  };
+}
+
 export async function reconciliation(target: StackTarget): Promise<Reconciliation> {
   const outcome = await admin(target, '/v1/admin/reconciliation/ledger');
   if (outcome.status !== 200) throw new Error(`reconciliation: ${outcome.status} ${outcome.code}`);

@@ -111,6 +111,8 @@ export interface WalletSnapshot {
   committedUsd: string;
   inFlight: number;
   unflushed: number;
+  /** The retail of the settled, unflushed calls: charged to the user, not yet in the ledger. */
+  unflushedUsd: string;
   /** Settlements Postgres refused (none by construction; kept, never dropped). */
   refused: number;
 }

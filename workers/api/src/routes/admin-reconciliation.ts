@@ -6,6 +6,17 @@ import { auditGatewayCalls } from '#shared/calls/upstream-audit.ts';
 import { reconcileLedger } from '#shared/ledger/index.ts';
 import { usdStringSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
+import { flushWalletObjects, walletObjectsSummary } from '#shared/wallet/wallet-objects.ts';
+
+const WalletObjects = z
+  .object({
+    objects: z.number().int().describe('Wallet objects holding an active lease, each asked'),
+    unreachable: z.number().int().describe('Of those, objects that did not answer (missing from the sums)'),
+    in_flight_calls: z.number().int(),
+    unflushed_calls: z.number().int(),
+    unflushed_usd: usdStringSchema,
+  })
+  .openapi('WalletObjectsSummary');
 
 const Reconciliation = z
   .object({
@@ -30,6 +41,10 @@ const Reconciliation = z
     leases: z
       .object({ active: z.number().int(), leased_usd: usdStringSchema })
       .describe('Active leases of wallet objects (holds for calls authorized at the edge, not booked yet); not a violation'),
+    wallet_objects: WalletObjects.describe(
+      'What the leasing wallet objects hold at this instant: calls in flight and settled calls charged to users but not flushed ' +
+        'to the ledger yet (their lease covers them). Ledger + unflushed = everything charged.',
+    ),
   })
   .openapi('LedgerReconciliation');
 
@@ -72,8 +87,27 @@ const upstreamRoute = createRoute({
   },
 });
 
+const flushRoute = createRoute({
+  method: 'post',
+  path: '/v1/admin/wallets/flush',
+  summary: 'Have every leasing wallet object book the calls it settled now (before an audit or a period close)',
+  description: 'Each object flushes on its own within a second; this does it at once. What they still hold after is answered.',
+  middleware: [requireAdmin()] as const,
+  responses: {
+    200: { description: 'What the objects hold after the flush', content: { 'application/json': { schema: WalletObjects } } },
+    ...errorResponses(401, 429),
+  },
+});
+
 export function registerAdminReconciliationRoutes(app: ServiceApp): void {
-  app.openapi(route, async (c) => c.json(await reconcileLedger(c.var.database().db), 200));
+  app.openapi(route, async (c) => {
+    const { db } = c.var.database();
+    // The objects first: a call one flushes meanwhile is counted twice (held, then booked), never missed.
+    const walletObjects = await walletObjectsSummary(c.env, db);
+    return c.json({ ...(await reconcileLedger(db)), wallet_objects: walletObjects }, 200);
+  });
+
+  app.openapi(flushRoute, async (c) => c.json(await flushWalletObjects(c.env, c.var.database().db), 200));
 
   app.openapi(upstreamRoute, async (c) => {
     const audit = await auditGatewayCalls(c.var.database().db, callLimits(c.env).settleGraceSeconds);

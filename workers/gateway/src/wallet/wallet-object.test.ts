@@ -6,15 +6,24 @@
  * a session revoked while the object has it cached, a token pointing at another user's wallet.
  */
 import { env as workerEnv, runInDurableObject } from 'cloudflare:test';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
 import { auditUpstreamCalls } from '#shared/calls/upstream-audit.ts';
 import { reconcileLedger } from '#shared/ledger/reconcile.ts';
-import { api, call, createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import { adminToken, api, call, createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
+import {
+  fakeUpstream,
+  jsonResponse,
+  openAiChunk,
+  openAiCompletion,
+  openAiSse,
+  sseResponse,
+  type RecordedRequest,
+} from '../../../test/fake-upstream.ts';
+import { createDatabase, observeStatements } from '#shared/db.ts';
+import { chat, fundedSession, gatewayWith, newRequestId, sseData, userMessage, wallet } from '../../../test/gateway-kit.ts';
 import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
 
 const WALLET = (workerEnv as unknown as Env).WALLET as DurableObjectNamespace<WalletObjectContract>;
@@ -186,6 +195,79 @@ describe('a call the lease covers', () => {
   });
 });
 
+describe('the operator', () => {
+  it('reconciliation counts what objects hold unflushed, and the flush endpoint books it', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const fake = upstream();
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    for (let index = 0; index < 2; index++) expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    const report = await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: adminToken });
+    const books = (await report.json()) as {
+      ok: boolean;
+      wallet_objects: { unflushed_calls: number; unflushed_usd: string; unreachable: number };
+    };
+    expect(books.ok).toBe(true);
+    expect(books.wallet_objects.unflushed_calls).toBeGreaterThanOrEqual(2);
+    expect(Number(books.wallet_objects.unflushed_usd)).toBeGreaterThan(0);
+    const flushed = await call(api(), testEnv, '/v1/admin/wallets/flush', { method: 'POST', token: adminToken });
+    expect(await flushed.json()).toMatchObject({ unflushed_calls: 0, unreachable: 0 });
+    expect(await countOf('select count(*) as n from usage_events where end_user_id = $1', [session.endUserId])).toBe(2);
+    expect((await call(api(), testEnv, '/v1/admin/wallets/flush', { method: 'POST' })).status).toBe(401);
+  });
+});
+
+describe('round trips', () => {
+  it('a covered call makes no Postgres statement on the gateway side, and none in the object before the upstream', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    let statements = 0;
+    const counting = (env: Env) =>
+      observeStatements(createDatabase(env), (run) => {
+        statements++;
+        return run();
+      });
+    const fake = upstream();
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch, openDatabase: counting });
+    // The first call of a cold wallet: the object reads the session and takes its lease.
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    // Warm: the object's two statements are taken away; the call is still served and charged.
+    await sql(testEnv, 'alter function faucet_lease_context rename to faucet_lease_context_away');
+    await sql(testEnv, 'alter function faucet_settle_lease rename to faucet_settle_lease_away');
+    try {
+      const warm = await chat(gateway, testEnv, session.token, body);
+      expect(warm.status).toBe(200);
+    } finally {
+      await sql(testEnv, 'alter function faucet_lease_context_away rename to faucet_lease_context');
+      await sql(testEnv, 'alter function faucet_settle_lease_away rename to faucet_settle_lease');
+    }
+    expect(statements).toBe(0);
+    await objectOf(session.token).flush();
+    const checks = await ledgerChecks(fake.requests);
+    expect(checks.audit).toMatchObject({ ok: true, unbilledCalls: 0 });
+  });
+
+  it('a streamed call is settled in the object after its last chunk and booked by the flush', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const fake = fakeUpstream(() =>
+      sseResponse(openAiSse([openAiChunk({ content: 'Hel' }), openAiChunk({ content: 'lo' }, 'stop'), openAiChunk({}, null, reported)])),
+    );
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    const response = await chat(gateway, testEnv, session.token, { ...body, stream: true, stream_options: { include_usage: true } });
+    expect(response.status).toBe(200);
+    const events = sseData(await response.text());
+    expect(events.at(-1)).toBe('[DONE]');
+    const object = objectOf(session.token);
+    expect((await object.snapshot()).unflushed).toBe(1);
+    await object.flush();
+    const [usage] = await sql<{ input_tokens: number; output_tokens: number }>(
+      testEnv,
+      'select input_tokens, output_tokens from usage_events where end_user_id = $1',
+      [session.endUserId],
+    );
+    expect(usage).toEqual({ input_tokens: 12, output_tokens: 9 });
+    expect((await ledgerChecks(fake.requests)).audit).toMatchObject({ ok: true, unbilledCalls: 0 });
+  });
+});
+
 describe('the attacker', () => {
   it('concurrent calls past the balance: those the lease cannot cover are refused, the wallet never goes below zero', async () => {
     const session = await fundedSession(testEnv, '0.01000000');
@@ -251,8 +333,4 @@ describe('the attacker', () => {
     expect(after.status).toBe(401);
     expect(fake.requests).toHaveLength(1);
   });
-});
-
-afterAll(async () => {
-  // Nothing to close: each test's database connections are its own.
 });

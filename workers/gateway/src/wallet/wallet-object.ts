@@ -252,10 +252,13 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     let inFlight = 0;
     let unflushed = 0;
     let refused = 0;
+    let unflushedUnits = 0n;
     for (const call of this.calls.values()) {
       if (call.state === 'in_flight') inFlight += 1;
-      else if (call.state === 'settled') unflushed += 1;
-      else refused += 1;
+      else if (call.state === 'settled') {
+        unflushed += 1;
+        unflushedUnits += call.retailUnits;
+      } else refused += 1;
     }
     return {
       leaseUsd: usdString(this.meta.lease.units),
@@ -263,6 +266,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       committedUsd: usdString(this.committed()),
       inFlight,
       unflushed,
+      unflushedUsd: usdString(unflushedUnits),
       refused,
     };
   }
