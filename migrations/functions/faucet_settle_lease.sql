@@ -11,7 +11,9 @@
 --      flush does, the record keeps `<client_request_id>#<call id>` instead (deterministic: a replay
 --      finds the record by id and writes nothing). The wallet object enforced idempotency itself.
 --      A record that is malformed or not a platform call of this end user is not written, and every
---      booking naming it is refused (invalid_request, the message says why).
+--      booking naming it is refused (invalid_request, the message says why). A per-call
+--      authorization claiming the same client request id at the same instant makes the insert fail
+--      (unique violation): the statement rolls back whole and the retry finds the claim.
 --   b. the lease's amount is set to 0 (inside this transaction) and the elements (p_bookings, as
 --      faucet_book_usage_batch takes them) are booked by faucet_book_usage_batch: the lease reserved
 --      this money, so it does not count against them. Same outcomes per element as the batch
@@ -87,6 +89,7 @@ declare
   v_results jsonb[];
   v_row record;
   v_booked numeric := 0;
+  v_cast_ok boolean := true;
 begin
   if p_end_user_id is null or p_lease_key is null or p_lease_key not like 'lease:_%' then
     raise exception 'a lease needs an end user and a key starting with lease:' using errcode = '22023';
@@ -131,6 +134,12 @@ begin
   end if;
 
   -- a. The call records: why each one that would be written is not (by id); then the rest written.
+  --    Every value of the right type: one cast over all; only when it fails, each field is checked.
+  begin
+    perform jsonb_populate_record(null::gateway_calls, e.value) from jsonb_array_elements(p_calls) as e;
+  exception when data_exception then
+    v_cast_ok := false;
+  end;
   with records as (
     select e.value, e.ordinality, (e.value ->> 'id')::uuid as id
       from jsonb_array_elements(p_calls) with ordinality as e
@@ -143,7 +152,7 @@ begin
              when not (jsonb_strip_nulls(r.value) ?& c_call_required)
                then (select 'misses the field ' || f from unnest(c_call_required) with ordinality as q(f, n)
                       where r.value ->> f is null order by n limit 1)
-             else (select format('has a %s that is not a valid %s', a.attname, format_type(a.atttypid, a.atttypmod))
+             when not v_cast_ok then (select format('has a %s that is not a valid %s', a.attname, format_type(a.atttypid, a.atttypmod))
                      from pg_attribute a
                     where a.attrelid = 'gateway_calls'::regclass and a.attnum > 0 and not a.attisdropped
                       and a.attname = any (c_call_fields) and r.value ->> a.attname is not null

@@ -55,14 +55,14 @@ export interface BookingRow {
 
 const amount = (value: string | null): Usd => parseDatabaseAmount(value ?? '');
 
-/** An amount as the SQL function takes it; a Dinero of another currency is refused, never converted. */
-function usd(value: Usd, field: string): string {
+/** An amount as the SQL functions take it; a Dinero of another currency is refused, never converted. */
+export function usdParameter(value: Usd, field: string): string {
   const { currency } = toSnapshot(value);
   if (currency.code !== 'USD') throw new TypeError(`${field} is in ${String(currency.code)}, not USD`);
   return formatUsd(value);
 }
 
-const price = (value: Usd | undefined, field: string): string | null => (value === undefined ? null : usd(value, field));
+const price = (value: Usd | undefined, field: string): string | null => (value === undefined ? null : usdParameter(value, field));
 
 /** One element of `p_bookings`: the parameters of faucet_book_usage without `p_`. */
 export function bookingElement(input: BookUsageInput): Record<string, unknown> {
@@ -82,11 +82,11 @@ export function bookingElement(input: BookUsageInput): Record<string, unknown> {
     output_tokens: rated.outputTokens,
     cached_tokens: rated.cachedInputTokens,
     estimated: rated.estimated,
-    upstream_cost: usd(rated.upstreamCostUsd, 'upstreamCostUsd'),
-    upstream_payable: usd(rated.upstreamPayableUsd, 'upstreamPayableUsd'),
-    retail: usd(rated.retailUsd, 'retailUsd'),
-    developer_revenue: usd(rated.developerRevenueUsd, 'developerRevenueUsd'),
-    platform_share: usd(rated.platformShareUsd, 'platformShareUsd'),
+    upstream_cost: usdParameter(rated.upstreamCostUsd, 'upstreamCostUsd'),
+    upstream_payable: usdParameter(rated.upstreamPayableUsd, 'upstreamPayableUsd'),
+    retail: usdParameter(rated.retailUsd, 'retailUsd'),
+    developer_revenue: usdParameter(rated.developerRevenueUsd, 'developerRevenueUsd'),
+    platform_share: usdParameter(rated.platformShareUsd, 'platformShareUsd'),
     provider_credential_id: input.providerCredentialId ?? null,
     metadata: { catalog_version: rated.catalogVersion, ...input.metadata },
     allow_receivable: input.allowReceivable === true,

@@ -552,6 +552,47 @@ describe('settleLease: what it refuses', () => {
     await expectBooksClean([good]);
   });
 
+  it('a call record of the wrong type or missing a field is not written and its booking refused; the others booked', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const [good, badType, missing] = leasedCalls(user, 3);
+    const encoded = (call: LeasedCall) => ({
+      id: call.record.id,
+      money_key: call.record.moneyKey,
+      client_request_id: call.record.clientRequestId,
+      fingerprint: 'f',
+      app_id: user.appId,
+      end_user_id: user.endUserId,
+      feature_key: 'chat',
+      route_mode: 'platform',
+      provider: 'mock',
+      model: 'echo',
+      bound_input_tokens: call.booking.rated.inputTokens,
+      bound_output_tokens: call.booking.rated.outputTokens,
+      deadline_at: new Date(Date.now() + 3_600_000).toISOString(),
+      created_at: new Date().toISOString(),
+      developer_share_bps: 5000,
+    });
+    const { fingerprint: _, ...withoutFingerprint } = encoded(missing!);
+    const rows = await sql<{ ordinal: number; outcome: string; message: string | null }>(
+      testEnv,
+      `select ordinal, outcome, message from faucet_settle_lease($1, $2, $3::jsonb, $4::jsonb, 0.1, true, 120) where ordinal > 0 order by ordinal`,
+      [
+        user.endUserId,
+        leaseKey(),
+        JSON.stringify([encoded(good!), { ...encoded(badType!), bound_input_tokens: 'many' }, withoutFingerprint]),
+        JSON.stringify([good!, badType!, missing!].map((call) => bookingElement(call.booking))),
+      ],
+    );
+    expect(rows).toEqual([
+      { ordinal: 1, outcome: 'booked', message: null },
+      { ordinal: 2, outcome: 'refused', message: 'the call record has a bound_input_tokens that is not a valid integer' },
+      { ordinal: 3, outcome: 'refused', message: 'the call record misses the field fingerprint' },
+    ]);
+    expect(await countsOf([badType!, missing!])).toEqual({ records: 0, settled: 0, events: 0, transactions: 0, entries: 0 });
+    await expectBooksClean([good!]);
+  });
+
   it('refuses a malformed flush as a whole, writing nothing', async () => {
     const alice = await createTestUser(testEnv);
     const bob = await createTestUser(testEnv);

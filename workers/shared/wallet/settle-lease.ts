@@ -7,7 +7,6 @@
  * same flush and each call is booked exactly once.
  */
 import { sql } from 'drizzle-orm';
-import { toSnapshot } from 'dinero.js/bigint';
 import type { BookUsageInput } from '../ledger/book-usage.ts';
 import {
   bookingResult,
@@ -15,9 +14,10 @@ import {
   MAX_BOOKINGS_PER_BATCH,
   type BookingRow,
   type BookUsageBatchResult,
+  usdParameter,
 } from '../ledger/book-usage-batch.ts';
 import { queryRows, requireUuid, type LedgerDatabase } from '../ledger/database.ts';
-import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
+import { parseDatabaseAmount, type Usd } from '../money/index.ts';
 
 /** The prefix of every lease key (the SQL function refuses another, so a lease never shares a call's key). */
 export const LEASE_KEY_PREFIX = 'lease:';
@@ -92,14 +92,7 @@ interface Row extends BookingRow {
   available_usd: string | null;
 }
 
-/** An amount as the SQL function takes it; a Dinero of another currency is refused, never converted. */
-function usd(value: Usd, field: string): string {
-  const { currency } = toSnapshot(value);
-  if (currency.code !== 'USD') throw new TypeError(`${field} is in ${String(currency.code)}, not USD`);
-  return formatUsd(value);
-}
-
-const optionalUsd = (value: Usd | null, field: string): string | null => (value === null ? null : usd(value, field));
+const optionalUsd = (value: Usd | null, field: string): string | null => (value === null ? null : usdParameter(value, field));
 
 /** One element of `p_calls`: the gateway_calls columns. */
 function callRecord(call: LeasedCallRecord): Record<string, unknown> {
@@ -144,7 +137,7 @@ export async function settleLease(db: LedgerDatabase, input: SettleLeaseInput): 
     db,
     sql`select * from faucet_settle_lease(${requireUuid(input.endUserId, 'end user')}::uuid, ${input.leaseKey},
       ${JSON.stringify(calls)}::jsonb, ${JSON.stringify(sent.map((item) => item.element))}::jsonb,
-      ${usd(input.target, 'target')}::numeric, ${input.keep}::boolean, ${input.ttlSeconds}::integer)`,
+      ${usdParameter(input.target, 'target')}::numeric, ${input.keep}::boolean, ${input.ttlSeconds}::integer)`,
   );
   const lease = rows.find((row) => row.ordinal === 0);
   if (lease === undefined) throw new Error('faucet_settle_lease returned no lease row');
