@@ -11,6 +11,7 @@ interface Report {
   counts: { wallets: number; transactions: number; entries: number };
   wallet_mismatches: { wallet_id: string; balance_usd: string; entries_sum_usd: string; difference_usd: string }[];
   unbalanced_transactions: { transaction_id: string; sum_usd: string }[];
+  leases: { active: number; leased_usd: string };
 }
 
 const reconcile = async (token = adminToken) => call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token });
@@ -29,6 +30,26 @@ describe('GET /v1/admin/reconciliation/ledger', () => {
     expect(report.counts.transactions).toBeGreaterThanOrEqual(1); // the seed's opening balance
     expect(report.counts.entries).toBeGreaterThanOrEqual(2);
     expect(report.wallet_mismatches).toEqual([]);
+  });
+
+  it('reports the active leases of wallet objects (count and USD) without changing ok', async () => {
+    const before = (await (await reconcile()).json()) as Report;
+    expect(before.leases).toEqual({ active: 0, leased_usd: '0.00000000' });
+    const session = await createSession(testEnv);
+    // A lease as faucet_settle_lease leaves it, and an expired and a released one (not counted).
+    await sql(
+      testEnv,
+      `insert into balance_holds (wallet_id, request_id, amount, status, expires_at) values
+         ($1, 'lease:a-' || gen_random_uuid(), 0.25, 'active', now() + interval '1 minute'),
+         ($1, 'lease:b-' || gen_random_uuid(), 0.50, 'active', now() - interval '1 second'),
+         ($1, 'lease:c-' || gen_random_uuid(), 0, 'released', now() + interval '1 minute'),
+         ($1, 'call:' || gen_random_uuid(), 0.10, 'active', now() + interval '1 minute')`,
+      [session.walletId],
+    );
+    const report = (await (await reconcile()).json()) as Report;
+    expect(report.leases).toEqual({ active: 1, leased_usd: '0.25000000' });
+    expect(report.ok).toBe(true);
+    await sql(testEnv, `delete from balance_holds where wallet_id = $1`, [session.walletId]);
   });
 
   it('reports a wallet whose cached balance disagrees with its entries', async () => {
