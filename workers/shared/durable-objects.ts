@@ -115,6 +115,8 @@ export interface WalletSnapshot {
   unflushedUsd: string;
   /** Settlements Postgres refused (none by construction; kept, never dropped). */
   refused: number;
+  /** Postgres statements this instance of the object has run since it started. */
+  statements: number;
 }
 
 export interface WalletObjectContract extends Rpc.DurableObjectBranded {
@@ -122,6 +124,8 @@ export interface WalletObjectContract extends Rpc.DurableObjectBranded {
   settle(callId: string, settlement: WalletSettlement): Promise<void>;
   /** The upstream never accepted the call: nothing is charged and its request id is free again. */
   abandon(callId: string): Promise<void>;
+  /** A session was minted for `endUserId`: the object learns whose wallet it is (checked against its name). */
+  introduce(wallet: string, endUserId: string): Promise<void>;
   /** Refuses these sessions from now on (null: every session of this wallet); the API pushes revocations. */
   revokeSessions(tokenHashes: string[] | null): Promise<void>;
   /**

@@ -6,7 +6,7 @@
  * the platform route and the app has no per-end-user limit, `database` when the per-call path
  * (faucet_authorize_call) must decide, or the per-call path's refusal.
  */
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
 import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
 import type { CloudRouteMode } from '../wire/route-modes.ts';
@@ -72,7 +72,7 @@ export type LeaseContext =
     >
   | PerOutcome<'unauthorized' | 'developer_suspended', unknown>;
 
-interface Row {
+export interface LeaseContextRow {
   outcome: LeaseContext['outcome'];
   app_id: string | null;
   end_user_id: string | null;
@@ -89,16 +89,22 @@ interface Row {
 
 const amount = (value: string | null): Usd | null => (value === null ? null : parseDatabaseAmount(value));
 
-/** One read-only statement: never claims, records, holds or reserves anything. */
-export async function leaseContext(db: LedgerDatabase, input: LeaseContextInput): Promise<LeaseContext> {
-  const row = await queryOne<Row>(
-    db,
-    sql`select * from faucet_lease_context(
+/** The call of faucet_lease_context for `input` (a FROM item: the wallet object joins its lease to it). */
+export function leaseContextCall(input: LeaseContextInput): SQL {
+  return sql`faucet_lease_context(
       ${input.tokenHash}, ${input.featureKey ?? null}::text, ${input.provider}, ${input.model},
       ${input.requestedRoute ?? null}::text, ${input.platformHold === null ? null : formatUsd(input.platformHold)}::numeric,
       ${input.poolAvailable}::boolean, ${input.routing?.alias ?? null}::text,
-      ${input.routing === null ? null : JSON.stringify(input.routing.fallbacks)}::jsonb)`,
-  );
+      ${input.routing === null ? null : JSON.stringify(input.routing.fallbacks)}::jsonb)`;
+}
+
+/** One read-only statement: never claims, records, holds or reserves anything. */
+export async function leaseContext(db: LedgerDatabase, input: LeaseContextInput): Promise<LeaseContext> {
+  return leaseContextOfRow(await queryOne<LeaseContextRow>(db, sql`select * from ${leaseContextCall(input)}`));
+}
+
+/** A row of faucet_lease_context as the typed answer. */
+export function leaseContextOfRow(row: LeaseContextRow): LeaseContext {
   if (row.outcome === 'unauthorized' || row.outcome === 'developer_suspended') return { outcome: row.outcome };
   const common = {
     appId: row.app_id as string,

@@ -12,7 +12,7 @@ import { virtualSessions } from '../../../../drizzle/schema.ts';
 import type { Context } from 'hono';
 import type { AppEnv } from '#shared/app-env.ts';
 import type { ServiceApp } from '#shared/app.ts';
-import { pushRevocations } from '#shared/auth/push-revocations.ts';
+import { pushRevocations } from '#shared/auth/wallet-notices.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
 import { hashExternalUserId } from '#shared/crypto.ts';
 import type { Db } from '#shared/db.ts';

@@ -11,6 +11,7 @@ import type { ServiceApp } from '#shared/app.ts';
 import { userRef } from '#shared/auth/user-ref.ts';
 import { sha256Hex } from '#shared/crypto.ts';
 import { mintSessionToken, walletName } from '#shared/auth/session-token.ts';
+import { introduceSession } from '#shared/auth/wallet-notices.ts';
 import type { Db } from '#shared/db.ts';
 import { intSetting } from '#shared/env.ts';
 import { queryOne } from '#shared/ledger/database.ts';
@@ -129,8 +130,10 @@ export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchF
     const ttlSeconds = Math.min(Math.max(intSetting(c.env.SESSION_TTL_SECONDS, 900), 1), 86_400);
     const { endUserId } = await upsertEndUser(db, { appId: identity.appId, userHash });
     // The token names the end user's wallet object (docs/edge.md): the gateway reaches it without the database.
-    const token = mintSessionToken(await walletName(secret, endUserId));
+    const wallet = await walletName(secret, endUserId);
+    const token = mintSessionToken(wallet);
     const session = await createSession(db, { appId: identity.appId, endUserId, tokenHash: await sha256Hex(token), ttlSeconds });
+    await introduceSession(c.env, wallet, endUserId, c.var.logger);
     return c.json(
       {
         session_token: token,

@@ -6,9 +6,16 @@
  */
 import { sql } from 'drizzle-orm';
 import { bookingResult, type BookingRow, type BookUsageBatchResult } from '#shared/ledger/book-usage-batch.ts';
-import { queryRows } from '#shared/ledger/database.ts';
+import { queryOne, queryRows } from '#shared/ledger/database.ts';
 import { formatUsd, parseDatabaseAmount } from '#shared/money/index.ts';
-import { leaseContext, type LeaseContext } from '#shared/wallet/lease-context.ts';
+import {
+  leaseContext,
+  leaseContextCall,
+  leaseContextOfRow,
+  type LeaseContext,
+  type LeaseContextInput,
+  type LeaseContextRow,
+} from '#shared/wallet/lease-context.ts';
 import type { WalletCallRequest } from '#shared/durable-objects.ts';
 import type { Database } from '#shared/db.ts';
 
@@ -28,8 +35,8 @@ export interface CallContext {
   sessionExpiresAt: number | null;
 }
 
-export async function fetchCallContext(database: Database, request: WalletCallRequest): Promise<CallContext> {
-  const context = await leaseContext(database.db, {
+function contextInput(request: WalletCallRequest): LeaseContextInput {
+  return {
     tokenHash: request.tokenHash,
     featureKey: request.featureKey ?? undefined,
     provider: request.provider,
@@ -38,7 +45,41 @@ export async function fetchCallContext(database: Database, request: WalletCallRe
     platformHold: request.platformHold === null ? null : parseDatabaseAmount(request.platformHold),
     poolAvailable: request.poolAvailable,
     routing: { alias: request.alias, fallbacks: request.fallbacks },
-  });
+  };
+}
+
+export async function fetchCallContext(database: Database, request: WalletCallRequest): Promise<CallContext> {
+  return callContextOf(await leaseContext(database.db, contextInput(request)));
+}
+
+/**
+ * The context and, when the call is leasable and the session's end user is `lease.endUserId`, the
+ * lease renewed to `targetUsd` — one statement, so the first call of a wallet waits on one round
+ * trip. The renewal is a flush of nothing (`faucet_settle_lease` with no calls, keep = true).
+ */
+export async function fetchCallContextWithLease(
+  database: Database,
+  request: WalletCallRequest,
+  lease: { endUserId: string; leaseKey: string; targetUsd: string; ttlSeconds: number },
+): Promise<{ context: CallContext; lease: { leaseUsd: string; leaseExpiresAt: Date } | null }> {
+  const row = await queryOne<LeaseContextRow & { lease_amount_usd: string | null; lease_expires_at: Date | string | null }>(
+    database.db,
+    sql`select c.*, l.lease_amount_usd, l.lease_expires_at
+          from ${leaseContextCall(contextInput(request))} c
+          left join lateral (
+            select s.lease_amount_usd, s.lease_expires_at
+              from faucet_settle_lease(${lease.endUserId}::uuid, ${lease.leaseKey}, '[]'::jsonb, '[]'::jsonb,
+                                       ${lease.targetUsd}::numeric, true, ${lease.ttlSeconds}::integer) s
+             where c.outcome = 'leasable' and c.end_user_id = ${lease.endUserId}::uuid and s.ordinal = 0) l on true`,
+  );
+  return {
+    context: callContextOf(leaseContextOfRow(row)),
+    lease:
+      row.lease_amount_usd === null ? null : { leaseUsd: row.lease_amount_usd, leaseExpiresAt: new Date(row.lease_expires_at as string) },
+  };
+}
+
+function callContextOf(context: LeaseContext): CallContext {
   const none = {
     appId: null,
     endUserId: null,

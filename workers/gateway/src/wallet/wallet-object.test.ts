@@ -245,6 +245,19 @@ describe('round trips', () => {
     expect(checks.audit).toMatchObject({ ok: true, unbilledCalls: 0 });
   });
 
+  it('the first call of a new end user reads the session and takes the lease in one statement; the next calls in none', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const gateway = gatewayWith({ upstreamFetch: upstream().fetch });
+    const object = objectOf(session.token);
+    expect((await object.snapshot()).statements).toBe(0);
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    expect((await object.snapshot()).statements).toBe(1);
+    for (let index = 0; index < 3; index++) expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    expect((await object.snapshot()).statements).toBe(1);
+    await object.flush();
+    expect((await object.snapshot()).statements).toBe(2);
+  });
+
   it('a streamed call is settled in the object after its last chunk and booked by the flush', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const fake = fakeUpstream(() =>

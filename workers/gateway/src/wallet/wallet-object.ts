@@ -33,11 +33,11 @@ import type { Env } from '#shared/env.ts';
 import { intSetting } from '#shared/env.ts';
 import { callLimits } from '#shared/calls/call-limits.ts';
 import { walletName } from '#shared/auth/session-token.ts';
-import { configureLocalProxy, createDatabase, type Database } from '#shared/db.ts';
+import { configureLocalProxy, createDatabase, observeStatements, type Database } from '#shared/db.ts';
 import { createLogger, type Logger } from '#shared/logger.ts';
 import { committedUnits, covers, type Lease, type StoredCall, totalCommitted, units, usdString } from './lease-book.ts';
 import { boundBooking } from './bound-booking.ts';
-import { fetchCallContext, flushLease, type CallContext } from './wallet-database.ts';
+import { fetchCallContext, fetchCallContextWithLease, flushLease, type CallContext } from './wallet-database.ts';
 
 /** Context answers are used as they are for this long... */
 const freshMs = 2_000;
@@ -74,6 +74,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   private generation = 0;
   private readonly contexts = new Map<string, CachedContext>();
   private database: Database | null = null;
+  /** Postgres statements this instance has run (the snapshot shows them: tests, the benchmark, operators). */
+  private statements = 0;
   /** Every Postgres statement that touches the lease runs in this order, one at a time. */
   private ledgerQueue: Promise<unknown> = Promise.resolve();
   private readonly logger: Logger;
@@ -95,7 +97,13 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   async authorize(request: WalletCallRequest): Promise<WalletCallDecision> {
     this.adoptDatabaseUrl(request.databaseUrl);
     if (this.revoked.has(request.tokenHash)) return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
-    const context = await this.context(request);
+    const limits = callLimits(this.env);
+    const worst = request.platformHold === null ? 0n : units(request.platformHold);
+    const until = Date.now() + (limits.maxDurationSeconds + limits.settleGraceSeconds) * 1000;
+    // A wallet whose end user the object knows and whose lease falls short: the session's context and
+    // the lease come in one statement when the context has to be read anyway.
+    const leaseShort = request.platformHold !== null && !covers(this.meta.lease, this.committed(), worst, until);
+    const context = await this.context(request, leaseShort ? worst : null);
     const routing = { aliases: context.aliases, fallbacks: context.fallbacks };
     if (context.outcome === 'database') return { outcome: 'database' };
     if (context.outcome === 'routing_changed') return { outcome: 'routing_changed', routing };
@@ -116,9 +124,6 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const claimed = this.claims.get(call.clientRequestId);
     if (claimed !== undefined && claimed > Date.now()) return { outcome: 'refused', refusal: 'conflict', featureKey: context.featureKey };
 
-    const limits = callLimits(this.env);
-    const worst = units(request.platformHold);
-    const until = Date.now() + (limits.maxDurationSeconds + limits.settleGraceSeconds) * 1000;
     if (!covers(this.meta.lease, this.committed(), worst, until)) {
       // One renewal (which also flushes what is settled); a call it still cannot cover is refused.
       await this.sync(worst);
@@ -223,6 +228,14 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     await this.ctx.storage.delete([`call:${callId}`, `claim:${call.clientRequestId}`]);
   }
 
+  async introduce(wallet: string, endUserId: string): Promise<void> {
+    if (this.meta.endUserId !== null) return;
+    // Told by the API; checked all the same: the end user must be the one this object is named after.
+    if ((await walletName(this.env.SESSION_HASH_SECRET, endUserId)) !== wallet) return;
+    this.meta = { ...this.meta, wallet, endUserId };
+    await this.ctx.storage.put('meta', this.meta);
+  }
+
   async revokeSessions(tokenHashes: string[] | null): Promise<void> {
     // The API has revoked them in Postgres first: forgetting every cached answer makes the next call
     // read the session again; the hashes named are also refused here at once, even by a read in flight.
@@ -268,6 +281,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       unflushed,
       unflushedUsd: usdString(unflushedUnits),
       refused,
+      statements: this.statements,
     };
   }
 
@@ -409,7 +423,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     if (current === null || current > next) await this.ctx.storage.setAlarm(next);
   }
 
-  private async context(request: WalletCallRequest): Promise<CallContext> {
+  private async context(request: WalletCallRequest, leaseNeed: bigint | null): Promise<CallContext> {
     const key = JSON.stringify([
       request.tokenHash,
       request.featureKey,
@@ -434,9 +448,34 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       }
       return cached.row;
     }
-    const row = await this.fetchContext(request);
+    const row =
+      leaseNeed !== null && this.meta.endUserId !== null
+        ? await this.fetchContextAndLease(request, leaseNeed)
+        : await this.fetchContext(request);
     this.contexts.set(key, { row, fetchedAt: Date.now(), refreshing: false });
     return row;
+  }
+
+  /** The context and the lease in one statement, in turn with every other statement that sets the lease. */
+  private fetchContextAndLease(request: WalletCallRequest, need: bigint): Promise<CallContext> {
+    const generation = this.generation;
+    const run = this.ledgerQueue.then(async () => {
+      const endUserId = this.meta.endUserId as string;
+      const { context, lease } = await fetchCallContextWithLease(this.openDatabase(), request, {
+        endUserId,
+        leaseKey: `lease:${this.meta.wallet}`,
+        targetUsd: usdString(this.committed() + need + this.chunk()),
+        ttlSeconds: this.leaseTtlSeconds(),
+      });
+      if (lease !== null) {
+        this.meta = { ...this.meta, lease: { units: units(lease.leaseUsd), expiresAt: lease.leaseExpiresAt.getTime() } };
+        await this.ctx.storage.put('meta', this.meta);
+      }
+      return context;
+    });
+    this.ledgerQueue = run.catch(() => undefined);
+    // A revocation pushed while this was read: the context may predate it; read it again.
+    return run.then((context) => (generation === this.generation ? context : this.fetchContext(request)));
   }
 
   private async fetchContext(request: WalletCallRequest): Promise<CallContext> {
@@ -457,7 +496,10 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     if (this.database !== null) return this.database;
     const url = this.env.DATABASE_URL ?? this.meta.databaseUrl ?? undefined;
     if (this.env.DATABASE_WS_PROXY) configureLocalProxy(this.env.DATABASE_WS_PROXY);
-    this.database = createDatabase({ ...this.env, DATABASE_URL: url });
+    this.database = observeStatements(createDatabase({ ...this.env, DATABASE_URL: url }), (run) => {
+      this.statements += 1;
+      return run();
+    });
     return this.database;
   }
 }
