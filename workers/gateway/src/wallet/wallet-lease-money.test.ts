@@ -3,29 +3,26 @@
  * first; a top-up is spendable by the next call; a call whose gateway died mid-way is booked at its
  * bound by the object's alarm once its deadline and grace pass.
  */
-import { env as workerEnv, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
+import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '#shared/crypto.ts';
 import { walletOfToken } from '#shared/auth/session-token.ts';
-import type { WalletObjectContract } from '#shared/durable-objects.ts';
-import type { Env } from '#shared/env.ts';
 import { reconcileLedger } from '#shared/ledger/reconcile.ts';
-import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { adminToken, api, call, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fund, fundedSession, gatewayWith, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import { chat, fund, fundedSession, gatewayWith, wallet } from '../../../test/gateway-kit.ts';
 import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
+import { leasedTestEnv, platformCall, reportedUsage, walletObjectOf } from '../../../test/wallet-kit.ts';
 import type { StoredCall } from './lease-book.ts';
-
-const WALLET = (workerEnv as unknown as Env).WALLET as DurableObjectNamespace<WalletObjectContract>;
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', WALLET_LEASES: 'on' });
+  testEnv = await leasedTestEnv();
 });
 
-const reported = { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 };
-const body = { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('Tell me something')], max_tokens: 50 };
-const objectOf = (token: string) => WALLET.get(WALLET.idFromName(walletOfToken(token) as string));
+const reported = reportedUsage;
+const body = platformCall;
+const objectOf = walletObjectOf;
 
 async function reconciled(): Promise<boolean> {
   const database = openLedgerDatabase(testEnv, 1);

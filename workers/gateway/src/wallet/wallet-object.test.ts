@@ -5,14 +5,13 @@
  * while calls go on, a flush that fails half-way, an object restarted with settlements unflushed,
  * a session revoked while the object has it cached, a token pointing at another user's wallet.
  */
-import { env as workerEnv, runInDurableObject } from 'cloudflare:test';
+import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { walletOfToken } from '#shared/auth/session-token.ts';
-import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
 import { auditUpstreamCalls } from '#shared/calls/upstream-audit.ts';
 import { reconcileLedger } from '#shared/ledger/reconcile.ts';
-import { adminToken, api, call, createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
+import { adminToken, api, call, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import {
   fakeUpstream,
   jsonResponse,
@@ -23,28 +22,20 @@ import {
   type RecordedRequest,
 } from '../../../test/fake-upstream.ts';
 import { createDatabase, observeStatements } from '#shared/db.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, sseData, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayWith, newRequestId, sseData, wallet } from '../../../test/gateway-kit.ts';
 import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
-
-const WALLET = (workerEnv as unknown as Env).WALLET as DurableObjectNamespace<WalletObjectContract>;
+import { answeringUpstream, leasedTestEnv, platformCall, reportedUsage, walletObjectOf } from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', WALLET_LEASES: 'on' });
+  testEnv = await leasedTestEnv();
 });
 
-const reported = { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 };
-const body = { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('Tell me something')], max_tokens: 50 };
+const reported = reportedUsage;
+const body = platformCall;
 
-function upstream() {
-  return fakeUpstream(() => jsonResponse(openAiCompletion('Hello', reported)));
-}
-
-function objectOf(token: string) {
-  const name = walletOfToken(token);
-  if (name === null) throw new Error('the session token names no wallet');
-  return WALLET.get(WALLET.idFromName(name));
-}
+const upstream = answeringUpstream;
+const objectOf = walletObjectOf;
 
 async function ledgerChecks(requests: RecordedRequest[]) {
   const database = openLedgerDatabase(testEnv, 2);

@@ -1,0 +1,36 @@
+/**
+ * Test support for wallet objects (issue 19): an env with leases on, the object a session token
+ * names, a platform call and the usage its fake upstream reports.
+ */
+import { env as workerEnv } from 'cloudflare:test';
+import { walletOfToken } from '#shared/auth/session-token.ts';
+import type { WalletObjectContract } from '#shared/durable-objects.ts';
+import type { Env } from '#shared/env.ts';
+import { createTestEnv, type TestEnv } from './harness.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion } from './fake-upstream.ts';
+import { userMessage } from './gateway-kit.ts';
+
+const namespace = (workerEnv as unknown as Env).WALLET as DurableObjectNamespace<WalletObjectContract>;
+
+/** A database of the test's own, the platform pool keyed, wallet leases on. */
+export function leasedTestEnv(): Promise<TestEnv> {
+  return createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', WALLET_LEASES: 'on' });
+}
+
+/** The wallet object a session token names. */
+export function walletObjectOf(token: string): DurableObjectStub<WalletObjectContract> {
+  const name = walletOfToken(token);
+  if (name === null) throw new Error('the session token names no wallet');
+  return namespace.get(namespace.idFromName(name));
+}
+
+/** What the fake upstream reports for each call. */
+export const reportedUsage = { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 };
+
+/** A platform-route call of the demo app's `chat` feature. */
+export const platformCall = { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('Tell me something')], max_tokens: 50 };
+
+/** An upstream that answers every call at once with `reportedUsage`. */
+export function answeringUpstream() {
+  return fakeUpstream(() => jsonResponse(openAiCompletion('Hello', reportedUsage)));
+}
