@@ -75,7 +75,7 @@ export interface WalletCallRequest {
     /** Every candidate's bounds, for booking the call at its worst case if it is never settled. */
     candidates: Array<{ provider: string; model: string; boundInputTokens: number; boundOutputTokens: number }>;
   };
-  /** Where the object reaches Postgres when its own environment names no database (the tests' per-file databases). */
+  /** Tests only (ENVIRONMENT=test): the database of the test file, which the object's own environment cannot name. */
   databaseUrl?: string;
 }
 

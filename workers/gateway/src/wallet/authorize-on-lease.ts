@@ -69,7 +69,9 @@ export async function authorizeOnLease(
         boundOutputTokens: (candidate.bounds ?? bounds).worstCaseOutputTokens,
       })),
     },
-    databaseUrl: env.DATABASE_URL,
+    // Only the tests' objects need it (each test file has a database of its own); in production the
+    // object reads its own DATABASE_URL and the secret never leaves the worker's environment.
+    databaseUrl: env.ENVIRONMENT === 'test' ? env.DATABASE_URL : undefined,
   });
   if (decision.outcome === 'database') return null;
   if (decision.outcome === 'routing_changed') throw new RoutingChanged(decision.routing);

@@ -275,9 +275,12 @@ describe('round trips', () => {
 describe('the attacker', () => {
   it('concurrent calls past the balance: those the lease cannot cover are refused, the wallet never goes below zero', async () => {
     const session = await fundedSession(testEnv, '0.01000000');
-    // Every call stays in flight until all 30 were asked: each holds its worst case at once.
+    // Every admitted call stays in flight until no call has reached the upstream for a second: each
+    // holds its worst case at once, however slowly the machine admits them.
+    let lastArrival = Date.now();
     const fake = fakeUpstream(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      lastArrival = Date.now();
+      while (Date.now() - lastArrival < 1000) await new Promise((resolve) => setTimeout(resolve, 50));
       return jsonResponse(openAiCompletion('Hello', reported));
     });
     const gateway = gatewayWith({ upstreamFetch: fake.fetch });

@@ -486,7 +486,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   }
 
   private adoptDatabaseUrl(url: string | undefined): void {
-    if (this.env.DATABASE_URL || url === undefined || url === this.meta.databaseUrl) return;
+    if (this.env.ENVIRONMENT !== 'test' || this.env.DATABASE_URL || url === undefined || url === this.meta.databaseUrl) return;
     this.meta = { ...this.meta, databaseUrl: url };
     this.database = null;
   }
