@@ -201,28 +201,42 @@ export async function runLedgerBench(): Promise<void> {
       print('usage booking, 1 writer', await measure(pool, fixture, 'seq', 1, SEQUENTIAL_BOOKINGS, 'booking'));
       const perBooking = await measure(pool, fixture, 'par', WRITERS, BOOKINGS_PER_WRITER, 'booking');
       print(`usage booking, ${WRITERS} writers`, perBooking);
-      // Issue 19: the wallet objects will flush bookings to Postgres in batches; this is what they must beat 5x.
-      const reference = perBooking.bookings / perBooking.seconds;
-      console.log(
-        `reference for the batched flush (issue 19): one booking statement per call, ${WRITERS} writers: ${Math.round(reference)} bookings/s; target >= ${Math.round(5 * reference)} bookings/s`,
-      );
+      // Issue 19: the flushes must beat the per-call booking 5x. The machine's load drifts during a run,
+      // so the reference is measured before and after them and the ratio taken against the mean.
+      const flushes: Array<{ label: string; result: Measurement }> = [];
       for (const batchSize of BATCH_SIZES) {
-        const batched = await measureBatched(pool, fixture, `flush${batchSize}`, FLUSH_WRITERS, FLUSHED_PER_WRITER, batchSize);
-        print(`batched flush, batches of ${batchSize}, ${FLUSH_WRITERS} writers`, batched);
-        const ratio = batched.bookings / batched.seconds / reference;
-        console.log(`  ${ratio.toFixed(2)}x the one-statement-per-booking reference (target >= 5x): ${ratio >= 5 ? 'met' : 'NOT met'}`);
+        flushes.push({
+          label: `batched flush (bookUsageBatch), batches of ${batchSize}, ${FLUSH_WRITERS} writers`,
+          result: await measureBatched(pool, fixture, `flush${batchSize}`, FLUSH_WRITERS, FLUSHED_PER_WRITER, batchSize),
+        });
       }
       // The wallet object's own flush: its calls' records, their bookings and the lease renewal in one statement.
       for (const batchSize of BATCH_SIZES) {
-        const flushed = await measureLeaseFlush(drizzle(pool), {
-          ...leaseFlushOf(fixture),
-          label: `lease${batchSize}`,
-          perWriter: FLUSHED_PER_WRITER,
-          batchSize,
+        flushes.push({
+          label: `wallet object flush (settleLease), batches of ${batchSize}, ${FLUSH_WRITERS} objects`,
+          result: await measureLeaseFlush(drizzle(pool), {
+            ...leaseFlushOf(fixture),
+            label: `lease${batchSize}`,
+            perWriter: FLUSHED_PER_WRITER,
+            batchSize,
+          }),
         });
-        print(`wallet object flush (settleLease), batches of ${batchSize}, ${FLUSH_WRITERS} objects`, flushed);
-        const ratio = flushed.bookings / flushed.seconds / reference;
-        console.log(`  ${ratio.toFixed(2)}x the one-statement-per-booking reference (target >= 5x): ${ratio >= 5 ? 'met' : 'NOT met'}`);
+      }
+      const perBookingAfter = await measure(pool, fixture, 'par2', WRITERS, BOOKINGS_PER_WRITER, 'booking');
+      print(`usage booking, ${WRITERS} writers, again after the flushes`, perBookingAfter);
+      const rate = (result: Measurement) => result.bookings / result.seconds;
+      const references = [rate(perBooking), rate(perBookingAfter)];
+      const reference = (references[0]! + references[1]!) / 2;
+      console.log(
+        `reference for the flushes (issue 19): one booking statement per call, ${WRITERS} writers, mean of the runs before and after them: ${Math.round(reference)} bookings/s; target >= ${Math.round(5 * reference)} bookings/s`,
+      );
+      for (const { label, result } of flushes) {
+        print(label, result);
+        const ratio = rate(result) / reference;
+        const range = references.map((one) => (rate(result) / one).toFixed(2)).join('x and ');
+        console.log(
+          `  ${ratio.toFixed(2)}x the one-statement-per-booking reference (${range}x against each run; target >= 5x): ${ratio >= 5 ? 'met' : 'NOT met'}`,
+        );
       }
       print('hold + settle (platform route), 1 writer', await measure(pool, fixture, 'hseq', 1, SEQUENTIAL_BOOKINGS, 'hold'));
       print(
