@@ -160,8 +160,13 @@ export const endUsers = pgTable(
     /** HMAC-SHA-256 of the external user id with SESSION_HASH_SECRET; the raw id is never stored. */
     externalUserHash: text('external_user_hash').notNull(),
     createdAt: createdAt(),
+    /** The name of the end user's wallet object (migration 0022), set when a session is minted. */
+    walletObject: text('wallet_object'),
   },
-  (table) => [uniqueIndex('end_users_app_external').on(table.appId, table.externalUserHash)],
+  (table) => [
+    uniqueIndex('end_users_app_external').on(table.appId, table.externalUserHash),
+    uniqueIndex('end_users_wallet_object').on(table.walletObject).where(sql`wallet_object is not null`),
+  ],
 );
 
 /** Every ledger account: user and developer wallets and the platform's system accounts. */

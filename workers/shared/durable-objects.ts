@@ -124,8 +124,6 @@ export interface WalletObjectContract extends Rpc.DurableObjectBranded {
   settle(callId: string, settlement: WalletSettlement): Promise<void>;
   /** The upstream never accepted the call: nothing is charged and its request id is free again. */
   abandon(callId: string): Promise<void>;
-  /** A session was minted for `endUserId`: the object learns whose wallet it is (checked against its name). */
-  introduce(wallet: string, endUserId: string): Promise<void>;
   /** Refuses these sessions from now on (null: every session of this wallet); the API pushes revocations. */
   revokeSessions(tokenHashes: string[] | null): Promise<void>;
   /**

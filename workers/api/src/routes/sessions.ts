@@ -11,7 +11,6 @@ import type { ServiceApp } from '#shared/app.ts';
 import { userRef } from '#shared/auth/user-ref.ts';
 import { sha256Hex } from '#shared/crypto.ts';
 import { mintSessionToken, walletName } from '#shared/auth/session-token.ts';
-import { introduceSession } from '#shared/auth/wallet-notices.ts';
 import type { Db } from '#shared/db.ts';
 import { intSetting } from '#shared/env.ts';
 import { queryOne } from '#shared/ledger/database.ts';
@@ -86,11 +85,14 @@ function upsertEndUser(db: Db, input: { appId: string; userHash: string }) {
   );
 }
 
-/** Stores the session's hash (never the token). */
-function createSession(db: Db, input: { appId: string; endUserId: string; tokenHash: string; ttlSeconds: number }) {
+/** Stores the session's hash (never the token) and the name of the end user's wallet object. */
+function createSession(db: Db, input: { appId: string; endUserId: string; wallet: string; tokenHash: string; ttlSeconds: number }) {
   return queryOne<{ id: string; expiresAt: string }>(
     db,
-    sql`insert into virtual_sessions (token_hash, app_id, end_user_id, expires_at)
+    sql`with named as (
+          update end_users set wallet_object = ${input.wallet}
+           where id = ${input.endUserId}::uuid and wallet_object is distinct from ${input.wallet})
+        insert into virtual_sessions (token_hash, app_id, end_user_id, expires_at)
         values (${input.tokenHash}, ${input.appId}::uuid, ${input.endUserId}::uuid, now() + make_interval(secs => ${input.ttlSeconds}::integer))
         returning id, expires_at::text as "expiresAt"`,
   );
@@ -132,8 +134,7 @@ export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchF
     // The token names the end user's wallet object (docs/edge.md): the gateway reaches it without the database.
     const wallet = await walletName(secret, endUserId);
     const token = mintSessionToken(wallet);
-    const session = await createSession(db, { appId: identity.appId, endUserId, tokenHash: await sha256Hex(token), ttlSeconds });
-    await introduceSession(c.env, wallet, endUserId, c.var.logger);
+    const session = await createSession(db, { appId: identity.appId, endUserId, wallet, tokenHash: await sha256Hex(token), ttlSeconds });
     return c.json(
       {
         session_token: token,

@@ -53,24 +53,23 @@ export async function fetchCallContext(database: Database, request: WalletCallRe
 }
 
 /**
- * The context and, when the call is leasable and the session's end user is `lease.endUserId`, the
- * lease renewed to `targetUsd` — one statement, so the first call of a wallet waits on one round
- * trip. The renewal is a flush of nothing (`faucet_settle_lease` with no calls, keep = true).
+ * The context and, when the call is leasable and the session's end user is the one the object is
+ * named after (`end_users.wallet_object`, migration 0022), the lease renewed to `targetUsd` — one
+ * statement, so the first call of a wallet waits on one round trip. The renewal is a flush of nothing
+ * (`faucet_settle_lease` with no calls, keep = true).
  */
 export async function fetchCallContextWithLease(
   database: Database,
   request: WalletCallRequest,
-  lease: { endUserId: string; leaseKey: string; targetUsd: string; ttlSeconds: number },
+  lease: { wallet: string; targetUsd: string; ttlSeconds: number },
 ): Promise<{ context: CallContext; lease: { leaseUsd: string; leaseExpiresAt: Date } | null }> {
   const row = await queryOne<LeaseContextRow & { lease_amount_usd: string | null; lease_expires_at: Date | string | null }>(
     database.db,
+    // faucet_open_lease takes the lease only for a leasable call of the end user the object is named after.
     sql`select c.*, l.lease_amount_usd, l.lease_expires_at
           from ${leaseContextCall(contextInput(request))} c
-          left join lateral (
-            select s.lease_amount_usd, s.lease_expires_at
-              from faucet_settle_lease(${lease.endUserId}::uuid, ${lease.leaseKey}, '[]'::jsonb, '[]'::jsonb,
-                                       ${lease.targetUsd}::numeric, true, ${lease.ttlSeconds}::integer) s
-             where c.outcome = 'leasable' and c.end_user_id = ${lease.endUserId}::uuid and s.ordinal = 0) l on true`,
+          left join lateral faucet_open_lease(c.end_user_id, c.outcome, ${lease.wallet}, ${lease.targetUsd}::numeric,
+                                              ${lease.ttlSeconds}::integer) l on true`,
   );
   return {
     context: callContextOf(leaseContextOfRow(row)),

@@ -324,6 +324,11 @@ describe('the attacker', () => {
     const response = await chat(gateway, testEnv, forged, body);
     expect(response.status).toBe(401);
     expect(fake.requests).toHaveLength(0);
+    // Nothing was leased under the victim's object for the attacker's wallet, and the victim's calls go on.
+    expect(
+      await countOf(`select count(*) as n from balance_holds where request_id like 'lease:%' and wallet_id = $1`, [attacker.walletId]),
+    ).toBe(0);
+    expect((await chat(gateway, testEnv, victim.token, body)).status).toBe(200);
   });
 
   it('a session revoked by its developer is refused at once, though the object had it cached', async () => {

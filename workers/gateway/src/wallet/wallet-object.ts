@@ -100,8 +100,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const limits = callLimits(this.env);
     const worst = request.platformHold === null ? 0n : units(request.platformHold);
     const until = Date.now() + (limits.maxDurationSeconds + limits.settleGraceSeconds) * 1000;
-    // A wallet whose end user the object knows and whose lease falls short: the session's context and
-    // the lease come in one statement when the context has to be read anyway.
+    // A lease that falls short: the session's context and the lease come in one statement when the
+    // context has to be read anyway (the first call of a wallet waits on one round trip).
     const leaseShort = request.platformHold !== null && !covers(this.meta.lease, this.committed(), worst, until);
     const context = await this.context(request, leaseShort ? worst : null);
     const routing = { aliases: context.aliases, fallbacks: context.fallbacks };
@@ -226,14 +226,6 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     this.calls.delete(callId);
     this.claims.delete(call.clientRequestId);
     await this.ctx.storage.delete([`call:${callId}`, `claim:${call.clientRequestId}`]);
-  }
-
-  async introduce(wallet: string, endUserId: string): Promise<void> {
-    if (this.meta.endUserId !== null) return;
-    // Told by the API; checked all the same: the end user must be the one this object is named after.
-    if ((await walletName(this.env.SESSION_HASH_SECRET, endUserId)) !== wallet) return;
-    this.meta = { ...this.meta, wallet, endUserId };
-    await this.ctx.storage.put('meta', this.meta);
   }
 
   async revokeSessions(tokenHashes: string[] | null): Promise<void> {
@@ -448,10 +440,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       }
       return cached.row;
     }
-    const row =
-      leaseNeed !== null && this.meta.endUserId !== null
-        ? await this.fetchContextAndLease(request, leaseNeed)
-        : await this.fetchContext(request);
+    const row = leaseNeed !== null ? await this.fetchContextAndLease(request, leaseNeed) : await this.fetchContext(request);
     this.contexts.set(key, { row, fetchedAt: Date.now(), refreshing: false });
     return row;
   }
@@ -460,10 +449,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   private fetchContextAndLease(request: WalletCallRequest, need: bigint): Promise<CallContext> {
     const generation = this.generation;
     const run = this.ledgerQueue.then(async () => {
-      const endUserId = this.meta.endUserId as string;
       const { context, lease } = await fetchCallContextWithLease(this.openDatabase(), request, {
-        endUserId,
-        leaseKey: `lease:${this.meta.wallet}`,
+        wallet: request.wallet,
         targetUsd: usdString(this.committed() + need + this.chunk()),
         ttlSeconds: this.leaseTtlSeconds(),
       });

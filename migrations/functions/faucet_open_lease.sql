@@ -1,0 +1,26 @@
+-- The current definition of faucet_open_lease (migrations/README.md: edit it here; the runner re-applies a changed file).
+-- A wallet object's lease, taken in the statement that reads a call's context (issue 19,
+-- docs/edge.md): renewed to p_target by faucet_settle_lease (no calls, keep) only when the call is
+-- leasable (p_outcome, faucet_lease_context's answer) and the session's end user is the one the
+-- object is named after (end_users.wallet_object, migration 0022). Otherwise nothing is run and no
+-- row is returned: a token whose wallet part names another user's object leases nothing.
+create or replace function faucet_open_lease(
+  p_end_user_id uuid,
+  p_outcome text,
+  p_wallet_object text,
+  p_target numeric,
+  p_ttl_seconds integer
+) returns table (lease_amount_usd numeric, lease_expires_at timestamptz)
+language plpgsql as $$
+#variable_conflict use_column
+begin
+  if p_outcome is distinct from 'leasable' or p_end_user_id is null or p_wallet_object is null
+     or not exists (select 1 from end_users u where u.id = p_end_user_id and u.wallet_object = p_wallet_object) then
+    return;
+  end if;
+  return query
+    select s.lease_amount_usd, s.lease_expires_at
+      from faucet_settle_lease(p_end_user_id, 'lease:' || p_wallet_object, '[]'::jsonb, '[]'::jsonb, p_target, true, p_ttl_seconds) s
+     where s.ordinal = 0;
+end
+$$;
