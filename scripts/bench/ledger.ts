@@ -201,8 +201,9 @@ export async function runLedgerBench(): Promise<void> {
       print('usage booking, 1 writer', await measure(pool, fixture, 'seq', 1, SEQUENTIAL_BOOKINGS, 'booking'));
       const perBooking = await measure(pool, fixture, 'par', WRITERS, BOOKINGS_PER_WRITER, 'booking');
       print(`usage booking, ${WRITERS} writers`, perBooking);
-      // Issue 19: the flushes must beat the per-call booking 5x. The machine's load drifts during a run,
-      // so the reference is measured before and after them and the ratio taken against the mean.
+      // Issue 19: the flushes must beat the per-call booking 5x, measured before them. Measured again after
+      // them it has been up to 2x slower (after bulk flushes its statements were seen scanning
+      // usage_events sequentially, which they did not before), so that run is shown, not judged by.
       const flushes: Array<{ label: string; result: Measurement }> = [];
       for (const batchSize of BATCH_SIZES) {
         flushes.push({
@@ -225,17 +226,16 @@ export async function runLedgerBench(): Promise<void> {
       const perBookingAfter = await measure(pool, fixture, 'par2', WRITERS, BOOKINGS_PER_WRITER, 'booking');
       print(`usage booking, ${WRITERS} writers, again after the flushes`, perBookingAfter);
       const rate = (result: Measurement) => result.bookings / result.seconds;
-      const references = [rate(perBooking), rate(perBookingAfter)];
-      const reference = (references[0]! + references[1]!) / 2;
+      const reference = rate(perBooking);
       console.log(
-        `reference for the flushes (issue 19): one booking statement per call, ${WRITERS} writers, mean of the runs before and after them: ${Math.round(reference)} bookings/s; target >= ${Math.round(5 * reference)} bookings/s`,
+        `reference for the flushes (issue 19): one booking statement per call, ${WRITERS} writers, before them: ${Math.round(reference)} bookings/s; target >= ${Math.round(5 * reference)} bookings/s`,
       );
       for (const { label, result } of flushes) {
         print(label, result);
         const ratio = rate(result) / reference;
-        const range = references.map((one) => (rate(result) / one).toFixed(2)).join('x and ');
+        const after = rate(result) / rate(perBookingAfter);
         console.log(
-          `  ${ratio.toFixed(2)}x the one-statement-per-booking reference (${range}x against each run; target >= 5x): ${ratio >= 5 ? 'met' : 'NOT met'}`,
+          `  ${ratio.toFixed(2)}x the one-statement-per-booking reference (target >= 5x): ${ratio >= 5 ? 'met' : 'NOT met'}  (${after.toFixed(2)}x its run after the flushes)`,
         );
       }
       print('hold + settle (platform route), 1 writer', await measure(pool, fixture, 'hseq', 1, SEQUENTIAL_BOOKINGS, 'hold'));
