@@ -2,10 +2,12 @@
  * One database handle per request: a Neon `Pool` (WebSocket, so interactive transactions work) and
  * Drizzle over it. Locally `DATABASE_WS_PROXY` points the same driver at a plain PostgreSQL.
  */
-import { neonConfig, Pool } from '@neondatabase/serverless';
+import { neon, neonConfig, Pool } from '@neondatabase/serverless';
+import { drizzle as drizzleHttp } from 'drizzle-orm/neon-http';
 import { drizzle, type NeonDatabase } from 'drizzle-orm/neon-serverless';
 import * as schema from '../../drizzle/schema.ts';
 import type { Env } from './env.ts';
+import type { LedgerDatabase } from './ledger/database.ts';
 import { FaucetError } from './wire/errors.ts';
 
 export type Db = NeonDatabase<typeof schema>;
@@ -37,6 +39,20 @@ export function configureLocalProxy(proxy: string): void {
   neonConfig.pipelineTLS = false;
   // As against Neon: send the password with the startup message (the local server uses `password` auth).
   neonConfig.pipelineConnect = 'password';
+  // Neon's HTTP query endpoint, which the same local proxy answers (scripts/lib/ws-proxy.ts).
+  neonConfig.fetchEndpoint = () => `http://${proxy}/sql`;
+}
+
+/**
+ * One statement per HTTP request (Neon's query endpoint, connections kept on Neon's side): no
+ * connection to open first, so a statement is one round trip even for a caller that has just
+ * started. No interactive transactions; each statement is its own. The wallet objects use it
+ * (docs/edge.md): every statement they run is a single one.
+ */
+export function createHttpDatabase(env: Env): LedgerDatabase {
+  if (!env.DATABASE_URL) throw new FaucetError('internal_error', 'database is not configured');
+  if (env.DATABASE_WS_PROXY) configureLocalProxy(env.DATABASE_WS_PROXY);
+  return drizzleHttp({ client: neon(env.DATABASE_URL) });
 }
 
 export function createDatabase(env: Env): Database {

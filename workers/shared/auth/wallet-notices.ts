@@ -29,3 +29,19 @@ export async function pushRevocations(
     }),
   );
 }
+
+/**
+ * Read your own writes: before an end user's wallet or usage is read, their wallet object books what
+ * it settled (nothing to do, no statement), so the balance and the calls listed include every call
+ * already answered. Best effort: an object that cannot be reached books them within a second anyway.
+ */
+export async function bookOwnCalls(env: Env, endUserId: string, logger?: Logger): Promise<void> {
+  const namespace = env.WALLET;
+  if (namespace === undefined || env.WALLET_LEASES === 'off') return;
+  try {
+    const name = await walletName(env.SESSION_HASH_SECRET, endUserId);
+    await namespace.get(namespace.idFromName(name)).flush();
+  } catch {
+    logger?.warn('a wallet object was not asked to book before a read');
+  }
+}

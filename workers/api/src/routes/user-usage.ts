@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { and, desc, eq, or, sql } from 'drizzle-orm';
 import { usageEvents } from '../../../../drizzle/schema.ts';
 import type { ServiceApp } from '#shared/app.ts';
+import { bookOwnCalls } from '#shared/auth/wallet-notices.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
 import { formatUsd, parseDatabaseAmount, usdStringSchema } from '#shared/money/index.ts';
 import { routeModeSchema } from '#shared/wire/route-modes.ts';
@@ -51,6 +52,7 @@ const route = createRoute({
 
 export function registerUserUsageRoutes(app: ServiceApp): void {
   app.openapi(route, async (c) => {
+    await bookOwnCalls(c.env, c.var.session.endUserId, c.var.logger);
     const { limit = 20, request_id: requestId } = c.req.valid('query');
     const ofUser = eq(usageEvents.endUserId, c.var.session.endUserId);
     // A receipt: the id the client sent (x-request-id) or the server's own, whichever the answer named.

@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
+import { bookOwnCalls } from '#shared/auth/wallet-notices.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { getWalletBalance } from '#shared/ledger/index.ts';
@@ -29,6 +30,7 @@ const route = createRoute({
 
 export function registerUserWalletRoutes(app: ServiceApp): void {
   app.openapi(route, async (c) => {
+    await bookOwnCalls(c.env, c.var.session.endUserId, c.var.logger);
     const wallet = await getWalletBalance(c.var.database().db, c.var.session.walletId);
     if (!wallet) throw new FaucetError('not_found', 'wallet not found');
     return c.json(

@@ -17,7 +17,7 @@ import {
   type LeaseContextRow,
 } from '#shared/wallet/lease-context.ts';
 import type { WalletCallRequest } from '#shared/durable-objects.ts';
-import type { Database } from '#shared/db.ts';
+import type { LedgerDatabase } from '#shared/ledger/database.ts';
 
 /** What the object keeps of a context answer: plain data (amounts as 8-decimal strings). */
 export interface CallContext {
@@ -48,8 +48,8 @@ function contextInput(request: WalletCallRequest): LeaseContextInput {
   };
 }
 
-export async function fetchCallContext(database: Database, request: WalletCallRequest): Promise<CallContext> {
-  return callContextOf(await leaseContext(database.db, contextInput(request)));
+export async function fetchCallContext(database: LedgerDatabase, request: WalletCallRequest): Promise<CallContext> {
+  return callContextOf(await leaseContext(database, contextInput(request)));
 }
 
 /**
@@ -59,12 +59,12 @@ export async function fetchCallContext(database: Database, request: WalletCallRe
  * (`faucet_settle_lease` with no calls, keep = true).
  */
 export async function fetchCallContextWithLease(
-  database: Database,
+  database: LedgerDatabase,
   request: WalletCallRequest,
   lease: { wallet: string; targetUsd: string; ttlSeconds: number },
 ): Promise<{ context: CallContext; lease: { leaseUsd: string; leaseExpiresAt: Date } | null }> {
   const row = await queryOne<LeaseContextRow & { lease_amount_usd: string | null; lease_expires_at: Date | string | null }>(
-    database.db,
+    database,
     // faucet_open_lease takes the lease only for a leasable call of the end user the object is named after.
     sql`select c.*, l.lease_amount_usd, l.lease_expires_at
           from ${leaseContextCall(contextInput(request))} c
@@ -141,9 +141,9 @@ interface Row extends BookingRow {
 }
 
 /** One statement (workers/shared/wallet/settle-lease.ts has the typed form): throws when nothing was written. */
-export async function flushLease(database: Database, flush: LeaseFlush): Promise<LeaseFlushResult> {
+export async function flushLease(database: LedgerDatabase, flush: LeaseFlush): Promise<LeaseFlushResult> {
   const rows = await queryRows<Row>(
-    database.db,
+    database,
     sql`select * from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
       ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
       ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer)`,

@@ -207,6 +207,19 @@ describe('the operator', () => {
   });
 });
 
+describe('the end user', () => {
+  it('reads their own calls: the wallet and usage they are shown include a call answered a moment ago', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const gateway = gatewayWith({ upstreamFetch: upstream().fetch });
+    const answer = (await (await chat(gateway, testEnv, session.token, body)).json()) as { faucet: { charge: { amount_usd: string } } };
+    expect((await objectOf(session.token).snapshot()).unflushed).toBe(1);
+    const shown = (await (await call(api(), testEnv, '/v1/user/wallet', { token: session.token })).json()) as { balance_usd: string };
+    expect(shown.balance_usd).toBe((1 - Number(answer.faucet.charge.amount_usd)).toFixed(8));
+    const usage = (await (await call(api(), testEnv, '/v1/user/usage', { token: session.token })).json()) as { data: unknown[] };
+    expect(usage.data).toHaveLength(1);
+  });
+});
+
 describe('round trips', () => {
   it('a covered call makes no Postgres statement on the gateway side, and none in the object before the upstream', async () => {
     const session = await fundedSession(testEnv, '1.00000000');

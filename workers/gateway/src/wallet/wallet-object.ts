@@ -33,7 +33,8 @@ import type { Env } from '#shared/env.ts';
 import { intSetting } from '#shared/env.ts';
 import { callLimits } from '#shared/calls/call-limits.ts';
 import { walletName } from '#shared/auth/session-token.ts';
-import { configureLocalProxy, createDatabase, observeStatements, type Database } from '#shared/db.ts';
+import { createHttpDatabase } from '#shared/db.ts';
+import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { createLogger, type Logger } from '#shared/logger.ts';
 import { committedUnits, covers, type Lease, type StoredCall, totalCommitted, units, usdString } from './lease-book.ts';
 import { boundBooking } from './bound-booking.ts';
@@ -73,7 +74,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   /** Bumped by every pushed revocation: a context read that started before one is not kept. */
   private generation = 0;
   private readonly contexts = new Map<string, CachedContext>();
-  private database: Database | null = null;
+  private database: LedgerDatabase | null = null;
   /** Postgres statements this instance has run (the snapshot shows them: tests, the benchmark, operators). */
   private statements = 0;
   /** Every Postgres statement that touches the lease runs in this order, one at a time. */
@@ -245,6 +246,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   }
 
   async flush(): Promise<WalletSnapshot & { error: string | null }> {
+    if (!this.hasUnflushed()) return { ...(await this.snapshot()), error: null };
     const error = await this.sync(0n).then(
       () => null,
       (failure: unknown) => failureCode(failure),
@@ -478,15 +480,20 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     this.database = null;
   }
 
-  /** One pool for the object's life: its connection stays open between calls. */
-  private openDatabase(): Database {
+  /**
+   * Its statements go over Neon's HTTP query endpoint: one round trip each, with no connection to
+   * open first — a cold object's first statement costs what a warm one's does.
+   */
+  private openDatabase(): LedgerDatabase {
     if (this.database !== null) return this.database;
     const url = this.env.DATABASE_URL ?? this.meta.databaseUrl ?? undefined;
-    if (this.env.DATABASE_WS_PROXY) configureLocalProxy(this.env.DATABASE_WS_PROXY);
-    this.database = observeStatements(createDatabase({ ...this.env, DATABASE_URL: url }), (run) => {
-      this.statements += 1;
-      return run();
-    });
+    const database = createHttpDatabase({ ...this.env, DATABASE_URL: url });
+    this.database = {
+      execute: (query) => {
+        this.statements += 1;
+        return database.execute(query);
+      },
+    };
     return this.database;
   }
 }
