@@ -70,8 +70,16 @@ async function onDatabase<T extends pg.QueryResultRow>(text: string, values: unk
   }
 }
 
-const expireSessions = (where: string, values: unknown[]) =>
-  onDatabase(`update virtual_sessions set expires_at = now() - interval '1 second' where ${where}`, values);
+/**
+ * Moves the sessions' expiry into the past, as time would. A wallet object that read a session
+ * keeps its expiry for at most 10 s before reading it again (docs/edge.md); a session that really
+ * expires is refused at its expiry from that copy, but this one's expiry moved, so the test lets the
+ * copy lapse.
+ */
+async function expireSessions(where: string, values: unknown[]) {
+  await onDatabase(`update virtual_sessions set expires_at = now() - interval '1 second' where ${where}`, values);
+  await new Promise((resolve) => setTimeout(resolve, 10_500));
+}
 
 /** USD decimal string to integer units of 1e-8, to compare balances without floats. */
 const units = (usd: string) => BigInt(usd.replace(/ USD$/, '').replace('.', ''));
