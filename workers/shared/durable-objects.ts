@@ -128,9 +128,12 @@ export interface WalletObjectContract extends Rpc.DurableObjectBranded {
   revokeSessions(tokenHashes: string[] | null): Promise<void>;
   /**
    * Before money leaves the wallet outside the gateway (a debit adjustment, a chargeback): books
-   * every settled call and gives back all of the lease but the worst cases of calls in flight.
+   * every settled call and gives back all of the lease but the worst cases of calls in flight, and
+   * takes no new lease until `resume` (or 3 s): a call racing the debit waits for it.
    */
   recall(): Promise<WalletSnapshot>;
+  /** The debit a recall preceded is written: new leases may be taken again (else after 3 s). */
+  resume(): Promise<void>;
   /**
    * Books every settled call now (the alarm does it on its own). A failed flush wrote nothing and is
    * retried by the alarm; `error` names why (a SQLSTATE, or `unreachable`), never with the data sent.

@@ -12,15 +12,19 @@ import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
 import type { Logger } from '../logger.ts';
 import { walletName } from './session-token.ts';
 
-/** `wallet`: a wallet id, or the Stripe payment intent of a top-up (its wallet is the one it credited). */
+/**
+ * Recalls the lease of the wallet (`walletId`, or the Stripe payment intent of a top-up: the wallet it
+ * credited); answers what to call once the debit is written, so the object leases again at once.
+ */
 export async function recallLease(
   env: Env,
   db: LedgerDatabase,
   wallet: { walletId: string } | { paymentIntentId: string },
   logger?: Logger,
-): Promise<void> {
+): Promise<() => Promise<void>> {
+  const done = async () => {};
   const namespace = env.WALLET;
-  if (namespace === undefined) return;
+  if (namespace === undefined) return done;
   const rows = await queryRows<{ end_user_id: string }>(
     db,
     'walletId' in wallet
@@ -29,11 +33,16 @@ export async function recallLease(
              where c.stripe_payment_intent_id = ${wallet.paymentIntentId} and w.end_user_id is not null`,
   );
   const endUserId = rows[0]?.end_user_id;
-  if (endUserId === undefined) return;
+  if (endUserId === undefined) return done;
   try {
-    const name = await walletName(env.SESSION_HASH_SECRET, endUserId);
-    await namespace.get(namespace.idFromName(name)).recall();
+    const object = namespace.get(namespace.idFromName(await walletName(env.SESSION_HASH_SECRET, endUserId)));
+    // Once more on a failure: a debit that meets a lease it could not recall may be refused.
+    await object.recall().catch(() => object.recall());
+    return async () => {
+      await object.resume().catch(() => undefined);
+    };
   } catch {
     logger?.warn('a wallet lease could not be recalled before a debit');
+    return done;
   }
 }

@@ -105,15 +105,16 @@ export interface WebhookResult {
 export async function handleStripeEvent(
   db: LedgerDatabase,
   event: Stripe.Event,
-  context: { requestId: string; liveModeAllowed: boolean; recall?: (paymentIntentId: string) => Promise<void> },
+  context: { requestId: string; liveModeAllowed: boolean; recall?: (paymentIntentId: string) => Promise<() => Promise<void>> },
 ): Promise<WebhookResult> {
   const reversal = reversalOf(event);
   if (!reversal && !CREDITING_EVENTS.has(event.type)) return { credited: false, outcome: 'ignored' };
   if (event.livemode && !context.liveModeAllowed) return { credited: false, outcome: 'livemode_refused' };
   if (reversal) {
     // Money taken back: the wallet object's lease is recalled first (docs/edge.md).
-    if (reversal.action !== 'dispute_won' && reversal.paymentIntentId !== null) await context.recall?.(reversal.paymentIntentId);
-    const result = await bookStripeReversal(db, { ...reversal, requestId: context.requestId });
+    const resume =
+      reversal.action !== 'dispute_won' && reversal.paymentIntentId !== null ? await context.recall?.(reversal.paymentIntentId) : undefined;
+    const result = await bookStripeReversal(db, { ...reversal, requestId: context.requestId }).finally(() => resume?.());
     const outcome = result.outcome === 'booked' ? BOOKED[reversal.action] : result.outcome;
     return { credited: outcome === 'chargeback_reversed', outcome };
   }

@@ -57,7 +57,7 @@ export function registerAdminAdjustmentRoutes(app: ServiceApp): void {
     const walletId = requireUuid(c.req.valid('param').wallet_id, 'wallet');
     const body = c.req.valid('json');
     // A debit meets the wallet as it is: the wallet object books what it settled and gives its lease back first.
-    if (body.direction === 'debit') await recallLease(c.env, c.var.database().db, { walletId }, c.var.logger);
+    const resume = body.direction === 'debit' ? await recallLease(c.env, c.var.database().db, { walletId }, c.var.logger) : null;
     const { adjustment, replayed } = await adjustWallet(c.var.database().db, {
       walletId,
       kind: body.kind,
@@ -66,7 +66,7 @@ export function registerAdminAdjustmentRoutes(app: ServiceApp): void {
       reason: body.reason,
       idempotencyKey: body.idempotency_key ?? null,
       requestId: c.var.requestId,
-    });
+    }).finally(() => resume?.());
     if (replayed) c.header('idempotent-replayed', 'true');
     return c.json(adjustment, 201);
   });

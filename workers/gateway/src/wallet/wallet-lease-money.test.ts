@@ -61,6 +61,23 @@ describe('money outside the gateway', () => {
     expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
   });
 
+  it('a debit racing calls of the same wallet is written: calls wait for it instead of leasing the money back first', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const gateway = gatewayWith({ upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported))).fetch });
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    const debit = call(api(), testEnv, `/v1/admin/wallets/${session.walletId}/adjustments`, {
+      json: { kind: 'adjustment', direction: 'debit', amount_usd: '0.90000000', reason: 'test: debit racing calls' },
+      token: adminToken,
+    });
+    const racing = Promise.all(Array.from({ length: 8 }, () => chat(gateway, testEnv, session.token, body)));
+    const [debited, calls] = await Promise.all([debit, racing]);
+    expect(debited.status).toBe(201);
+    expect(calls.every((response) => response.status === 200 || response.status === 402)).toBe(true);
+    await objectOf(session.token).flush();
+    expect(Number((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0);
+    expect(await reconciled()).toBe(true);
+  });
+
   it('a top-up is spendable by the very next call', async () => {
     const session = await fundedSession(testEnv, '0.00010000');
     const gateway = gatewayWith({ upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported))).fetch });

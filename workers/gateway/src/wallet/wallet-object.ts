@@ -48,6 +48,8 @@ const staleMs = 10_000;
 const flushBatch = 500;
 /** An idle wallet gives its lease back after this long with nothing in flight or unflushed. */
 const idleReleaseMs = 120_000;
+/** The longest a recall holds new leases back, should the debit that asked never say it is done. */
+const recallPauseMs = 3_000;
 /** How long a claimed x-request-id stays claimed after its call. */
 const claimTtlMs = 24 * 3600_000;
 
@@ -71,6 +73,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   private readonly calls = new Map<string, StoredCall>();
   private readonly claims = new Map<string, number>();
   private readonly revoked = new Set<string>();
+  /** The recalls whose debit is being written (each until when at most): no new lease meanwhile. */
+  private readonly recalls: number[] = [];
   /** Bumped by every pushed revocation: a context read that started before one is not kept. */
   private generation = 0;
   private readonly contexts = new Map<string, CachedContext>();
@@ -241,8 +245,17 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   }
 
   async recall(): Promise<WalletSnapshot> {
+    // No new lease until the debit that asked is written (resume) or a moment has passed: a call
+    // racing the debit waits for it instead of taking the money back first.
+    const until = Date.now() + recallPauseMs;
+    this.recalls.push(until);
     await this.sync(0n, { release: true });
     return this.snapshot();
+  }
+
+  /** One recall's debit is written; the others' still hold new leases back. */
+  async resume(): Promise<void> {
+    this.recalls.shift();
   }
 
   async flush(): Promise<WalletSnapshot & { error: string | null }> {
@@ -300,6 +313,16 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     await this.ctx.storage.setAlarm(Date.now() + Math.max(intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000), 500));
   }
 
+  /** Waits while a recall holds new leases back (each at most `recallPauseMs`). */
+  private async leaseUnpaused(): Promise<void> {
+    for (;;) {
+      const now = Date.now();
+      while (this.recalls.length > 0 && (this.recalls[0] as number) <= now) this.recalls.shift();
+      if (this.recalls.length === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
   private committed(): bigint {
     return totalCommitted(this.calls.values());
   }
@@ -339,6 +362,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   }
 
   private async syncNow(need: bigint, release: boolean): Promise<void> {
+    if (!release) await this.leaseUnpaused();
     const endUserId = this.meta.endUserId;
     if (endUserId === null || this.meta.wallet === null) return;
     const batch = [...this.calls.values()].filter((call) => call.state === 'settled').slice(0, flushBatch);
@@ -451,13 +475,21 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   private fetchContextAndLease(request: WalletCallRequest, need: bigint): Promise<CallContext> {
     const generation = this.generation;
     const run = this.ledgerQueue.then(async () => {
+      await this.leaseUnpaused();
       const { context, lease } = await fetchCallContextWithLease(this.openDatabase(), request, {
         wallet: request.wallet,
         targetUsd: usdString(this.committed() + need + this.chunk()),
         ttlSeconds: this.leaseTtlSeconds(),
       });
       if (lease !== null) {
-        this.meta = { ...this.meta, lease: { units: units(lease.leaseUsd), expiresAt: lease.leaseExpiresAt.getTime() } };
+        // A lease is granted only for the end user this object is named after: the object is theirs
+        // from now on (a recall arriving before this call's checks end must find the lease to give back).
+        this.meta = {
+          ...this.meta,
+          wallet: request.wallet,
+          endUserId: context.endUserId,
+          lease: { units: units(lease.leaseUsd), expiresAt: lease.leaseExpiresAt.getTime() },
+        };
         await this.ctx.storage.put('meta', this.meta);
       }
       return context;
