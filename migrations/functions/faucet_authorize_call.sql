@@ -243,10 +243,7 @@ begin
   end if;
 
   if v_outcome is not null then
-    -- Refused: nothing this statement wrote stays — the call record (and with it the claim of the
-    -- request id) and a developer key's budget reservation; no hold was taken (it is the last step).
-    delete from provider_credential_reservations where request_id = p_money_key;
-    delete from gateway_calls where id = p_call_id and status = 'in_flight';
+    perform faucet_abandon_call(p_money_key);
     return query select v_outcome, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
       null::numeric, null::numeric, v_route, null::uuid, null::text, null::text, null::integer, null::numeric,
       v_feature.feature_key::text, null::integer, v_refused_limit::numeric(20, 8), null::integer, null::jsonb, null::jsonb, null::jsonb;
