@@ -8,6 +8,7 @@ import { sha256Hex } from '#shared/crypto.ts';
 import type { Database } from '#shared/db.ts';
 import { adminToken, api, call, createDatabase, createSession, developerKey, gateway, sql, type TestEnv } from '../../../test/harness.ts';
 import { createApiApp } from '../../src/app.ts';
+import { fund } from '../../../test/ledger-kit.ts';
 
 export type Caller = 'public' | 'session' | 'developer' | 'admin' | 'stripe';
 
@@ -91,6 +92,9 @@ export interface World {
 
 async function tenant(testEnv: TestEnv): Promise<Tenant> {
   const session = await createSession(testEnv);
+  // Funded, so that a valid call is served: the suites check that a *refused* request changes nothing,
+  // and a per-call authorization refused for the balance keeps its call record (abandoned).
+  await fund(testEnv, session.walletId, '5.00000000');
   const response = await call(api(), testEnv, '/v1/user/provider-keys', {
     token: session.token,
     json: { provider: 'openai', api_key: `sk-proj-${crypto.randomUUID().replace(/-/g, '')}abcdef`, label: 'mine' },

@@ -11,6 +11,8 @@ import { call, createTestEnv, type TestEnv } from '../../../test/harness.ts';
 import { allEndpoints, appOf, buildWorld, databaseFingerprint, fillPath, validBody, type Endpoint, type World } from './abuse-kit.ts';
 
 const runs = Number((import.meta as { env?: Record<string, string | undefined> }).env?.VITE_FAUCET_FUZZ_RUNS) || 300;
+/** `VITE_FAUCET_FUZZ_SEED` replays a run (fast-check prints the seed of a failure). */
+const seed = Number((import.meta as { env?: Record<string, string | undefined> }).env?.VITE_FAUCET_FUZZ_SEED) || undefined;
 
 let testEnv: TestEnv;
 let world: World;
@@ -227,7 +229,7 @@ describe('fuzzing every route', () => {
           expect(changed, `${label}: a refused request changed these tables`).toEqual([]);
         }
       }),
-      { numRuns: runs },
+      { numRuns: runs, ...(seed === undefined ? {} : { seed }) },
     );
   }, 600_000);
 });
