@@ -36,7 +36,7 @@ export interface RateLimiterObject extends Rpc.DurableObjectBranded {
 }
 
 /**
- * One shard of the request counters (workers/shared/metrics/shards.ts). Workers add their isolate's
+ * One shard of the request counters (workers/shared/request-counters/shards.ts). Workers add their isolate's
  * batched counts to a shard; `/metrics` sums every shard's series.
  */
 export interface MetricsObject extends Rpc.DurableObjectBranded {

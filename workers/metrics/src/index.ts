@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '#shared/app-env.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { requestId } from '#shared/middleware/request-id.ts';
-import { readMetrics } from '#shared/metrics/shards.ts';
+import { readMetrics } from '#shared/request-counters/shards.ts';
 import { renderError } from '#shared/render-error.ts';
 
 export { MetricsAggregator } from './metrics-aggregator.ts';

@@ -1,10 +1,10 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '#shared/env.ts';
 import type { MetricsObject, SeriesCounts } from '#shared/durable-objects.ts';
-import { addCounts, seriesKey } from '#shared/metrics/exposition.ts';
+import { addCounts, seriesKey } from '#shared/request-counters/exposition.ts';
 
 /**
- * One shard of the request counters (`shard-0` … `shard-15`, workers/shared/metrics/shards.ts).
+ * One shard of the request counters (`shard-0` … `shard-15`, workers/shared/request-counters/shards.ts).
  * Isolates add their batched counts here, at most once a second each; `/metrics` reads every
  * shard's series and sums them. Counters live in memory and in the object's storage, so they
  * survive eviction.

@@ -1,12 +1,12 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../app-env.ts';
 import { createLogger } from '../logger.ts';
-import { recordRequest } from '../metrics/batch.ts';
+import { recordRequest } from '../request-counters/batch.ts';
 import { routePattern } from '../route-pattern.ts';
 
 /**
  * Access log line and metrics sample for every request. The sample joins the isolate's batch
- * (workers/shared/metrics/batch.ts), sent to a metrics shard at most once a second after a
+ * (workers/shared/request-counters/batch.ts), sent to a metrics shard at most once a second after a
  * response: a request never calls, nor waits on, a metrics Durable Object.
  */
 export function observe(): MiddlewareHandler<AppEnv> {

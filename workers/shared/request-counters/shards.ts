@@ -2,7 +2,7 @@
  * The request counters live in a fixed set of `MetricsAggregator` shards, never one global object:
  * each isolate adds its batches to one shard it picked at random, and `/metrics` reads every shard
  * and sums them. Sixteen shards spread the flushes of many isolates (at most one per isolate and
- * second, workers/shared/metrics/batch.ts) well below what one object serves.
+ * second, workers/shared/request-counters/batch.ts) well below what one object serves.
  */
 import type { MetricsObject } from '../durable-objects.ts';
 import { renderPrometheus } from './exposition.ts';
