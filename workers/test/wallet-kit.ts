@@ -6,6 +6,7 @@ import { env as workerEnv } from 'cloudflare:test';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
+import { formatUsd, parseDatabaseAmount, subtractUsd, usdToUnits } from '#shared/money/index.ts';
 import { createTestEnv, type TestEnv } from './harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from './fake-upstream.ts';
 import { userMessage } from './gateway-kit.ts';
@@ -34,3 +35,10 @@ export const platformCall = { model: 'openai:gpt-4o-mini', feature: 'chat', mess
 export function answeringUpstream() {
   return fakeUpstream(() => jsonResponse(openAiCompletion('Hello', reportedUsage)));
 }
+
+/** An 8-decimal USD string as integer units of 10⁻⁸ USD, to compare amounts without floats. */
+export const unitsOf = (usd: string): bigint => usdToUnits(parseDatabaseAmount(usd));
+
+/** `from − amount`, both 8-decimal USD strings, exactly. */
+export const usdMinus = (from: string, amount: string): string =>
+  formatUsd(subtractUsd(parseDatabaseAmount(from), parseDatabaseAmount(amount)));

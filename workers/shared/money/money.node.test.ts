@@ -7,6 +7,7 @@ import {
   formatUsd,
   multiplyByAmountRatio,
   parseDatabaseAmount,
+  parseUsdSetting,
   parseWireAmount,
   priceTokensExact,
   roundToScale,
@@ -15,6 +16,21 @@ import {
   usdFromUnits,
   usdToUnits,
 } from './index.ts';
+
+describe('parseUsdSetting', () => {
+  const fallback = usdFromUnits(7n);
+  it.each([
+    ['1', 100_000_000n],
+    ['0.25', 25_000_000n],
+    ['12.00000001', 1_200_000_001n],
+  ])('reads %s exactly', (text, units) => {
+    expect(usdToUnits(parseUsdSetting(text, fallback))).toBe(units);
+  });
+
+  it.each([[undefined], [''], ['1e3'], ['-1'], ['0.123456789'], [' 1'], ['1.'], [1]])('falls back for %j', (value) => {
+    expect(parseUsdSetting(value, fallback)).toBe(fallback);
+  });
+});
 
 describe('parseWireAmount', () => {
   it.each([

@@ -48,6 +48,16 @@ export function parseDatabaseAmount(value: string): Usd {
   return sign === '-' ? negateUsd(magnitude) : magnitude;
 }
 
+const SETTING_AMOUNT_PATTERN = /^(\d{1,12})(?:\.(\d{1,8}))?$/;
+
+/** An amount from a configuration setting (`"1"`, `"0.25"`, up to 8 decimals); anything else: `fallback`. */
+export function parseUsdSetting(value: unknown, fallback: Usd): Usd {
+  const match = typeof value === 'string' ? SETTING_AMOUNT_PATTERN.exec(value) : null;
+  if (!match) return fallback;
+  const [, integer = '0', fraction = ''] = match;
+  return usdFromUnits(unitsFromDigits(integer, fraction.padEnd(8, '0')));
+}
+
 /** `"12.34000000"`; negative amounts get a leading `-` (ledger entries, never wallet balances). */
 export function formatUsd(amount: Usd): string {
   const units = usdToUnits(amount);

@@ -12,7 +12,7 @@ import { adminToken, api, call, sql, type TestEnv } from '../../../test/harness.
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fund, fundedSession, gatewayWith, wallet } from '../../../test/gateway-kit.ts';
 import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
-import { leasedTestEnv, platformCall, reportedUsage, walletObjectOf } from '../../../test/wallet-kit.ts';
+import { leasedTestEnv, unitsOf, platformCall, reportedUsage, walletObjectOf } from '../../../test/wallet-kit.ts';
 import type { StoredCall } from './lease-book.ts';
 
 let testEnv: TestEnv;
@@ -39,7 +39,7 @@ describe('money outside the gateway', () => {
     const gateway = gatewayWith({ upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported))).fetch });
     expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
     // The lease holds (almost) the whole balance: without the recall the debit finds nothing available.
-    expect(Number((await wallet(testEnv, session.walletId)).available)).toBeLessThan(0.9);
+    expect(unitsOf((await wallet(testEnv, session.walletId)).available)).toBeLessThan(unitsOf('0.90000000'));
     const debit = await call(api(), testEnv, `/v1/admin/wallets/${session.walletId}/adjustments`, {
       json: { kind: 'adjustment', direction: 'debit', amount_usd: '0.90000000', reason: 'test: operator debit' },
       token: adminToken,
@@ -48,14 +48,13 @@ describe('money outside the gateway', () => {
     // The settled call was booked before the debit, and nothing is left in the object.
     const snapshot = await objectOf(session.token).snapshot();
     expect(snapshot).toMatchObject({ unflushed: 0, inFlight: 0, leaseUsd: '0.00000000' });
-    expect(
-      Number(
-        (await sql<{ n: string }>(testEnv, 'select count(*) as n from usage_events where end_user_id = $1', [session.endUserId]))[0]?.n,
-      ),
-    ).toBe(1);
+    const [usage] = await sql<{ n: number }>(testEnv, 'select count(*)::int as n from usage_events where end_user_id = $1', [
+      session.endUserId,
+    ]);
+    expect(usage?.n).toBe(1);
     const after = await wallet(testEnv, session.walletId);
-    expect(Number(after.balance)).toBeGreaterThan(0);
-    expect(Number(after.balance)).toBeLessThan(0.1);
+    expect(unitsOf(after.balance)).toBeGreaterThan(0n);
+    expect(unitsOf(after.balance)).toBeLessThan(unitsOf('0.10000000'));
     expect(await reconciled()).toBe(true);
     // And the next call leases again from what is left.
     expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
@@ -74,7 +73,7 @@ describe('money outside the gateway', () => {
     expect(debited.status).toBe(201);
     expect(calls.every((response) => response.status === 200 || response.status === 402)).toBe(true);
     await objectOf(session.token).flush();
-    expect(Number((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0);
+    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
     expect(await reconciled()).toBe(true);
   });
 

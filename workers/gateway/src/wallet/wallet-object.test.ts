@@ -24,7 +24,15 @@ import {
 import { createDatabase, observeStatements } from '#shared/db.ts';
 import { chat, fundedSession, gatewayWith, newRequestId, sseData, wallet } from '../../../test/gateway-kit.ts';
 import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
-import { answeringUpstream, leasedTestEnv, platformCall, reportedUsage, walletObjectOf } from '../../../test/wallet-kit.ts';
+import {
+  answeringUpstream,
+  leasedTestEnv,
+  platformCall,
+  reportedUsage,
+  unitsOf,
+  usdMinus,
+  walletObjectOf,
+} from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -65,7 +73,7 @@ describe('a call the lease covers', () => {
     const first = await chat(gateway, testEnv, session.token, body);
     expect(first.status).toBe(200);
     const answer = (await first.json()) as { faucet: { charge: { amount_usd: string } } };
-    expect(Number(answer.faucet.charge.amount_usd)).toBeGreaterThan(0);
+    expect(unitsOf(answer.faucet.charge.amount_usd)).toBeGreaterThan(0n);
 
     // The object keeps the settlement; Postgres has the lease, not yet the booking.
     const object = objectOf(session.token);
@@ -92,7 +100,7 @@ describe('a call the lease covers', () => {
     ).toBe(1);
     // The balance paid the charge; the lease still reserves its chunk.
     const balances = await wallet(testEnv, session.walletId);
-    expect(balances.balance).toBe((1 - Number(answer.faucet.charge.amount_usd)).toFixed(8));
+    expect(balances.balance).toBe(usdMinus('1.00000000', answer.faucet.charge.amount_usd));
 
     // A second flush books nothing again.
     await object.flush();
@@ -199,7 +207,7 @@ describe('the operator', () => {
     };
     expect(books.ok).toBe(true);
     expect(books.wallet_objects.unflushed_calls).toBeGreaterThanOrEqual(2);
-    expect(Number(books.wallet_objects.unflushed_usd)).toBeGreaterThan(0);
+    expect(unitsOf(books.wallet_objects.unflushed_usd)).toBeGreaterThan(0n);
     const flushed = await call(api(), testEnv, '/v1/admin/wallets/flush', { method: 'POST', token: adminToken });
     expect(await flushed.json()).toMatchObject({ unflushed_calls: 0, unreachable: 0 });
     expect(await countOf('select count(*) as n from usage_events where end_user_id = $1', [session.endUserId])).toBe(2);
@@ -214,7 +222,7 @@ describe('the end user', () => {
     const answer = (await (await chat(gateway, testEnv, session.token, body)).json()) as { faucet: { charge: { amount_usd: string } } };
     expect((await objectOf(session.token).snapshot()).unflushed).toBe(1);
     const shown = (await (await call(api(), testEnv, '/v1/user/wallet', { token: session.token })).json()) as { balance_usd: string };
-    expect(shown.balance_usd).toBe((1 - Number(answer.faucet.charge.amount_usd)).toFixed(8));
+    expect(shown.balance_usd).toBe(usdMinus('1.00000000', answer.faucet.charge.amount_usd));
     const usage = (await (await call(api(), testEnv, '/v1/user/usage', { token: session.token })).json()) as { data: unknown[] };
     expect(usage.data).toHaveLength(1);
   });
@@ -306,7 +314,7 @@ describe('the attacker', () => {
     expect(statuses.every((status) => status === 200 || status === 402)).toBe(true);
     await objectOf(session.token).flush();
     const balances = await wallet(testEnv, session.walletId);
-    expect(Number(balances.balance)).toBeGreaterThanOrEqual(0);
+    expect(unitsOf(balances.balance)).toBeGreaterThanOrEqual(0n);
     expect(await countOf(`select count(*) as n from usage_events where end_user_id = $1 and receivable_usd > 0`, [session.endUserId])).toBe(
       0,
     );

@@ -36,6 +36,7 @@ import { walletName } from '#shared/auth/session-token.ts';
 import { createHttpDatabase } from '#shared/db.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { createLogger, type Logger } from '#shared/logger.ts';
+import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
 import { committedUnits, covers, type Lease, type StoredCall, totalCommitted, units, usdString } from './lease-book.ts';
 import { boundBooking } from './bound-booking.ts';
 import { fetchCallContext, fetchCallContextWithLease, flushLease, type CallContext } from './wallet-database.ts';
@@ -345,8 +346,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   }
 
   private chunk(): bigint {
-    const setting = this.env.WALLET_LEASE_USD;
-    return typeof setting === 'string' && /^\d{1,6}(\.\d{1,8})?$/.test(setting) ? units(Number(setting).toFixed(8)) : units('1.00000000');
+    return usdToUnits(parseUsdSetting(this.env.WALLET_LEASE_USD, usdFromUnits(100_000_000n)));
   }
 
   /**
