@@ -21,6 +21,7 @@ import { loopbackAllowance } from '#shared/upstream/loopback-allowance.ts';
 import { featurePricingFromRow, ratingSettingsFor, type FeaturePricing, type RatingSettings } from '#shared/rating/index.ts';
 import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
+import type { LeaseContextRefusal } from '#shared/wallet/lease-context.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
 import type { FeatureRouting } from '../fallback/feature-routing.ts';
@@ -95,16 +96,10 @@ export interface CallPlan {
   wallet?: DurableObjectStub<WalletObjectContract>;
 }
 
+/** faucet_authorize_call's answer: the checks it shares with the wallet objects' context (faucet_call_context), then its own. */
 export type Outcome =
   | 'authorized'
-  | 'unauthorized'
-  | 'developer_suspended'
-  | 'unknown_feature'
-  | 'no_default_feature'
-  | 'app_archived'
-  | 'feature_archived'
-  | 'model_not_allowed'
-  | 'routing_changed'
+  | LeaseContextRefusal
   | 'conflict'
   | 'byok_missing'
   | 'developer_key_missing'
