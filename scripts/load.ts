@@ -5,6 +5,7 @@
  *
  *   npm run load -- --users 40 --calls 2000 --concurrency 24 --money-actors 3 --seconds 120
  *   npm run load -- --drop-connections 5     # also cut every database connection 5 times mid-run
+ *   npm run load -- --outage-seconds 60      # also stop PostgreSQL for a minute, a third of the way in
  */
 import { parseArgs } from 'node:util';
 import { formatSummary, summarize } from '../tests/load/load-report.ts';
@@ -23,16 +24,18 @@ const { values } = parseArgs({
     'money-actors': { type: 'string', default: '3' },
     seconds: { type: 'string', default: '120' },
     'drop-connections': { type: 'string', default: '0' },
+    'outage-seconds': { type: 'string', default: '0' },
   },
 });
-const positive = (name: string, text: string | undefined, max: number) => {
+const wholeNumber = (name: string, text: string | undefined, min: number, max: number) => {
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 1 || value > max) {
-    console.error(`--${name} must be a whole number from 1 to ${max}`);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    console.error(`--${name} must be a whole number from ${min} to ${max}`);
     process.exit(2);
   }
   return value;
 };
+const positive = (name: string, text: string | undefined, max: number) => wholeNumber(name, text, 1, max);
 const plan = {
   users: positive('users', values.users, 1000),
   calls: positive('calls', values.calls, 100_000),
@@ -60,11 +63,29 @@ let failed = true;
 try {
   console.log(`faucet load: stack up in ${((performance.now() - stackStarted) / 1000).toFixed(1)} s; running…`);
   const target = { ...stack, webhookSecret: stack.webhookSecret };
-  const drops = Number(values['drop-connections']);
+  const drops = wholeNumber('drop-connections', values['drop-connections'], 0, 100);
+  const outageMs = wholeNumber('outage-seconds', values['outage-seconds'], 0, 600) * 1000;
   const result = await runLoad(target, {
     ...plan,
     ...(drops > 0 ? { faults: { count: drops, inject: () => stack.proxy.dropConnections() } } : {}),
+    ...(outageMs > 0
+      ? {
+          outage: {
+            atCall: Math.floor(plan.calls / 3),
+            durationMs: outageMs,
+            begin: () => stack.postgres.stop(),
+            end: () => stack.postgres.start(),
+          },
+        }
+      : {}),
   });
+  if (result.outage) {
+    const { beganMs, endedMs } = result.outage;
+    const during = result.calls.filter((call) => call.sentMs >= beganMs && call.sentMs < endedMs);
+    console.log(
+      `faucet load: PostgreSQL stopped at ${(beganMs / 1000).toFixed(1)} s for ${((endedMs - beganMs) / 1000).toFixed(1)} s; ${during.length} calls meanwhile, ${during.filter((call) => call.status === 200).length} served on leases`,
+    );
+  }
   // The wallet objects book what they hold (they would within a second on their own).
   const held = await flushWallets(target);
   if (held.unflushed_calls > 0) console.log(`faucet load: ${held.unflushed_calls} calls still unflushed after the flush`);
@@ -86,7 +107,8 @@ try {
   const serverFailures = result.operations.filter(
     (operation) => operation.status >= 500 || operation.code === 'no_envelope' || operation.code === 'stream_incomplete',
   ).length;
-  if (drops === 0 && serverFailures > 0) console.log(`faucet load: ${serverFailures} server-side failures without any injected fault`);
+  const faults = drops > 0 || outageMs > 0;
+  if (!faults && serverFailures > 0) console.log(`faucet load: ${serverFailures} server-side failures without any injected fault`);
   failed =
     leaks.length > 0 ||
     requestLines === 0 ||
@@ -94,7 +116,7 @@ try {
     !upstreamAudit.ok ||
     books.problems.length > 0 ||
     result.problems.length > 0 ||
-    (drops === 0 && serverFailures > 0);
+    (!faults && serverFailures > 0);
   console.log(failed ? 'faucet load: FAILED' : 'faucet load: ok');
 } finally {
   await stack.stop();

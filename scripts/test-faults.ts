@@ -1,6 +1,7 @@
 /**
  * `npm run test:faults`: the fault suites (database connection cut mid-booking, upstream failures,
- * Durable Object failures, webhook storm) in the Workers runtime, the short load run, and a load run
+ * Durable Object failures, webhook storm) in the Workers runtime, the short load run, the load run
+ * across a minute-long PostgreSQL outage (tests/load/outage.test.ts), and a load run
  * whose database connections are cut at the proxy mid-run; that run ends with the upstream audit
  * (`unbilled upstream calls: 0, unbilled upstream tokens: 0`) beside reconciliation and fails on
  * either.

@@ -20,6 +20,8 @@ export interface PostgresServer {
   url(database: string): string;
   client(database?: string): pg.Client;
   stop(): Promise<void>;
+  /** Starts the server again after `stop()`, same data and port (the outage tests stop it mid-run). */
+  start(): Promise<void>;
 }
 
 export async function startPostgres(options: { dataDir: string; port: number }): Promise<PostgresServer> {
@@ -63,6 +65,7 @@ export async function startPostgres(options: { dataDir: string; port: number }):
     url: (database) => `postgres://${user}:${password}@127.0.0.1:${options.port}/${database}`,
     client: (database = 'postgres') => new pg.Client({ host: '127.0.0.1', port: options.port, user, password, database }),
     stop: () => server.stop(),
+    start: () => server.start(),
   };
 }
 

@@ -28,6 +28,13 @@ export interface LoadPlan {
   maxDurationMs: number;
   /** Fault injection: called this many times, evenly through the calls (e.g. cut every database connection). */
   faults?: { count: number; inject(): void };
+  /**
+   * A database outage: begun once `atCall` calls have started, ended `durationMs` after it began.
+   * Calls and money operations go on throughout, paced to one a second per worker while the
+   * database is down; calls started during the outage do not count towards `calls`, so the run
+   * goes on after it. Webhook deliveries are retried until acknowledged, as Stripe retries them.
+   */
+  outage?: { atCall: number; durationMs: number; begin(): Promise<void>; end(): Promise<void> };
 }
 
 export interface LoadTarget extends StackTarget {
@@ -58,6 +65,8 @@ export interface CallRecord {
   status: number;
   code: string | null;
   chargedUsd: string | null;
+  /** When the client sent it, in ms since the main phase began. */
+  sentMs: number;
 }
 
 export interface LoadResult {
@@ -69,6 +78,10 @@ export interface LoadResult {
   paidCheckouts: string[];
   mainPhaseMs: number;
   faultsInjected: number;
+  /** When the main phase began, as `performance.now()`. */
+  mainPhaseStartedAt: number;
+  /** The outage, in ms since the main phase began (`endedMs`: once the database was back). */
+  outage: { beganMs: number; endedMs: number } | null;
   /** What must never show up in logs or the database (tests/load/scan-secrets.ts). */
   secrets: { sessionTokens: string[]; externalUserIds: string[]; promptMarker: string };
   /** Problems the client saw while running (a webhook credited twice, …). */
@@ -81,6 +94,8 @@ interface User {
 }
 
 const NETWORK_ERROR = 599;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function timed<T>(
   kind: OperationKind,
@@ -105,6 +120,10 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
   const paidCheckouts: string[] = [];
   const problems: string[] = [];
   const deadline = Date.now() + plan.maxDurationMs;
+  let started = performance.now();
+  // The outage's course: `down` from its beginning until the database is back.
+  const outage = { phase: 'before' as 'before' | 'down' | 'after', beganMs: 0, endedMs: 0, over: Promise.resolve() };
+  const outageGoingOn = () => outage.phase === 'down';
   const promptMarker = `prompt-canary-${Math.random().toString(36).slice(2, 10)}`;
 
   /**
@@ -122,12 +141,13 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
     const event = paidCheckoutEvent(sessionId, checkout.started.amountCents);
     let credited = 0;
     let acknowledged = false;
-    for (let attempt = 0; attempt < 4 && !acknowledged; attempt++) {
+    for (let attempt = 0; !acknowledged && (attempt < 4 || outageGoingOn()); attempt++) {
       const delivered = await timed(attempt === 0 ? 'webhook' : 'webhook_retry', operations, () =>
         deliverWebhook(target, target.webhookSecret, event),
       );
       acknowledged = delivered?.status === 200;
       if ((delivered?.body as { credited?: boolean } | undefined)?.credited === true) credited++;
+      if (!acknowledged && outageGoingOn()) await sleep(1000);
     }
     if (!acknowledged) return;
     if (redeliver) {
@@ -157,14 +177,29 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
   );
   if (users.length === 0) throw new Error('no session could be created');
 
-  const started = performance.now();
+  started = performance.now();
   let nextCall = 0;
+  // Calls started outside the outage, bounded by `plan.calls`.
+  let counted = 0;
   let faultsInjected = 0;
   let callsDone = false;
+  const beginOutage = (planned: NonNullable<LoadPlan['outage']>) => {
+    outage.phase = 'down';
+    outage.beganMs = performance.now() - started;
+    outage.over = (async () => {
+      await planned.begin();
+      await sleep(planned.durationMs);
+      await planned.end();
+      outage.endedMs = performance.now() - started;
+      outage.phase = 'after';
+    })();
+  };
   const callWorker = async () => {
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline || outageGoingOn()) {
+      if (outageGoingOn()) await sleep(1000);
+      else if (counted++ >= plan.calls) return;
       const number = nextCall++;
-      if (number >= plan.calls) return;
+      if (plan.outage && outage.phase === 'before' && counted >= plan.outage.atCall) beginOutage(plan.outage);
       if (
         plan.faults &&
         plan.faults.count > 0 &&
@@ -179,11 +214,13 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
       const user = users[number % users.length]!;
       const stream = number % 2 === 1;
       const requestId = `${runId}-c${number}`;
+      const sentMs = performance.now() - started;
       const result = await timed(stream ? 'chat_stream' : 'chat', operations, () =>
         chat(target, user.token, requestId, { stream, text: `${promptMarker}: load call ${number}, please answer` }),
       );
       calls.push({
         requestId,
+        sentMs,
         stream,
         status: result?.status ?? NETWORK_ERROR,
         code: result ? result.code : 'network',
@@ -195,6 +232,7 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
   let moneyStep = 0;
   const moneyWorker = async () => {
     while (!callsDone && Date.now() < deadline) {
+      if (outageGoingOn()) await sleep(1000);
       const step = moneyStep++;
       const user = users[step % users.length]!;
       switch (step % 4) {
@@ -227,13 +265,26 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
     })(),
     ...Array.from({ length: plan.moneyActors }, moneyWorker),
   ]);
+  await outage.over;
   const mainPhaseMs = performance.now() - started;
   const secrets = {
     sessionTokens: users.map((user) => user.token),
     externalUserIds: Array.from({ length: plan.users }, (_, index) => `${runId}-user-${index}`),
     promptMarker,
   };
-  return { runId, plan, operations, calls, paidCheckouts, mainPhaseMs, problems, faultsInjected, secrets };
+  return {
+    runId,
+    plan,
+    operations,
+    calls,
+    paidCheckouts,
+    mainPhaseMs,
+    mainPhaseStartedAt: started,
+    problems,
+    faultsInjected,
+    outage: plan.outage && outage.phase !== 'before' ? { beganMs: outage.beganMs, endedMs: outage.endedMs } : null,
+    secrets,
+  };
 }
 
 /** Creates the pending payouts due (any developer balance), approves and pays each. */

@@ -24,6 +24,7 @@ describe('load (short bounded run)', () => {
     // The books agree with themselves at every instant sampled, with calls held unflushed by wallet objects.
     expect(during.samples.length).toBeGreaterThan(3);
     expect(during.samples.every((ok) => ok)).toBe(true);
+    expect(during.unanswered).toEqual([]);
     // Then every wallet object books what it settled, and every cent is checked.
     expect(await flushWallets(target)).toMatchObject({ unflushed_calls: 0, in_flight_calls: 0, unreachable: 0 });
     const books = await verifyBooks(target, stack.databaseUrl, result);

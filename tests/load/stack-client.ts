@@ -178,17 +178,24 @@ export async function flushWallets(
 
 /**
  * Reconciliation asked every `intervalMs` until stopped (issue 19: the books agree with themselves at
- * any instant of a load run, not only at its end); answers each report's `ok` and the most unflushed seen.
+ * any instant of a load run, not only at its end); answers each report's `ok`, the most unflushed
+ * seen, and when (`performance.now()`) a report could not be had (the database down).
  */
 export function sampleReconciliation(target: StackTarget, intervalMs = 250) {
   const samples: boolean[] = [];
+  const unanswered: number[] = [];
   let unflushedSeen = 0;
   let running = true;
   const loop = (async () => {
     while (running) {
-      const report = (await reconciliation(target)) as Reconciliation & { wallet_objects?: { unflushed_calls: number } };
-      samples.push(report.ok);
-      unflushedSeen = Math.max(unflushedSeen, report.wallet_objects?.unflushed_calls ?? 0);
+      const asked = performance.now();
+      try {
+        const report = (await reconciliation(target)) as Reconciliation & { wallet_objects?: { unflushed_calls: number } };
+        samples.push(report.ok);
+        unflushedSeen = Math.max(unflushedSeen, report.wallet_objects?.unflushed_calls ?? 0);
+      } catch {
+        unanswered.push(asked);
+      }
       await new Promise((resolve) => setTimeout(resolve, intervalMs));
     }
   })();
@@ -196,7 +203,7 @@ export function sampleReconciliation(target: StackTarget, intervalMs = 250) {
     async stop() {
       running = false;
       await loop;
-      return { samples, unflushedSeen };
+      return { samples, unanswered, unflushedSeen };
     },
   };
 }
