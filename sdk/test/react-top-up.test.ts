@@ -62,8 +62,14 @@ describe('TopUpStore', () => {
     const phases: string[] = [];
     store.subscribe(() => phases.push(store.getSnapshot().phase));
     const server = faucet;
-    setTimeout(() => server.completeCheckout(id), 200);
+    // The webhook lands only once the page has looked three times (not after a fixed delay: on a busy
+    // machine the looks may be slower than any delay chosen).
+    const landed = (async () => {
+      while (statusRequests(server).length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+      server.completeCheckout(id);
+    })();
     await store.resume('success');
+    await landed;
     expect(phases[0]).toBe('confirming');
     expect(statusRequests(faucet).length).toBeGreaterThan(2); // it looked while the webhook had not landed
     expect(store.getSnapshot()).toMatchObject({
