@@ -11,7 +11,9 @@ import { chat, fundedSession, gatewayWith, newRequestId, sseData, userMessage, w
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', UPSTREAM_TIMEOUT_MS: '150' });
+  // The circuit breaker is not under test here: with its default (5 failures), a call that starts
+  // late on a busy machine finds the circuit opened by the others' failures (upstream_error).
+  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', UPSTREAM_TIMEOUT_MS: '150', CIRCUIT_FAILURES: '1000' });
 });
 
 const scenarios = ['ok', 'error_500', 'hang', 'hang_mid_stream', 'reset_mid_stream', 'close_mid_stream', 'garbage_mid_stream'] as const;
