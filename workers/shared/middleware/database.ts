@@ -1,15 +1,19 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../app-env.ts';
-import { createDatabase, type OpenDatabase, type RequestDatabase } from '../db.ts';
+import { createDatabase, type Database, type OpenDatabase, type RequestDatabase } from '../db.ts';
 import { waitUntil } from '../wait-until.ts';
 
 /**
- * The one lifecycle of a database handle: `c.var.database()` opens the request's pool on first use;
- * it is ended after the response (with `waitUntil`) once every `retain()` has been released.
+ * The one lifecycle of a database handle: `c.var.database()` gives the request's handle, whose pool
+ * (and Drizzle over it) is opened on the first read of `db` or `pool`, so a request that only retains
+ * the handle in case it needs a statement (a leased gateway call needs none) pays nothing for it. The
+ * pool, once opened (before or after the response), is ended with `waitUntil` when the response is out
+ * and every `retain()` is released.
  */
 export function database(open: OpenDatabase = createDatabase): MiddlewareHandler<AppEnv> {
   return async function databaseMiddleware(c, next) {
     let handle: RequestDatabase | undefined;
+    let opened: Database | undefined;
     let retained = 0;
     let responded = false;
     let markIdle: () => void = () => undefined;
@@ -17,11 +21,26 @@ export function database(open: OpenDatabase = createDatabase): MiddlewareHandler
     const settle = () => {
       if (responded && retained === 0) markIdle();
     };
+    const connection = () => {
+      if (opened === undefined) {
+        opened = open(c.env);
+        const { pool } = opened;
+        // Ended once the response is out and every retain released; a request that opens none schedules nothing.
+        waitUntil(
+          c,
+          idle.then(() => pool.end()).catch(() => {}),
+        );
+      }
+      return opened;
+    };
     c.set('database', () => {
-      if (handle) return handle;
-      const opened = open(c.env);
-      handle = {
-        ...opened,
+      handle ??= {
+        get pool() {
+          return connection().pool;
+        },
+        get db() {
+          return connection().db;
+        },
         retain() {
           retained += 1;
           let released = false;
@@ -39,14 +58,7 @@ export function database(open: OpenDatabase = createDatabase): MiddlewareHandler
       await next();
     } finally {
       responded = true;
-      if (handle) {
-        const { pool } = handle;
-        waitUntil(
-          c,
-          idle.then(() => pool.end()).catch(() => {}),
-        );
-        settle();
-      }
+      settle();
     }
   };
 }

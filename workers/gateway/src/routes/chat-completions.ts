@@ -93,7 +93,8 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     const defer = (work: Promise<unknown>) => waitUntil(c, work);
     const handle = c.var.database();
     const release = handle.retain();
-    const database = handle.db;
+    // Opened by the first statement: a call its wallet's lease covers runs none.
+    const database: LedgerDatabase = { execute: (query) => handle.db.execute(query) };
     const authorizeStarted = performance.now();
     let authorized: Awaited<ReturnType<typeof authorizeWithRouting>>;
     try {
