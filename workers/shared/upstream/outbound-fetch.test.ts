@@ -67,6 +67,94 @@ describe('outboundFetch', () => {
     expect(failure.code).toBe('upstream_timeout');
   });
 
+  it('keeps reading a body whose pieces keep coming within the timeout, long past the first one, then times out a stall', async () => {
+    const encoder = new TextEncoder();
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    const streamed =
+      (pieces: number, thenStall: boolean): FetchFunction =>
+      async () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            async start(controller) {
+              // Each piece within the 60 ms timeout; all of them together take several times it.
+              for (let index = 0; index < pieces; index++) {
+                await sleep(30);
+                controller.enqueue(encoder.encode(`${index},`));
+              }
+              if (!thenStall) controller.close();
+            },
+          }),
+        );
+    const whole = await outboundFetch('https://api.openai.com/v1', post, { fetch: streamed(8, false), timeoutMs: 60 });
+    expect(await readBodyText(whole)).toBe('0,1,2,3,4,5,6,7,');
+
+    const stalled = await outboundFetch('https://api.openai.com/v1', post, { fetch: streamed(4, true), timeoutMs: 60 });
+    const started = Date.now();
+    const failure = await failureOf(readBodyText(stalled));
+    expect(failure.code).toBe('upstream_timeout');
+    // Timed out after the last piece's 60 ms, not at the first deadline.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4 * 30);
+  });
+
+  describe('buffered (a completion read whole)', () => {
+    const pieces =
+      (parts: Uint8Array[], thenStall = false, status = 200): FetchFunction =>
+      async () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            async start(controller) {
+              for (const part of parts) {
+                await new Promise((resolve) => setTimeout(resolve, 5));
+                controller.enqueue(part);
+              }
+              if (!thenStall) controller.close();
+            },
+          }),
+          { status },
+        );
+    const bytes = (text: string) => new TextEncoder().encode(text);
+
+    it('returns the whole body, pieces joined, with the status and headers', async () => {
+      const response = await outboundFetch('https://api.openai.com/v1', post, {
+        fetch: pieces([bytes('{"a":'), bytes('1,"b":'), bytes('"é"}')]),
+        timeoutMs: 1000,
+        buffered: true,
+      });
+      expect(response.status).toBe(200);
+      expect(await readBodyText(response)).toBe('{"a":1,"b":"é"}');
+    });
+
+    it('maps a body that stops arriving to upstream_timeout before returning', async () => {
+      const failure = await failureOf(
+        outboundFetch('https://api.openai.com/v1', post, { fetch: pieces([bytes('{"partial":')], true), timeoutMs: 40, buffered: true }),
+      );
+      expect(failure.code).toBe('upstream_timeout');
+    });
+
+    it('refuses an answer over the size a completion may have', async () => {
+      const megabyte = new Uint8Array(1024 * 1024);
+      const failure = await failureOf(
+        outboundFetch('https://api.openai.com/v1', post, {
+          fetch: pieces(Array.from({ length: 9 }, () => megabyte)),
+          timeoutMs: 1000,
+          buffered: true,
+        }),
+      );
+      expect(failure.code).toBe('upstream_error');
+      expect(failure.message).toContain('exceeded');
+    });
+
+    it('leaves an error answer as a stream for its reader', async () => {
+      const response = await outboundFetch('https://api.openai.com/v1', post, {
+        fetch: pieces([bytes('{"error":'), bytes('"slow down"}')], false, 429),
+        timeoutMs: 1000,
+        buffered: true,
+      });
+      expect(response.status).toBe(429);
+      expect(await readBodyText(response)).toBe('{"error":"slow down"}');
+    });
+  });
+
   it('maps a connection failure to upstream_error (502) without leaking its details', async () => {
     const fetch: FetchFunction = async () => {
       throw new TypeError('connect ECONNREFUSED 203.0.113.9:443');

@@ -23,7 +23,7 @@ export function createAnthropicAdapter(context: ProviderContext): ProviderAdapte
     const response = await outboundFetch(
       `${call.credential.baseUrl.replace(/\/+$/, '')}/messages`,
       { method: 'POST', headers, body: JSON.stringify(body) },
-      { fetch: context.fetch, timeoutMs: context.upstreamTimeoutMs, ...(call.signal ? { signal: call.signal } : {}) },
+      { fetch: context.fetch, timeoutMs: context.upstreamTimeoutMs, buffered: !stream, ...(call.signal ? { signal: call.signal } : {}) },
     );
     if (!response.ok) throw await failureFromResponse(response, label);
     return response;

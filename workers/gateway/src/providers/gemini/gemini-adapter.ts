@@ -37,6 +37,7 @@ export function createGeminiAdapter(context: ProviderContext): ProviderAdapter {
         fetch: context.fetch,
         timeoutMs: context.upstreamTimeoutMs,
         allowLoopback: call.credential.allowLoopback ?? null,
+        buffered: !stream,
         ...(call.signal ? { signal: call.signal } : {}),
       },
     );

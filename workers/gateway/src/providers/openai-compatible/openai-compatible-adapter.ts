@@ -39,6 +39,8 @@ export function createOpenAiCompatibleAdapter(
         fetch: context.fetch,
         timeoutMs: context.upstreamTimeoutMs,
         allowLoopback: call.credential.allowLoopback ?? null,
+        // A completion is read whole anyway (readBodyJson); a stream is forwarded as it comes.
+        buffered: body.stream !== true,
         ...(call.signal ? { signal: call.signal } : {}),
       },
     );
