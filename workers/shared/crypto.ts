@@ -1,8 +1,12 @@
 /** Hashing and token primitives over WebCrypto: the same code runs in workerd and in Node 22. */
 const encoder = new TextEncoder();
 
+const hexOfByte = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, '0'));
+
 function toHex(buffer: ArrayBuffer): string {
-  return Array.from(new Uint8Array(buffer), (byte) => byte.toString(16).padStart(2, '0')).join('');
+  let hex = '';
+  for (const byte of new Uint8Array(buffer)) hex += hexOfByte[byte];
+  return hex;
 }
 
 export function base64url(bytes: Uint8Array): string {

@@ -80,7 +80,8 @@ export async function tryCandidates<T>(
   const breaker = context.breaker ?? circuitBreaker;
   const settings = circuitSettings(context.env);
   const attempts: CallAttempt[] = [];
-  let lastError: unknown = new FaucetError('upstream_error', 'No upstream could take this call: every candidate was skipped.');
+  // Made only when no candidate answered (an error captures a stack trace: not on every call's path).
+  let lastError: unknown;
   let lastTried: Candidate | null = null;
   for (const [index, candidate] of candidates.entries()) {
     const named = { model: candidate.reference.model, provider: candidate.reference.provider };
@@ -114,7 +115,11 @@ export async function tryCandidates<T>(
       await waitRetryAfter(context, error as FaucetError);
     }
   }
-  throw new AttemptsFailed(lastError, attempts, lastTried);
+  throw new AttemptsFailed(
+    lastError ?? new FaucetError('upstream_error', 'No upstream could take this call: every candidate was skipped.'),
+    attempts,
+    lastTried,
+  );
 }
 
 /** A fallback's key on the call's route; null when it has none or the hold does not cover it. */

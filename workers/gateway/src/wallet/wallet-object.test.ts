@@ -229,14 +229,17 @@ describe('the end user', () => {
 });
 
 describe('round trips', () => {
-  it('a covered call makes no Postgres statement on the gateway side, and none in the object before the upstream', async () => {
+  it('a covered call makes no Postgres statement on the gateway side, nor opens a pool, and none in the object before the upstream', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     let statements = 0;
-    const counting = (env: Env) =>
-      observeStatements(createDatabase(env), (run) => {
+    let pools = 0;
+    const counting = (env: Env) => {
+      pools++;
+      return observeStatements(createDatabase(env), (run) => {
         statements++;
         return run();
       });
+    };
     const fake = upstream();
     const gateway = gatewayWith({ upstreamFetch: fake.fetch, openDatabase: counting });
     // The first call of a cold wallet: the object reads the session and takes its lease.
@@ -252,6 +255,7 @@ describe('round trips', () => {
       await sql(testEnv, 'alter function faucet_settle_lease_away rename to faucet_settle_lease');
     }
     expect(statements).toBe(0);
+    expect(pools).toBe(0);
     await objectOf(session.token).flush();
     const checks = await ledgerChecks(fake.requests);
     expect(checks.audit).toMatchObject({ ok: true, unbilledCalls: 0 });
@@ -340,11 +344,15 @@ describe('the attacker', () => {
     const attacker = await fundedSession(testEnv, '0.00000000');
     const fake = upstream();
     const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    // The victim's object has checked its own end user already (and remembers that match).
+    expect((await chat(gateway, testEnv, victim.token, body)).status).toBe(200);
     // The attacker's own secret part, the victim's wallet part: routed to the victim's object.
     const forged = `fvs_w${walletOfToken(victim.token)}_${attacker.token.slice(-43)}`;
     const response = await chat(gateway, testEnv, forged, body);
     expect(response.status).toBe(401);
-    expect(fake.requests).toHaveLength(0);
+    expect(fake.requests).toHaveLength(1);
+    expect((await chat(gateway, testEnv, forged, body)).status).toBe(401);
+    expect(fake.requests).toHaveLength(1);
     // Nothing was leased under the victim's object for the attacker's wallet, and the victim's calls go on.
     expect(
       await countOf(`select count(*) as n from balance_holds where request_id like 'lease:%' and wallet_id = $1`, [attacker.walletId]),

@@ -79,6 +79,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   /** Bumped by every pushed revocation: a context read that started before one is not kept. */
   private generation = 0;
   private readonly contexts = new Map<string, CachedContext>();
+  /** `endUserId/wallet` pairs checked to match (walletName is a pure function of the two and the secret). */
+  private readonly verifiedOwners = new Set<string>();
   private database: LedgerDatabase | null = null;
   /** Postgres statements this instance has run (the snapshot shows them: tests, the benchmark, operators). */
   private statements = 0;
@@ -117,7 +119,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     if ((context.sessionExpiresAt ?? 0) <= Date.now()) return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
     const endUserId = context.endUserId as string;
     // The token's wallet part routed the call here; the session's end user must be this wallet's.
-    if ((await walletName(this.env.SESSION_HASH_SECRET, endUserId)) !== request.wallet) {
+    if (!(await this.isWalletOf(endUserId, request.wallet))) {
       return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
     }
     if (this.meta.wallet === null) {
@@ -504,6 +506,15 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const context = await fetchCallContext(this.openDatabase(), request);
     // A revocation pushed while this was read: the answer may predate it; read again.
     return generation === this.generation ? context : this.fetchContext(request);
+  }
+
+  /** Whether `wallet` is `endUserId`'s; a match is remembered (an HMAC per call otherwise), a mismatch never is. */
+  private async isWalletOf(endUserId: string, wallet: string): Promise<boolean> {
+    const pair = `${endUserId}/${wallet}`;
+    if (this.verifiedOwners.has(pair)) return true;
+    if ((await walletName(this.env.SESSION_HASH_SECRET, endUserId)) !== wallet) return false;
+    this.verifiedOwners.add(pair);
+    return true;
   }
 
   private adoptDatabaseUrl(url: string | undefined): void {
