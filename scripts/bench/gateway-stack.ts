@@ -4,12 +4,14 @@
  * path, no database, no model); a `mock:echo` call on top of it shows what routing, metering and
  * booking add inside the real runtime.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { generateSecrets } from '../lib/dev-vars.ts';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { generateSecrets, parseEnvFile } from '../lib/dev-vars.ts';
 import { freePort } from '../lib/ports.ts';
 import { repoRoot, startStack, type Stack } from '../lib/stack.ts';
 import { startDelayPipe, type DelayPipe } from './delay-pipe.ts';
+import { startGatewayInMiniflare } from './gateway-miniflare.ts';
 import { runRttKnob } from './gateway-rtt.ts';
 import { portkeyHeaders, startMockUpstream, startPortkey, type MockUpstream } from './portkey.ts';
 import { createFundedSessions } from './stack-sessions.ts';
@@ -124,12 +126,24 @@ export async function runGatewayStackBench(): Promise<void> {
   }
 }
 
-/** Direct, through Faucet (workerd) and through Portkey (Node): the same client, body and upstream. */
 /**
- * `token`'s wallet has already served calls, so its object holds a lease covering each measured call;
- * the database connections opened meanwhile are counted at the pipe to show it.
+ * Added latency beside Portkey (issue 19): one HTTP client -> gateway -> the same mock upstream, Faucet's
+ * gateway in workerd with its Durable Objects run by Miniflare directly (gateway-miniflare.ts: the
+ * deployed bundle, no dev proxy in front), Portkey on Node. The same gateway under `wrangler dev`
+ * (this stack) is measured beside it for information. Calls are interleaved — one round is a call to
+ * each route, in an order rotated per round — so every route sees the same machine load; added
+ * latency = a route's p50 − the p50 of the client calling the upstream directly.
+ *
+ * Each Faucet copy has its own end user (two wallet objects in two runtimes must never share one
+ * wallet's lease), funded through the stack's API and warmed so its object holds a lease covering the
+ * measured calls; the database connections opened meanwhile are counted at the pipe to show it.
  */
 async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayPipe, token: string): Promise<void> {
+  const [miniflareToken] = await createFundedSessions(stack, 'miniflare', 1);
+  const miniflare = await startGatewayInMiniflare({
+    stateDir: dirname(stack.workerEnvFile),
+    env: parseEnvFile(readFileSync(stack.workerEnvFile, 'utf8')),
+  });
   const portkey = await startPortkey();
   try {
     const messages = [{ role: 'user', content: 'Hello from the benchmark' }];
@@ -140,6 +154,18 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
       const ended = performance.now();
       return { firstByte: upstream.lastArrival() - started, whole: ended - started };
     };
+    const faucetCall = (gatewayUrl: string, sessionToken: string) => () =>
+      post(
+        `${gatewayUrl}/v1/chat/completions`,
+        { 'content-type': 'application/json', authorization: `Bearer ${sessionToken}` },
+        { model: 'openai:gpt-4o-mini', feature: stack.featureKey, max_tokens: 64, messages },
+      );
+    const health = (gatewayUrl: string) => async () => {
+      const started = performance.now();
+      await expectOk(await fetch(`${gatewayUrl}/health`));
+      const whole = performance.now() - started;
+      return { firstByte: whole, whole };
+    };
     const routes = {
       direct: () =>
         post(
@@ -147,54 +173,69 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
           { 'content-type': 'application/json' },
           { model: 'gpt-4o-mini', max_tokens: 64, messages },
         ),
-      faucet: () =>
-        post(
-          `${stack.gatewayUrl}/v1/chat/completions`,
-          { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-          { model: 'openai:gpt-4o-mini', feature: stack.featureKey, max_tokens: 64, messages },
-        ),
+      miniflare: faucetCall(miniflare.url, miniflareToken!),
+      miniflareEntry: faucetCall(miniflare.entryUrl, miniflareToken!),
+      wranglerDev: faucetCall(stack.gatewayUrl, token),
       portkey: () =>
         post(`${portkey.url}/v1/chat/completions`, portkeyHeaders(upstream), { model: 'gpt-4o-mini', max_tokens: 64, messages }),
+      miniflareHealth: health(miniflare.url),
+      miniflareEntryHealth: health(miniflare.entryUrl),
+      wranglerDevHealth: health(stack.gatewayUrl),
     };
-    const results: Record<string, { firstByte: number[]; whole: number[]; connections: number }> = {};
-    for (const [name, run] of Object.entries(routes)) {
-      for (let index = 0; index < 10; index++) await run();
-      const connectionsBefore = pipe.connections();
-      const samples = [];
-      for (let index = 0; index < SEQUENTIAL_CALLS; index++) samples.push(await run());
-      results[name] = {
-        firstByte: samples.map((sample) => sample.firstByte).sort((a, b) => a - b),
-        whole: samples.map((sample) => sample.whole).sort((a, b) => a - b),
-        connections: pipe.connections() - connectionsBefore,
-      };
+    const names = Object.keys(routes) as (keyof typeof routes)[];
+    // Warm-up: the Miniflare copy's wallet takes its lease; every route's connections are open.
+    for (let round = 0; round < 20; round++) for (const name of names) await routes[name]();
+    const samples = Object.fromEntries(names.map((name) => [name, { firstByte: [] as number[], whole: [] as number[] }]));
+    const connectionsBefore = pipe.connections();
+    const loadBefore = loadavg()[0]!;
+    for (let round = 0; round < SEQUENTIAL_CALLS; round++) {
+      for (let index = 0; index < names.length; index++) {
+        const name = names[(round + index) % names.length]!;
+        const sample = await routes[name]();
+        samples[name]!.firstByte.push(sample.firstByte);
+        samples[name]!.whole.push(sample.whole);
+      }
     }
-    const direct = results.direct!;
+    const connections = pipe.connections() - connectionsBefore;
+    for (const sample of Object.values(samples)) {
+      sample.firstByte.sort((a, b) => a - b);
+      sample.whole.sort((a, b) => a - b);
+    }
+    const direct = samples.direct!;
+    const addedP50 = (name: string) => percentile(samples[name]!.whole, 50) - percentile(direct.whole, 50);
     console.log(
-      `-- added latency beside @portkey-ai/gateway at 0 ms database RTT: one HTTP client -> gateway -> the same mock upstream on loopback (${SEQUENTIAL_CALLS} sequential calls each)`,
+      `-- added latency beside @portkey-ai/gateway at 0 ms database RTT: one HTTP client -> gateway -> the same mock upstream on loopback (${SEQUENTIAL_CALLS} rounds, one call to each route per round, interleaved; load average ${loadBefore.toFixed(1)} -> ${loadavg()[0]!.toFixed(1)})`,
     );
     console.log(
-      `   Faucet's calls: one session whose wallet had already served the calls above and 10 warm-up calls (warm: its object holds a lease); ${results.faucet!.connections} database connections opened during its ${SEQUENTIAL_CALLS} measured calls (the per-call path opens one per call)`,
+      `   Faucet's calls: warm wallets (each copy its own end user, its object holding a lease); ${connections} database connections opened during the measured rounds (the per-call path opens one per call)`,
     );
     console.log(
-      `client -> upstream directly         p50 ${percentile(direct.whole, 50).toFixed(2)} ms  p99 ${percentile(direct.whole, 99).toFixed(2)} ms`,
+      `client -> upstream directly              p50 ${percentile(direct.whole, 50).toFixed(2)} ms  p99 ${percentile(direct.whole, 99).toFixed(2)} ms`,
     );
     for (const [name, label] of [
-      ['faucet', 'Faucet (workerd, metered, warm)'],
+      ['miniflare', 'Faucet, workerd (Miniflare), metered'],
       ['portkey', 'Portkey (Node, no metering)'],
+      ['miniflareEntry', "info: Faucet via Miniflare's entry worker"],
+      ['wranglerDev', 'info: Faucet under wrangler dev'],
     ] as const) {
-      const result = results[name]!;
+      const result = samples[name]!;
       const added = (at: number) => (percentile(result.whole, at) - percentile(direct.whole, at)).toFixed(2);
       console.log(
-        `${label.padEnd(34)} added p50 ${added(50)} ms  p99 ${added(99)} ms  (to upstream p50 ${(percentile(result.firstByte, 50) - percentile(direct.firstByte, 50)).toFixed(2)} ms)`,
+        `${label.padEnd(42)} added p50 ${added(50)} ms  p99 ${added(99)} ms  (to upstream p50 ${(percentile(result.firstByte, 50) - percentile(direct.firstByte, 50)).toFixed(2)} ms)`,
       );
     }
-    const addedP50 = (name: string) => percentile(results[name]!.whole, 50) - percentile(direct.whole, 50);
-    const ratio = addedP50('faucet') / addedP50('portkey');
+    const floor = (name: string) => `${(percentile(samples[name]!.whole, 50) - percentile(direct.whole, 50)).toFixed(2)} ms`;
     console.log(
-      `Faucet's added p50 = ${ratio.toFixed(2)} × Portkey's (target <= 1 × Portkey's, same run): ${ratio <= 1 ? 'PASS' : 'MISS'}`,
+      `GET /health over direct, p50 (no database, no object): workerd ${floor('miniflareHealth')}, via Miniflare's entry worker ${floor('miniflareEntryHealth')}, under wrangler dev ${floor('wranglerDevHealth')}`,
     );
+    const ratio = addedP50('miniflare') / addedP50('portkey');
+    console.log(
+      `Faucet's added p50 (workerd, Miniflare) = ${ratio.toFixed(2)} × Portkey's (target <= 1 × Portkey's, same run): ${ratio <= 1 ? 'PASS' : 'MISS'}`,
+    );
+    console.log(`   for information, under wrangler dev: ${(addedP50('wranglerDev') / addedP50('portkey')).toFixed(2)} × Portkey's`);
   } finally {
     await portkey.stop();
+    await miniflare.stop();
   }
 }
 

@@ -1,9 +1,10 @@
 /**
  * Added latency beside `@portkey-ai/gateway` (issue 19), measured the same way for both: one HTTP
  * client → the gateway → the same mock OpenAI-compatible upstream, an HTTP server on loopback that
- * answers at once. Faucet's gateway runs in workerd (wrangler dev) with its Durable Objects and the
- * whole local stack, metering and booking every call; Portkey runs on Node and meters nothing. The
- * floor is the client calling the upstream directly.
+ * answers at once. Faucet's gateway runs in workerd with its Durable Objects, by Miniflare directly
+ * (gateway-miniflare.ts; the same gateway under `wrangler dev` is shown beside it), metering and
+ * booking every call; Portkey runs on Node and meters nothing. The floor is the client calling the
+ * upstream directly.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';

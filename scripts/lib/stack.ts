@@ -44,6 +44,8 @@ export interface Stack {
   developerKey: string;
   demoExternalUserId: string;
   databaseUrl: string;
+  /** The env file every worker was started with (secrets and settings): to start another copy of a worker the same way. */
+  workerEnvFile: string;
   /** The fake Stripe API, when the secrets hold no real Stripe test key (docs/payments.md). */
   stripeFakeUrl?: string;
   seed: SeedResult;
@@ -228,6 +230,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       developerKey: options.secrets.DEMO_DEVELOPER_KEY,
       demoExternalUserId: demo.externalUserId,
       databaseUrl,
+      workerEnvFile: envFile,
       ...(stripeFake ? { stripeFakeUrl: stripeFake.url } : {}),
       seed: seeded,
       postgres,
