@@ -144,6 +144,71 @@ describe('outboundFetch', () => {
       expect(failure.message).toContain('exceeded');
     });
 
+    const declared =
+      (body: ReadableStream<Uint8Array>, length: number, headers: Record<string, string> = {}): FetchFunction =>
+      async () =>
+        new Response(body, { status: 200, headers: { 'content-length': String(length), ...headers } });
+    const trickle = (parts: Uint8Array[], gapMs: number, thenStall = false) =>
+      new ReadableStream<Uint8Array>({
+        async start(controller) {
+          for (const part of parts) {
+            await new Promise((resolve) => setTimeout(resolve, gapMs));
+            controller.enqueue(part);
+          }
+          if (!thenStall) controller.close();
+        },
+      });
+
+    it('reads an uncompressed answer of declared length whole: it must arrive within one timeout of its headers', async () => {
+      const parts = [bytes('{"a":'), bytes('1,"b":'), bytes('"é"'), bytes('}')];
+      const length = parts.reduce((sum, part) => sum + part.byteLength, 0);
+      const whole = await outboundFetch('https://api.openai.com/v1', post, {
+        fetch: declared(trickle(parts, 5), length),
+        timeoutMs: 1000,
+        buffered: true,
+      });
+      expect(whole.headers.get('content-length')).toBe(String(length));
+      expect(await readBodyText(whole)).toBe('{"a":1,"b":"é"}');
+      // Each piece within the 100 ms timeout, all of them together not: timed out.
+      const slow = await failureOf(
+        outboundFetch('https://api.openai.com/v1', post, { fetch: declared(trickle(parts, 30), length), timeoutMs: 100, buffered: true }),
+      );
+      expect(slow.code).toBe('upstream_timeout');
+      const stalled = await failureOf(
+        outboundFetch('https://api.openai.com/v1', post, { fetch: declared(trickle(parts, 5, true), 100), timeoutMs: 40, buffered: true }),
+      );
+      expect(stalled.code).toBe('upstream_timeout');
+    });
+
+    it('reads a compressed answer piece by piece, each within the timeout', async () => {
+      const parts = [bytes('{"a":'), bytes('1,"b":'), bytes('"é"'), bytes('}')];
+      const response = await outboundFetch('https://api.openai.com/v1', post, {
+        fetch: declared(trickle(parts, 30), 64, { 'content-encoding': 'gzip' }),
+        timeoutMs: 100,
+        buffered: true,
+      });
+      expect(await readBodyText(response)).toBe('{"a":1,"b":"é"}');
+    });
+
+    it('refuses an answer over the size a completion may have, whatever length it declares', async () => {
+      const megabyte = new Uint8Array(1024 * 1024);
+      const failure = await failureOf(
+        outboundFetch('https://api.openai.com/v1', post, {
+          fetch: declared(
+            trickle(
+              Array.from({ length: 9 }, () => megabyte),
+              1,
+            ),
+            10,
+          ),
+          timeoutMs: 1000,
+          buffered: true,
+        }),
+      );
+      expect(failure.code).toBe('upstream_error');
+      expect(failure.message).toContain('exceeded');
+    });
+
     it('leaves an error answer as a stream for its reader', async () => {
       const response = await outboundFetch('https://api.openai.com/v1', post, {
         fetch: pieces([bytes('{"error":'), bytes('"slow down"}')], false, 429),
