@@ -5,7 +5,7 @@
  * while calls go on, a flush that fails half-way, an object restarted with settlements unflushed,
  * a session revoked while the object has it cached, a token pointing at another user's wallet.
  */
-import { runInDurableObject } from 'cloudflare:test';
+import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import type { Env } from '#shared/env.ts';
@@ -294,6 +294,31 @@ describe('round trips', () => {
     );
     expect(usage).toEqual({ input_tokens: 12, output_tokens: 9 });
     expect((await ledgerChecks(fake.requests)).audit).toMatchObject({ ok: true, unbilledCalls: 0 });
+  });
+
+  it('warm calls do not read the alarm from storage, and a call after the alarm fired sets it again', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const gateway = gatewayWith({ upstreamFetch: upstream().fetch });
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    const object = objectOf(session.token);
+    let alarmReads = 0;
+    await runInDurableObject(object, async (_instance, state) => {
+      const getAlarm = state.storage.getAlarm.bind(state.storage);
+      state.storage.getAlarm = (options) => {
+        alarmReads++;
+        return getAlarm(options);
+      };
+    });
+    for (let index = 0; index < 3; index++) expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    expect(alarmReads).toBe(0);
+    // The alarm flushes the four calls; the next call's settlement must still get an alarm to flush it.
+    expect(await runDurableObjectAlarm(object)).toBe(true);
+    expect((await object.snapshot()).unflushed).toBe(0);
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    expect((await object.snapshot()).unflushed).toBe(1);
+    expect(await runInDurableObject(object, (_instance, state) => state.storage.getAlarm())).not.toBeNull();
+    expect(await runDurableObjectAlarm(object)).toBe(true);
+    expect((await object.snapshot()).unflushed).toBe(0);
   });
 });
 

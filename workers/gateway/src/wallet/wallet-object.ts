@@ -87,6 +87,11 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   /** Every Postgres statement that touches the lease runs in this order, one at a time. */
   private ledgerQueue: Promise<unknown> = Promise.resolve();
   private readonly logger: Logger;
+  /**
+   * The alarm this instance last set or read (null: none); undefined: not known (read it). Only this
+   * object sets its alarm, and a firing alarm forgets it, so a known value saves a storage read per call.
+   */
+  private alarmAt: number | null | undefined = undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -297,6 +302,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
 
   /** Flushes, books calls never settled, renews or gives back the lease; retries on its own after a failure. */
   override async alarm(): Promise<void> {
+    this.alarmAt = undefined;
     try {
       await this.sweep();
       const idle = this.calls.size === 0 && Date.now() - this.meta.lastActivity >= idleReleaseMs;
@@ -313,7 +319,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
 
   /** Postgres unreachable or the statement failed: nothing was written; the alarm tries again soon. */
   private async scheduleRetry(): Promise<void> {
-    await this.ctx.storage.setAlarm(Date.now() + Math.max(intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000), 500));
+    await this.setAlarm(Date.now() + Math.max(intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000), 500));
   }
 
   /** Waits while a recall holds new leases back (each at most `recallPauseMs`). */
@@ -439,8 +445,18 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     }
     if (times.length === 0) return;
     const next = Math.max(Math.min(...times), now);
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > next) await this.ctx.storage.setAlarm(next);
+    if (this.alarmAt === undefined) {
+      const stored = await this.ctx.storage.getAlarm();
+      // A setAlarm that ended meanwhile knows better than this earlier read.
+      if (this.alarmAt === undefined) this.alarmAt = stored;
+    }
+    if (this.alarmAt === null || this.alarmAt > next) await this.setAlarm(next);
+  }
+
+  private async setAlarm(at: number): Promise<void> {
+    this.alarmAt = undefined;
+    await this.ctx.storage.setAlarm(at);
+    this.alarmAt = at;
   }
 
   private async context(request: WalletCallRequest, leaseNeed: bigint | null): Promise<CallContext> {
