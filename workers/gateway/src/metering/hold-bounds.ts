@@ -9,7 +9,11 @@ import { worstCaseInputTokens, worstCaseOutputTokens } from './worst-case-tokens
 
 /** What the platform route holds: the retail price of the worst-case tokens; null when the model has no price. */
 export function platformHoldAmount(env: Env, reference: ModelReference, request: ChatRequest): Usd | null {
-  return worstCaseRetail(env, 'platform', reference, request);
+  const tokens = {
+    inputTokens: worstCaseInputTokens(request, reference),
+    outputTokens: worstCaseOutputTokens(request, reference.provider, currentPriceCatalog),
+  };
+  return worstCaseRetail(env, 'platform', reference, tokens);
 }
 
 /**
@@ -35,9 +39,10 @@ export function holdBounds(
   refuseUnacceptedFields(reference.entry.protocol, reference.provider, request);
   const input = worstCaseInputTokens(request, reference);
   const output = worstCaseOutputTokens(request, reference.provider, catalog);
+  const tokens = { inputTokens: input, outputTokens: output };
   return {
-    platform: worstCaseRetail(env, 'platform', reference, request, catalog),
-    developerKeyAtCost: worstCaseRetail(env, 'developer_key', reference, request, catalog),
+    platform: worstCaseRetail(env, 'platform', reference, tokens, catalog),
+    developerKeyAtCost: worstCaseRetail(env, 'developer_key', reference, tokens, catalog),
     worstCaseTokens: input + output,
     worstCaseInputTokens: input,
     worstCaseOutputTokens: output,
@@ -48,19 +53,12 @@ function worstCaseRetail(
   env: Env,
   routeMode: 'platform' | 'developer_key',
   reference: ModelReference,
-  request: ChatRequest,
+  tokens: { inputTokens: number; outputTokens: number },
   catalog: PriceCatalog = currentPriceCatalog,
 ): Usd | null {
   try {
     return rateUsage(
-      {
-        routeMode,
-        provider: reference.provider,
-        model: reference.model,
-        inputTokens: worstCaseInputTokens(request, reference),
-        outputTokens: worstCaseOutputTokens(request, reference.provider, catalog),
-        estimated: true,
-      },
+      { routeMode, provider: reference.provider, model: reference.model, ...tokens, estimated: true },
       {},
       ratingSettingsFor(env, null),
       catalog,
