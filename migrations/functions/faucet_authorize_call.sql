@@ -123,8 +123,9 @@ begin
     select count(*)::integer into v_recent from gateway_calls g
      where g.end_user_id = v_session.end_user_id and g.route_mode is not null and g.created_at > now() - interval '60 seconds';
     if v_recent >= v_app.limit_requests_per_minute then
-      -- A call is allowed again once the window holds one call fewer than the limit.
-      select ceil(extract(epoch from g.created_at + interval '60 seconds' - now()))::integer into v_retry_after
+      -- A call is allowed again once the window holds one call fewer than the limit. At most 60 s: a
+      -- call of a transaction that began after this one committed first can be later than now().
+      select least(ceil(extract(epoch from g.created_at + interval '60 seconds' - now())), 60)::integer into v_retry_after
         from gateway_calls g
        where g.end_user_id = v_session.end_user_id and g.route_mode is not null and g.created_at > now() - interval '60 seconds'
        order by g.created_at offset v_recent - v_app.limit_requests_per_minute limit 1;
