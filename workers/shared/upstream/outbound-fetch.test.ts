@@ -114,7 +114,7 @@ describe('outboundFetch', () => {
         );
     const bytes = (text: string) => new TextEncoder().encode(text);
 
-    it('returns the whole body, pieces joined, with the status and headers', async () => {
+    it('leaves an answer that declares no length as the guarded stream: its reader joins the pieces', async () => {
       const response = await outboundFetch('https://api.openai.com/v1', post, {
         fetch: pieces([bytes('{"a":'), bytes('1,"b":'), bytes('"é"}')]),
         timeoutMs: 1000,
@@ -124,22 +124,24 @@ describe('outboundFetch', () => {
       expect(await readBodyText(response)).toBe('{"a":1,"b":"é"}');
     });
 
-    it('maps a body that stops arriving to upstream_timeout before returning', async () => {
-      const failure = await failureOf(
-        outboundFetch('https://api.openai.com/v1', post, { fetch: pieces([bytes('{"partial":')], true), timeoutMs: 40, buffered: true }),
-      );
+    it('maps a body of no declared length that stops arriving to upstream_timeout for its reader', async () => {
+      const response = await outboundFetch('https://api.openai.com/v1', post, {
+        fetch: pieces([bytes('{"partial":')], true),
+        timeoutMs: 40,
+        buffered: true,
+      });
+      const failure = await failureOf(readBodyText(response));
       expect(failure.code).toBe('upstream_timeout');
     });
 
-    it('refuses an answer over the size a completion may have', async () => {
+    it('leaves the size of an answer of no declared length to its reader, which refuses one too big', async () => {
       const megabyte = new Uint8Array(1024 * 1024);
-      const failure = await failureOf(
-        outboundFetch('https://api.openai.com/v1', post, {
-          fetch: pieces(Array.from({ length: 9 }, () => megabyte)),
-          timeoutMs: 1000,
-          buffered: true,
-        }),
-      );
+      const response = await outboundFetch('https://api.openai.com/v1', post, {
+        fetch: pieces(Array.from({ length: 9 }, () => megabyte)),
+        timeoutMs: 1000,
+        buffered: true,
+      });
+      const failure = await failureOf(readBodyText(response));
       expect(failure.code).toBe('upstream_error');
       expect(failure.message).toContain('exceeded');
     });

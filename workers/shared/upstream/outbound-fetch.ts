@@ -14,10 +14,11 @@ export interface OutboundOptions {
   /** The one loopback `host:port` a local stack may call (loopback-allowance.ts). */
   allowLoopback?: string | null;
   /**
-   * Read the whole body of a 2xx answer (at most `maxUpstreamBodyBytes`) before returning, for a caller that needs all
-   * of it anyway (a non-streamed completion): the same errors, without a guarding stream between the
-   * caller and the body (in workerd a stream made in JS costs a measurable share of a call). Each piece
-   * must come within the timeout; an uncompressed body that declares its length must come whole within it.
+   * For a caller that needs the whole answer anyway (a non-streamed completion): a 2xx answer that is
+   * uncompressed and declares its length (at most `maxUpstreamBodyBytes`) is read by the runtime in
+   * one go before returning, and must come whole within one timeout of its headers (in workerd a
+   * stream made in JS costs a measurable share of a call). Any other answer is returned as the
+   * guarded stream, whose reader (read-body.ts) limits its size.
    */
   buffered?: boolean;
 }
@@ -67,10 +68,8 @@ export async function outboundFetch(
   }
   const answer = { status: response.status, statusText: response.statusText, headers: response.headers };
   // An error's body stays a stream: its reader (upstream-failure.ts) takes only the first bytes.
-  if (options.buffered === true && response.ok) {
-    const whole = declaresItsLength(response) ? await readWhole(response, watchdog) : await readGuarded(response.body, watchdog);
-    return new Response(whole, answer);
-  }
+  if (options.buffered === true && response.ok && declaresItsLength(response))
+    return new Response(await readWhole(response, watchdog), answer);
   return new Response(guardBody(response.body, watchdog), answer);
 }
 
@@ -98,39 +97,6 @@ async function readWhole(response: Response, watchdog: Watchdog): Promise<ArrayB
   }
   if (whole.byteLength > maxUpstreamBodyBytes) {
     throw new FaucetError('upstream_error', `The upstream answer exceeded ${maxUpstreamBodyBytes} bytes.`);
-  }
-  return whole;
-}
-
-/** The whole body, read under the watchdog: each piece must come within the timeout. */
-async function readGuarded(body: ReadableStream<Uint8Array>, watchdog: Watchdog): Promise<Uint8Array<ArrayBuffer>> {
-  const reader = body.getReader();
-  const pieces: Uint8Array[] = [];
-  let bytes = 0;
-  watchdog.restart();
-  try {
-    for (;;) {
-      const { done, value } = await watchdog.race(reader.read());
-      if (done) break;
-      bytes += value.byteLength;
-      if (bytes > maxUpstreamBodyBytes)
-        throw new FaucetError('upstream_error', `The upstream answer exceeded ${maxUpstreamBodyBytes} bytes.`);
-      pieces.push(value);
-      watchdog.restart();
-    }
-  } catch (error) {
-    watchdog.stop();
-    reader.cancel().catch(() => undefined);
-    throw watchdog.explain(error);
-  }
-  watchdog.stop();
-  // A body's pieces are views of ArrayBuffers (never shared memory): one is answered as it is.
-  if (pieces.length === 1) return pieces[0] as Uint8Array<ArrayBuffer>;
-  const whole = new Uint8Array(bytes);
-  let offset = 0;
-  for (const piece of pieces) {
-    whole.set(piece, offset);
-    offset += piece.byteLength;
   }
   return whole;
 }
