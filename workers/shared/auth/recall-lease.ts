@@ -7,24 +7,41 @@
  * money) and the object's next flush books what it kept, a receivable if the debit took the money.
  */
 import { sql } from 'drizzle-orm';
+import type { WalletObjectContract } from '../durable-objects.ts';
 import type { Env } from '../env.ts';
 import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
 import type { Logger } from '../logger.ts';
 import { walletName } from './session-token.ts';
 
 /**
- * Recalls the lease of the wallet (`walletId`, or the Stripe payment intent of a top-up: the wallet it
- * credited); answers what to call once the debit is written, so the object leases again at once.
+ * Runs `debit` (which takes money from the wallet: `walletId`, or the Stripe payment intent of a
+ * top-up, whose wallet is the one it credited) with the wallet object's lease recalled first; the
+ * object takes no new lease until the debit is written (then told to resume) or 3 s have passed.
  */
-export async function recallLease(
+export async function withLeaseRecalled<T>(
   env: Env,
   db: LedgerDatabase,
   wallet: { walletId: string } | { paymentIntentId: string },
-  logger?: Logger,
-): Promise<() => Promise<void>> {
-  const done = async () => {};
+  logger: Logger | undefined,
+  debit: () => Promise<T>,
+): Promise<T> {
+  const object = await recall(env, db, wallet, logger);
+  try {
+    return await debit();
+  } finally {
+    await object?.resume().catch(() => undefined);
+  }
+}
+
+/** The recalled object (null: no lease to recall, or it could not be reached). */
+async function recall(
+  env: Env,
+  db: LedgerDatabase,
+  wallet: { walletId: string } | { paymentIntentId: string },
+  logger: Logger | undefined,
+): Promise<DurableObjectStub<WalletObjectContract> | null> {
   const namespace = env.WALLET;
-  if (namespace === undefined) return done;
+  if (namespace === undefined) return null;
   const rows = await queryRows<{ end_user_id: string }>(
     db,
     'walletId' in wallet
@@ -33,16 +50,14 @@ export async function recallLease(
              where c.stripe_payment_intent_id = ${wallet.paymentIntentId} and w.end_user_id is not null`,
   );
   const endUserId = rows[0]?.end_user_id;
-  if (endUserId === undefined) return done;
+  if (endUserId === undefined) return null;
   try {
     const object = namespace.get(namespace.idFromName(await walletName(env.SESSION_HASH_SECRET, endUserId)));
     // Once more on a failure: a debit that meets a lease it could not recall may be refused.
     await object.recall().catch(() => object.recall());
-    return async () => {
-      await object.resume().catch(() => undefined);
-    };
+    return object;
   } catch {
     logger?.warn('a wallet lease could not be recalled before a debit');
-    return done;
+    return null;
   }
 }

@@ -105,16 +105,24 @@ export interface WebhookResult {
 export async function handleStripeEvent(
   db: LedgerDatabase,
   event: Stripe.Event,
-  context: { requestId: string; liveModeAllowed: boolean; recall?: (paymentIntentId: string) => Promise<() => Promise<void>> },
+  context: {
+    requestId: string;
+    liveModeAllowed: boolean;
+    /** Runs a reversal with the wallet object's lease recalled first (recall-lease.ts). */
+    withLeaseRecalled?: <T>(paymentIntentId: string, debit: () => Promise<T>) => Promise<T>;
+  },
 ): Promise<WebhookResult> {
   const reversal = reversalOf(event);
   if (!reversal && !CREDITING_EVENTS.has(event.type)) return { credited: false, outcome: 'ignored' };
   if (event.livemode && !context.liveModeAllowed) return { credited: false, outcome: 'livemode_refused' };
   if (reversal) {
     // Money taken back: the wallet object's lease is recalled first (docs/edge.md).
-    const resume =
-      reversal.action !== 'dispute_won' && reversal.paymentIntentId !== null ? await context.recall?.(reversal.paymentIntentId) : undefined;
-    const result = await bookStripeReversal(db, { ...reversal, requestId: context.requestId }).finally(() => resume?.());
+    const book = () => bookStripeReversal(db, { ...reversal, requestId: context.requestId });
+    const { paymentIntentId } = reversal;
+    const result =
+      reversal.action !== 'dispute_won' && paymentIntentId !== null && context.withLeaseRecalled
+        ? await context.withLeaseRecalled(paymentIntentId, book)
+        : await book();
     const outcome = result.outcome === 'booked' ? BOOKED[reversal.action] : result.outcome;
     return { credited: outcome === 'chargeback_reversed', outcome };
   }

@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireAdmin } from '#shared/auth/require-admin.ts';
 import { adjustmentKinds, adjustWallet, requireUuid } from '#shared/ledger/index.ts';
-import { recallLease } from '#shared/auth/recall-lease.ts';
+import { withLeaseRecalled } from '#shared/auth/recall-lease.ts';
 import { parseWireAmount, usdStringSchema, wireAmountSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 
@@ -57,16 +57,18 @@ export function registerAdminAdjustmentRoutes(app: ServiceApp): void {
     const walletId = requireUuid(c.req.valid('param').wallet_id, 'wallet');
     const body = c.req.valid('json');
     // A debit meets the wallet as it is: the wallet object books what it settled and gives its lease back first.
-    const resume = body.direction === 'debit' ? await recallLease(c.env, c.var.database().db, { walletId }, c.var.logger) : null;
-    const { adjustment, replayed } = await adjustWallet(c.var.database().db, {
-      walletId,
-      kind: body.kind,
-      direction: body.direction,
-      amount: parseWireAmount(body.amount_usd, { positive: true }),
-      reason: body.reason,
-      idempotencyKey: body.idempotency_key ?? null,
-      requestId: c.var.requestId,
-    }).finally(() => resume?.());
+    const adjust = () =>
+      adjustWallet(c.var.database().db, {
+        walletId,
+        kind: body.kind,
+        direction: body.direction,
+        amount: parseWireAmount(body.amount_usd, { positive: true }),
+        reason: body.reason,
+        idempotencyKey: body.idempotency_key ?? null,
+        requestId: c.var.requestId,
+      });
+    const { adjustment, replayed } =
+      body.direction === 'debit' ? await withLeaseRecalled(c.env, c.var.database().db, { walletId }, c.var.logger, adjust) : await adjust();
     if (replayed) c.header('idempotent-replayed', 'true');
     return c.json(adjustment, 201);
   });

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
-import { recallLease } from '#shared/auth/recall-lease.ts';
+import { withLeaseRecalled } from '#shared/auth/recall-lease.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { handleStripeEvent } from '../payments/handle-stripe-event.ts';
 import { liveModeAllowed, verifyStripeEvent } from '../payments/stripe-client.ts';
@@ -31,7 +31,8 @@ export function registerStripeWebhookRoutes(app: ServiceApp): void {
     const result = await handleStripeEvent(c.var.database().db, event, {
       requestId: c.var.requestId,
       liveModeAllowed: liveModeAllowed(c.env),
-      recall: (paymentIntentId) => recallLease(c.env, c.var.database().db, { paymentIntentId }, c.var.logger),
+      withLeaseRecalled: (paymentIntentId, debit) =>
+        withLeaseRecalled(c.env, c.var.database().db, { paymentIntentId }, c.var.logger, debit),
     });
     c.var.logger.info('stripe webhook', { event_type: event.type, outcome: result.outcome });
     return c.json({ received: true as const, ...result }, 200);
