@@ -7,9 +7,12 @@ import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '#shared/crypto.ts';
 import { walletOfToken } from '#shared/auth/session-token.ts';
+import { auditUpstreamCalls } from '#shared/calls/upstream-audit.ts';
 import { reconcileLedger } from '#shared/ledger/reconcile.ts';
+import { chargeRefundedEvent } from '../../../../scripts/lib/stripe-events.ts';
 import { adminToken, api, call, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
+import { deliver, paidCheckout } from '../../../test/payments-kit.ts';
 import { chat, fund, fundedSession, gatewayWith, wallet } from '../../../test/gateway-kit.ts';
 import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
 import { leasedTestEnv, unitsOf, platformCall, reportedUsage, walletObjectOf } from '../../../test/wallet-kit.ts';
@@ -75,6 +78,43 @@ describe('money outside the gateway', () => {
     await objectOf(session.token).flush();
     expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
     expect(await reconciled()).toBe(true);
+  });
+
+  it('the attacker spends on the lease, has the top-up refunded, and calls again: the refund recalls the lease, so the next call is refused and every call paid upstream is booked', async () => {
+    const checkout = await paidCheckout(testEnv, '2.00000000');
+    const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported)));
+    const gateway = gatewayWith({ upstreamFetch: upstream.fetch });
+    expect((await chat(gateway, testEnv, checkout.token, body)).status).toBe(200);
+    expect(unitsOf((await objectOf(checkout.token).snapshot()).leaseUsd)).toBeGreaterThan(0n);
+    const refunded = await deliver(
+      testEnv,
+      chargeRefundedEvent({
+        id: checkout.chargeId,
+        payment_intent: checkout.paymentIntentId,
+        amount: checkout.amountCents,
+        amount_refunded: checkout.amountCents,
+      }),
+    );
+    expect(refunded.body).toMatchObject({ outcome: 'refund_booked' });
+    // Without the recall the object would still hold its lease and serve this call.
+    expect((await objectOf(checkout.token).snapshot()).leaseUsd).toBe('0.00000000');
+    expect((await chat(gateway, testEnv, checkout.token, body)).status).toBe(402);
+    expect(upstream.requests).toHaveLength(1);
+    const database = openLedgerDatabase(testEnv, 1);
+    try {
+      const audit = await auditUpstreamCalls(
+        database.db,
+        upstream.requests.map((request) => ({
+          callId: request.headers['x-client-request-id'] as string,
+          inputTokens: reported.prompt_tokens,
+          outputTokens: reported.completion_tokens,
+        })),
+      );
+      expect(audit).toMatchObject({ ok: true, unbilledCalls: 0, doubleBilledCalls: 0 });
+      expect((await reconcileLedger(database.db)).ok).toBe(true);
+    } finally {
+      await database.close();
+    }
   });
 
   it('a top-up is spendable by the very next call', async () => {
