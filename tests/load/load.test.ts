@@ -26,7 +26,7 @@ describe('load (short bounded run)', () => {
     expect(during.samples.every((ok) => ok)).toBe(true);
     expect(during.unanswered).toEqual([]);
     // Then every wallet object books what it settled, and every cent is checked.
-    expect(await flushWallets(target)).toMatchObject({ unflushed_calls: 0, in_flight_calls: 0, unreachable: 0 });
+    expect(await flushWallets(target)).toMatchObject({ unflushed_calls: 0, in_flight_calls: 0, refused_calls: 0, unreachable: 0 });
     const books = await verifyBooks(target, stack.databaseUrl, result);
     console.log(formatSummary(result, summarize(result), books));
 

@@ -71,7 +71,7 @@ describe('a minute-long PostgreSQL outage during a load run', () => {
     expect(sampled.unanswered.filter((at) => at < outageStart - 1_000 || at > windowEnd)).toEqual([]);
 
     // The objects book what they held; then every cent, and every call paid upstream.
-    expect(await flushWallets(stack)).toMatchObject({ unflushed_calls: 0, in_flight_calls: 0, unreachable: 0 });
+    expect(await flushWallets(stack)).toMatchObject({ unflushed_calls: 0, in_flight_calls: 0, refused_calls: 0, unreachable: 0 });
     const books = await verifyBooks(stack, stack.databaseUrl, result);
     console.log(formatSummary(result, summarize(result), books));
     console.log(

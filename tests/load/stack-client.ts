@@ -165,12 +165,12 @@ export interface Reconciliation {
 /** Every leasing wallet object books what it settled (issue 19); answers how many calls they still hold unflushed. */
 export async function flushWallets(
   target: StackTarget,
-): Promise<{ unflushed_calls: number; in_flight_calls: number; unreachable: number }> {
+): Promise<{ unflushed_calls: number; in_flight_calls: number; refused_calls: number; unreachable: number }> {
   // A streamed call is settled after its last chunk reached the client: flushed once it has been.
   for (let attempt = 0; ; attempt++) {
     const outcome = await admin(target, '/v1/admin/wallets/flush', { method: 'POST' });
     if (outcome.status !== 200) throw new Error(`wallet flush: ${outcome.status} ${outcome.code}`);
-    const held = outcome.body as { unflushed_calls: number; in_flight_calls: number; unreachable: number };
+    const held = outcome.body as { unflushed_calls: number; in_flight_calls: number; refused_calls: number; unreachable: number };
     if ((held.in_flight_calls === 0 && held.unflushed_calls === 0) || attempt >= 50) return held;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }

@@ -12,7 +12,7 @@ import { addUsd, formatUsd, parseDatabaseAmount, zeroUsd } from '../money/index.
 import { LEASE_KEY_PREFIX } from './settle-lease.ts';
 
 export interface WalletObjectsSummary {
-  /** Objects holding an active lease (asked). */
+  /** Objects asked: those holding a lease, or whose lease ended in the last day (one may still hold calls). */
   objects: number;
   /** Objects that did not answer (their figures are missing from the sums). */
   unreachable: number;
@@ -20,23 +20,30 @@ export interface WalletObjectsSummary {
   unflushed_calls: number;
   /** Charged to users, kept in the objects, not yet booked. */
   unflushed_usd: string;
+  /** Settlements the ledger refused (served calls left unbooked; none by construction — each is an incident). */
+  refused_calls: number;
 }
 
 /** At most this many objects asked at once. */
 const parallel = 16;
 
+/**
+ * The objects to ask. Every statement an object runs moves its lease's expiry forward, so an object
+ * whose lease expired (Postgres was unreachable) or was released (a recall) in the last day is asked
+ * too: it may still keep calls its next alarm will book.
+ */
 async function leasedObjectNames(db: LedgerDatabase): Promise<string[]> {
   const rows = await queryRows<{ request_id: string }>(
     db,
     sql`select request_id from balance_holds
-         where request_id like ${`${LEASE_KEY_PREFIX}%`} and status = 'active' and expires_at > now()
+         where request_id like ${`${LEASE_KEY_PREFIX}%`} and expires_at > now() - interval '1 day'
          order by request_id limit 10000`,
   );
   return rows.map((row) => row.request_id.slice(LEASE_KEY_PREFIX.length)).filter((name) => /^[0-9a-f]{32}$/.test(name));
 }
 
 async function askAll(env: Env, db: LedgerDatabase, ask: (name: string) => Promise<WalletSnapshot>): Promise<WalletObjectsSummary> {
-  const summary = { objects: 0, unreachable: 0, in_flight_calls: 0, unflushed_calls: 0 };
+  const summary = { objects: 0, unreachable: 0, in_flight_calls: 0, unflushed_calls: 0, refused_calls: 0 };
   let unflushed = zeroUsd();
   if (env.WALLET === undefined) return { ...summary, unflushed_usd: formatUsd(unflushed) };
   const names = await leasedObjectNames(db);
@@ -50,6 +57,7 @@ async function askAll(env: Env, db: LedgerDatabase, ask: (name: string) => Promi
       }
       summary.in_flight_calls += answer.value.inFlight;
       summary.unflushed_calls += answer.value.unflushed;
+      summary.refused_calls += answer.value.refused;
       unflushed = addUsd(unflushed, parseDatabaseAmount(answer.value.unflushedUsd));
     }
   }

@@ -10,11 +10,15 @@ import { flushWalletObjects, walletObjectsSummary } from '#shared/wallet/wallet-
 
 const WalletObjects = z
   .object({
-    objects: z.number().int().describe('Wallet objects holding an active lease, each asked'),
+    objects: z.number().int().describe('Wallet objects asked: those holding a lease or whose lease ended in the last day'),
     unreachable: z.number().int().describe('Of those, objects that did not answer (missing from the sums)'),
     in_flight_calls: z.number().int(),
     unflushed_calls: z.number().int(),
     unflushed_usd: usdStringSchema,
+    refused_calls: z
+      .number()
+      .int()
+      .describe('Settlements the ledger refused: served calls left unbooked, kept in their object (none by construction; an incident)'),
   })
   .openapi('WalletObjectsSummary');
 

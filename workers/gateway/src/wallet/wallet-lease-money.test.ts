@@ -80,6 +80,54 @@ describe('money outside the gateway', () => {
     expect(await reconciled()).toBe(true);
   });
 
+  it('a call arriving while a recall gives the lease back waits for the debit: the object never keeps a call its lease in Postgres does not cover', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported)));
+    const gateway = gatewayWith({ upstreamFetch: upstream.fetch });
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    const object = objectOf(session.token);
+    await object.flush();
+    // The release statement is slow (a long way to Postgres): a call comes in while it runs. Before
+    // the fix the object authorized it on the lease in memory, which the release then gave back.
+    await sql(
+      testEnv,
+      `create or replace function test_slow_release() returns trigger language plpgsql as $$
+       begin perform pg_sleep(1); return new; end $$`,
+    );
+    await sql(
+      testEnv,
+      `create trigger test_slow_release before update on balance_holds for each row
+       when (new.status = 'released') execute function test_slow_release()`,
+    );
+    let racing: Promise<Response>;
+    try {
+      const recalling = object.recall();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      racing = chat(gateway, testEnv, session.token, body);
+      const recalled = await recalling;
+      const [lease] = await sql<{ amount: string; status: string }>(
+        testEnv,
+        'select amount::text, status from balance_holds where request_id = $1',
+        [`lease:${walletOfToken(session.token)}`],
+      );
+      // Given back whole, and nothing kept that it does not cover (a debit may now take every cent).
+      expect(lease).toMatchObject({ amount: '0.00000000', status: 'released' });
+      expect(recalled).toMatchObject({ inFlight: 0, unflushed: 0, committedUsd: '0.00000000' });
+    } finally {
+      await sql(testEnv, 'drop trigger test_slow_release on balance_holds');
+    }
+    // The debit is written: the waiting call renews the lease and is served.
+    await object.resume();
+    expect((await racing).status).toBe(200);
+    await object.flush();
+    const [usage] = await sql<{ n: number }>(testEnv, 'select count(*)::int as n from usage_events where end_user_id = $1', [
+      session.endUserId,
+    ]);
+    expect(usage?.n).toBe(2);
+    expect(upstream.requests).toHaveLength(2);
+    expect(await reconciled()).toBe(true);
+  });
+
   it('the attacker spends on the lease, has the top-up refunded, and calls again: the refund recalls the lease, so the next call is refused and every call paid upstream is booked', async () => {
     const checkout = await paidCheckout(testEnv, '2.00000000');
     const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported)));

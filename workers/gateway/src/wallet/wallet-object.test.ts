@@ -215,6 +215,38 @@ describe('the operator', () => {
   });
 });
 
+describe('an object whose lease has ended', () => {
+  it('is still asked by reconciliation and the flush while it keeps calls; a settlement the ledger refuses is counted, never dropped', async () => {
+    const flushAll = async () =>
+      (await (await call(api(), testEnv, '/v1/admin/wallets/flush', { method: 'POST', token: adminToken })).json()) as {
+        unflushed_calls: number;
+        refused_calls: number;
+      };
+    await flushAll();
+    const session = await fundedSession(testEnv, '1.00000000');
+    const gateway = gatewayWith({ upstreamFetch: upstream().fetch });
+    for (let index = 0; index < 2; index++) expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    // Postgres let the lease lapse (the object could not renew it while the database was unreachable).
+    await sql(testEnv, `update balance_holds set expires_at = now() - interval '1 second' where request_id = $1`, [
+      `lease:${walletOfToken(session.token)}`,
+    ]);
+    const report = await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: adminToken });
+    const books = (await report.json()) as { wallet_objects: { unflushed_calls: number; refused_calls: number } };
+    expect(books.wallet_objects).toMatchObject({ unflushed_calls: 2, refused_calls: 0 });
+
+    // One settlement arrives malformed (its booking names another end user): the ledger refuses it.
+    await runInDurableObject(objectOf(session.token), async (instance) => {
+      const calls = (instance as unknown as { calls: Map<string, { state: string; booking: Record<string, unknown> }> }).calls;
+      const settled = [...calls.values()].find((stored) => stored.state === 'settled');
+      if (settled === undefined) throw new Error('no settled call');
+      settled.booking = { ...settled.booking, end_user_id: crypto.randomUUID() };
+    });
+    expect(await flushAll()).toMatchObject({ unflushed_calls: 0, refused_calls: 1 });
+    expect(await countOf('select count(*) as n from usage_events where end_user_id = $1', [session.endUserId])).toBe(1);
+    expect((await objectOf(session.token).snapshot()).refused).toBe(1);
+  });
+});
+
 describe('the end user', () => {
   it('reads their own calls: the wallet and usage they are shown include a call answered a moment ago', async () => {
     const session = await fundedSession(testEnv, '1.00000000');

@@ -76,6 +76,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   private readonly revoked = new Set<string>();
   /** The recalls whose debit is being written (each until when at most): no new lease meanwhile. */
   private readonly recalls: number[] = [];
+  /** Release statements (a recall's) queued or running: the lease they set covers only the calls already in flight. */
+  private releases = 0;
   /** Bumped by every pushed revocation: a context read that started before one is not kept. */
   private generation = 0;
   private readonly contexts = new Map<string, CachedContext>();
@@ -137,7 +139,9 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const claimed = this.claims.get(call.clientRequestId);
     if (claimed !== undefined && claimed > Date.now()) return { outcome: 'refused', refusal: 'conflict', featureKey: context.featureKey };
 
-    if (!covers(this.meta.lease, this.committed(), worst, until)) {
+    // While a recall is under way the lease in memory is not what Postgres will hold: the release
+    // keeps only the calls in flight when it began. A call then waits for the debit and a renewal.
+    if (this.recalling() || !covers(this.meta.lease, this.committed(), worst, until)) {
       // One renewal (which also flushes what is settled); a call it still cannot cover is refused.
       await this.sync(worst);
       if (!covers(this.meta.lease, this.committed(), worst, until)) {
@@ -257,7 +261,12 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     // racing the debit waits for it instead of taking the money back first.
     const until = Date.now() + recallPauseMs;
     this.recalls.push(until);
-    await this.sync(0n, { release: true });
+    this.releases += 1;
+    try {
+      await this.sync(0n, { release: true });
+    } finally {
+      this.releases -= 1;
+    }
     return this.snapshot();
   }
 
@@ -320,6 +329,11 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   /** Postgres unreachable or the statement failed: nothing was written; the alarm tries again soon. */
   private async scheduleRetry(): Promise<void> {
     await this.setAlarm(Date.now() + Math.max(intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000), 500));
+  }
+
+  /** A recall's release is queued or running, or its debit is being written. */
+  private recalling(): boolean {
+    return this.releases > 0 || this.recalls.some((until) => until > Date.now());
   }
 
   /** Waits while a recall holds new leases back (each at most `recallPauseMs`). */
