@@ -5,11 +5,14 @@
 -- payout or a top-up). With the wallet row locked (`for no key update`, as every hold and booking
 -- takes it), in this order:
 --   a. the call records (p_calls: gateway_calls columns, see c_call_fields) absent by id are written
---      `in_flight`, so each booking closes its call exactly as a per-call booking does. A leased call
---      whose upstream answered is never refused for its record's client request id: when another
---      call of the end user holds that claim (gateway_calls_idempotency) or an earlier record of this
---      flush does, the record keeps `<client_request_id>#<call id>` instead (deterministic: a replay
---      finds the record by id and writes nothing). The wallet object enforced idempotency itself.
+--      in the state a per-call booking would leave them in: `settled`, closed_at now(), when a booking
+--      of this flush names the call and is booked; else `in_flight` (a record named by a booking is
+--      written closed and put back in flight in this statement if that booking is not booked — one
+--      write per record instead of an insert and an update). A leased call whose upstream answered
+--      is never refused for its record's client request id: when another call of the end user holds
+--      that claim (gateway_calls_idempotency) or an earlier record of this flush does, the record
+--      keeps `<client_request_id>#<call id>` instead (deterministic: a replay finds the record by id
+--      and writes nothing). The wallet object enforced idempotency itself.
 --      A record that is malformed or not a platform call of this end user is not written, and every
 --      booking naming it is refused (invalid_request, the message says why). A per-call
 --      authorization claiming the same client request id at the same instant makes the insert fail
@@ -86,10 +89,26 @@ declare
   v_refusals text[];
   v_sent jsonb;
   v_sent_positions integer[];
-  v_results jsonb[];
-  v_row record;
+  v_named_calls jsonb;
+  v_closed_calls uuid[];
+  v_booked_calls uuid[];
+  v_reopen uuid[];
   v_booked numeric := 0;
   v_cast_ok boolean := true;
+  -- The batch's answer, one array per column, indexed by the element's position in p_bookings.
+  v_positions integer[];
+  v_outcomes text[];
+  v_reasons text[];
+  v_messages text[];
+  v_event_ids uuid[];
+  v_transaction_ids uuid[];
+  v_costs numeric[];
+  v_retails numeric[];
+  v_developer_revenues numeric[];
+  v_platform_shares numeric[];
+  v_balances numeric[];
+  v_receivables numeric[];
+  v_created timestamptz[];
 begin
   if p_end_user_id is null or p_lease_key is null or p_lease_key not like 'lease:_%' then
     raise exception 'a lease needs an end user and a key starting with lease:' using errcode = '22023';
@@ -133,18 +152,28 @@ begin
     update balance_holds h set amount = 0 where h.id = v_lease.id;
   end if;
 
-  -- a. The call records: why each one that would be written is not (by id); then the rest written.
+  -- a. The call records: why each one that would be written is not (by id); the rest written, in one
+  --    statement (each record cast once). A record that a booking of this flush names (call_id) is
+  --    written already closed — `settled`, closed_at now(), what that booking's close sets — and put
+  --    back in flight below if that booking is not booked; the others are written `in_flight`.
   --    Every value of the right type: one cast over all; only when it fails, each field is checked.
   begin
     perform jsonb_populate_record(null::gateway_calls, e.value) from jsonb_array_elements(p_calls) as e;
   exception when data_exception then
     v_cast_ok := false;
   end;
+  -- The calls named by a booking (a set: call id → true).
+  select coalesce(jsonb_object_agg(lower(e.value ->> 'call_id'), true), '{}'::jsonb)
+    into v_named_calls
+    from jsonb_array_elements(p_bookings) as e
+   where jsonb_typeof(e.value) = 'object' and e.value ->> 'call_id' is not null;
   with records as (
+    -- `offset 0` in each lookup of gateway_calls keeps it an index probe per record: as a join (or a
+    -- hashed subplan) the planner scanned all of gateway_calls for each flush (the ledger bench).
     select e.value, e.ordinality, (e.value ->> 'id')::uuid as id
       from jsonb_array_elements(p_calls) with ordinality as e
-     where not exists (select 1 from gateway_calls g where g.id = (e.value ->> 'id')::uuid)
-  ), shapes as (
+     where not exists (select 1 from gateway_calls g where g.id = (e.value ->> 'id')::uuid offset 0)
+  ), shapes as materialized (
     select r.*,
            case
              when (r.value - c_call_fields) <> '{}'::jsonb
@@ -160,64 +189,65 @@ begin
                     order by a.attnum limit 1)
            end as shape
       from records r
-  ), judged as (
-    select s.id,
-           case when s.shape is not null then s.shape else (
-             select case
-                      when c.end_user_id <> p_end_user_id then 'is not of this wallet''s end user'
-                      when c.app_id <> v_app_id then 'is not of the end user''s app'
-                      when c.route_mode <> 'platform' or c.provider_credential_id is not null
-                        then 'is not a platform call (only those are leased)'
-                      when c.money_key like 'lease:%' then 'has a lease key as money key'
-                      when exists (select 1 from gateway_calls g where g.money_key = c.money_key)
-                        then 'has the money key of another call'
-                      when c.bound_input_tokens < 0 or c.bound_output_tokens < 0 then 'has a negative bound'
-                      when least(c.developer_price_per_mtok_usd, c.open_fee_usd) < 0
-                        or c.developer_price_per_mtok_usd <> round(c.developer_price_per_mtok_usd, 8)
-                        or c.open_fee_usd <> round(c.open_fee_usd, 8)
-                        then 'has a price that is negative or of more than 8 decimals'
-                    end
-               from jsonb_populate_record(null::gateway_calls, s.value) as c) end as refusal
+  ), cast_records as materialized (
+    -- Only a record of the right shape is cast (a refused one may not even cast).
+    select s.*, case when s.shape is null then jsonb_populate_record(null::gateway_calls, s.value) end as c
       from shapes s
+  ), judged as materialized (
+    select x.id, x.ordinality, x.c,
+           coalesce(x.shape,
+                    case
+                      when (x.c).end_user_id <> p_end_user_id then 'is not of this wallet''s end user'
+                      when (x.c).app_id <> v_app_id then 'is not of the end user''s app'
+                      when (x.c).route_mode <> 'platform' or (x.c).provider_credential_id is not null
+                        then 'is not a platform call (only those are leased)'
+                      when (x.c).money_key like 'lease:%' then 'has a lease key as money key'
+                      when exists (select 1 from gateway_calls g where g.money_key = (x.c).money_key offset 0)
+                        then 'has the money key of another call'
+                      when (x.c).bound_input_tokens < 0 or (x.c).bound_output_tokens < 0 then 'has a negative bound'
+                      when least((x.c).developer_price_per_mtok_usd, (x.c).open_fee_usd) < 0
+                        or (x.c).developer_price_per_mtok_usd <> round((x.c).developer_price_per_mtok_usd, 8)
+                        or (x.c).open_fee_usd <> round((x.c).open_fee_usd, 8)
+                        then 'has a price that is negative or of more than 8 decimals'
+                    end) as refusal
+      from cast_records x
+  ), accepted as (
+    select (j.c).*, j.ordinality,
+           row_number() over (partition by (j.c).client_request_id order by j.ordinality) as nth,
+           row_number() over (partition by j.id order by j.ordinality) as copy
+      from judged j
+     where not exists (select 1 from judged k where k.id = j.id and k.refusal is not null)
+  ), written as (
+    insert into gateway_calls (id, money_key, client_request_id, fingerprint, app_id, end_user_id, feature_key, route_mode,
+                               provider, model, provider_credential_id, bound_input_tokens, bound_output_tokens, status,
+                               deadline_at, created_at, closed_at, developer_price_per_mtok_usd, open_fee_usd,
+                               developer_share_bps, platform_markup_bps, platform_fee_bps, fallback_models)
+    select r.id, r.money_key,
+           case when r.nth > 1 or exists (
+                  select 1 from gateway_calls g
+                   where g.end_user_id = r.end_user_id and g.client_request_id = r.client_request_id and g.status <> 'abandoned'
+                   offset 0)
+                then r.client_request_id || '#' || r.id::text
+                else r.client_request_id end,
+           r.fingerprint, r.app_id, r.end_user_id, r.feature_key, r.route_mode, r.provider, r.model, r.provider_credential_id,
+           r.bound_input_tokens, r.bound_output_tokens,
+           case when v_named_calls ? r.id::text then 'settled' else 'in_flight' end, r.deadline_at, r.created_at,
+           case when v_named_calls ? r.id::text then now() end,
+           r.developer_price_per_mtok_usd, r.open_fee_usd, r.developer_share_bps, r.platform_markup_bps, r.platform_fee_bps,
+           r.fallback_models
+      from accepted r
+     where r.copy = 1
+     order by r.ordinality
+    returning id, status
   )
-  select coalesce(jsonb_object_agg(j.id::text, 'the call record ' || j.refusal) filter (where j.refusal is not null), '{}'::jsonb)
-    into v_refused_calls
+  select coalesce(jsonb_object_agg(j.id::text, 'the call record ' || j.refusal) filter (where j.refusal is not null), '{}'::jsonb),
+         (select array_agg(w.id) from written w where w.status = 'settled')
+    into v_refused_calls, v_closed_calls
     from judged j;
-
-  with accepted as materialized (
-    -- Only the records judged above are cast (a refused one may not even cast).
-    select e.value, e.ordinality
-      from jsonb_array_elements(p_calls) with ordinality as e
-     where not (v_refused_calls ? ((e.value ->> 'id')::uuid)::text)
-       and not exists (select 1 from gateway_calls g where g.id = (e.value ->> 'id')::uuid)
-  ), records as (
-    select c.*, a.ordinality,
-           row_number() over (partition by c.client_request_id order by a.ordinality) as nth,
-           row_number() over (partition by c.id order by a.ordinality) as copy
-      from accepted a cross join lateral jsonb_populate_record(null::gateway_calls, a.value) as c
-  )
-  insert into gateway_calls (id, money_key, client_request_id, fingerprint, app_id, end_user_id, feature_key, route_mode,
-                             provider, model, provider_credential_id, bound_input_tokens, bound_output_tokens, status,
-                             deadline_at, created_at, developer_price_per_mtok_usd, open_fee_usd, developer_share_bps,
-                             platform_markup_bps, platform_fee_bps, fallback_models)
-  select r.id, r.money_key,
-         case when r.nth > 1 or exists (
-                select 1 from gateway_calls g
-                 where g.end_user_id = r.end_user_id and g.client_request_id = r.client_request_id and g.status <> 'abandoned')
-              then r.client_request_id || '#' || r.id::text
-              else r.client_request_id end,
-         r.fingerprint, r.app_id, r.end_user_id, r.feature_key, r.route_mode, r.provider, r.model, r.provider_credential_id,
-         r.bound_input_tokens, r.bound_output_tokens, 'in_flight', r.deadline_at, r.created_at,
-         r.developer_price_per_mtok_usd, r.open_fee_usd, r.developer_share_bps, r.platform_markup_bps, r.platform_fee_bps,
-         r.fallback_models
-    from records r
-   where r.copy = 1
-   order by r.ordinality;
 
   -- b. The bookings: refused here when not of this wallet, under a lease key, or naming a refused
   --    record; the rest booked by the batch (which judges their shape and everything else).
   v_count := jsonb_array_length(p_bookings);
-  v_results := array_fill(null::jsonb, array[v_count]);
   select array_agg(
            case
              when jsonb_typeof(e.value) is distinct from 'object' then null
@@ -228,16 +258,40 @@ begin
            end order by e.ordinality)
     into v_refusals
     from jsonb_array_elements(p_bookings) with ordinality as e;
-  select array_agg(e.ordinality::integer order by e.ordinality), jsonb_agg(e.value order by e.ordinality)
-    into v_sent_positions, v_sent
-    from jsonb_array_elements(p_bookings) with ordinality as e
-   where v_refusals[e.ordinality::integer] is null;
-  for v_row in select * from faucet_book_usage_batch(coalesce(v_sent, '[]'::jsonb)) loop
-    v_results[v_sent_positions[v_row.ordinal]] := to_jsonb(v_row);
-    if v_row.outcome = 'booked' then
-      v_booked := v_booked + v_row.retail_usd;
-    end if;
-  end loop;
+  if v_count = 0 or array_position(v_refusals, null) is null then
+    -- None is sent (every one refused here, or there are none).
+    v_sent := '[]'::jsonb;
+    v_sent_positions := '{}';
+  elsif array_positions(v_refusals, null) = array(select generate_series(1, v_count)) then
+    -- None refused here (the usual flush): the bookings as given.
+    v_sent := p_bookings;
+    v_sent_positions := array_positions(v_refusals, null);
+  else
+    select array_agg(e.ordinality::integer order by e.ordinality), jsonb_agg(e.value order by e.ordinality)
+      into v_sent_positions, v_sent
+      from jsonb_array_elements(p_bookings) with ordinality as e
+     where v_refusals[e.ordinality::integer] is null;
+  end if;
+  select array_agg(v_sent_positions[b.ordinal] order by b.ordinal), array_agg(b.outcome order by b.ordinal),
+         array_agg(b.reason order by b.ordinal), array_agg(b.message order by b.ordinal),
+         array_agg(b.usage_event_id order by b.ordinal), array_agg(b.ledger_transaction_id order by b.ordinal),
+         array_agg(b.upstream_cost_usd order by b.ordinal), array_agg(b.retail_usd order by b.ordinal),
+         array_agg(b.developer_revenue_usd order by b.ordinal), array_agg(b.platform_share_usd order by b.ordinal),
+         array_agg(b.balance_usd order by b.ordinal), array_agg(b.receivable_usd order by b.ordinal),
+         array_agg(b.created_at order by b.ordinal),
+         coalesce(sum(b.retail_usd) filter (where b.outcome = 'booked'), 0),
+         array_agg((v_sent -> (b.ordinal - 1) ->> 'call_id')::uuid)
+           filter (where b.outcome = 'booked' and v_sent -> (b.ordinal - 1) ->> 'call_id' is not null)
+    into v_positions, v_outcomes, v_reasons, v_messages, v_event_ids, v_transaction_ids, v_costs, v_retails,
+         v_developer_revenues, v_platform_shares, v_balances, v_receivables, v_created, v_booked, v_booked_calls
+    from faucet_book_usage_batch(v_sent) as b;
+
+  -- The records written closed whose booking was not booked now are put back in flight (the sweeper
+  -- books them), exactly as if written in flight and closed only by a booking.
+  v_reopen := array(select unnest(v_closed_calls) except select unnest(v_booked_calls));
+  if cardinality(v_reopen) > 0 then
+    update gateway_calls g set status = 'in_flight', closed_at = null where g.id = any (v_reopen);
+  end if;
 
   -- c. The lease, from the balance the bookings left.
   select w.balance into v_balance from wallets w where w.id = v_wallet_id;
@@ -261,23 +315,28 @@ begin
     returning * into v_lease;
   end if;
 
+  -- available = balance − every active unexpired hold: the others (v_others) and the lease when active
+  -- (its expiry is now() + a positive lifetime).
   return query
   select 0, p_lease_key, 'lease'::text, null::text, null::text, null::uuid, null::uuid, null::numeric, null::numeric,
          null::numeric, null::numeric, null::numeric, null::numeric, null::timestamptz,
          v_lease.amount::numeric(20, 8), v_lease.expires_at, v_lease.status, v_balance::numeric(20, 8),
-         (v_balance - faucet_held(v_wallet_id, null))::numeric(20, 8);
+         (v_balance - v_others - case when v_lease.status = 'active' and v_lease.expires_at > now() then v_lease.amount else 0 end)
+           ::numeric(20, 8);
   return query
   select e.ordinality::integer, e.value ->> 'request_id',
-         coalesce(r.value ->> 'outcome', 'refused'),
-         case when r.value is null then 'invalid_request' else r.value ->> 'reason' end,
-         coalesce(r.value ->> 'message', v_refusals[e.ordinality::integer]),
-         (r.value ->> 'usage_event_id')::uuid, (r.value ->> 'ledger_transaction_id')::uuid,
-         (r.value ->> 'upstream_cost_usd')::numeric(20, 8), (r.value ->> 'retail_usd')::numeric(20, 8),
-         (r.value ->> 'developer_revenue_usd')::numeric(20, 8), (r.value ->> 'platform_share_usd')::numeric(20, 8),
-         (r.value ->> 'balance_usd')::numeric(20, 8), (r.value ->> 'receivable_usd')::numeric(20, 8),
-         (r.value ->> 'created_at')::timestamptz, null::numeric, null::timestamptz, null::text, null::numeric, null::numeric
+         coalesce(r.outcome, 'refused'),
+         case when r.position is null then 'invalid_request' else r.reason end,
+         coalesce(r.message, v_refusals[e.ordinality::integer]),
+         r.event_id, r.transaction_id, r.cost::numeric(20, 8), r.retail::numeric(20, 8),
+         r.developer_revenue::numeric(20, 8), r.platform_share::numeric(20, 8), r.balance::numeric(20, 8),
+         r.receivable::numeric(20, 8), r.created, null::numeric, null::timestamptz, null::text, null::numeric, null::numeric
     from jsonb_array_elements(p_bookings) with ordinality as e
-    join unnest(v_results) with ordinality as r(value, n) on r.n = e.ordinality
+    left join unnest(v_positions, v_outcomes, v_reasons, v_messages, v_event_ids, v_transaction_ids, v_costs, v_retails,
+                     v_developer_revenues, v_platform_shares, v_balances, v_receivables, v_created)
+         as r(position, outcome, reason, message, event_id, transaction_id, cost, retail, developer_revenue, platform_share,
+              balance, receivable, created)
+      on r.position = e.ordinality
    order by e.ordinality;
 end
 $$;

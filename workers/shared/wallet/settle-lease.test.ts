@@ -427,6 +427,46 @@ describe('settleLease: the flush', () => {
     await expectBooksClean(calls);
   });
 
+  it('closes a record only with its booking: one whose booking is refused, or sent without one, stays in flight until a later flush', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '0.00000001');
+    const key = leaseKey();
+    await settleLease(database.db, flush(user, key, [], '0.00000000'));
+    const calls = leasedCalls(user, 3);
+    const [booked, uncovered, unsent] = calls as [LeasedCall, LeasedCall, LeasedCall];
+    const records = async () =>
+      sql<{ id: string; status: string; closed: boolean; closed_with_booking: boolean }>(
+        testEnv,
+        `select g.id, g.status, g.closed_at is not null as closed, coalesce(g.closed_at = e.created_at, false) as closed_with_booking
+           from gateway_calls g left join usage_events e on e.call_id = g.id
+          where g.id = any($1::uuid[]) order by array_position($1::uuid[], g.id)`,
+        [calls.map((call) => call.record.id)],
+      );
+
+    // Three records; the second's booking allows no receivable and the wallet cannot cover it; the third's is not sent.
+    const first = await settleLease(database.db, {
+      ...flush(user, key, calls, '0.00000000'),
+      bookings: [booked.booking, { ...uncovered.booking, allowReceivable: false }],
+    });
+    expect(first.results.map((result) => (result.outcome === 'refused' ? result.reason : result.outcome))).toEqual([
+      'booked',
+      'insufficient_balance',
+    ]);
+    expect(await records()).toEqual([
+      { id: booked.record.id, status: 'settled', closed: true, closed_with_booking: true },
+      { id: uncovered.record.id, status: 'in_flight', closed: false, closed_with_booking: false },
+      { id: unsent.record.id, status: 'in_flight', closed: false, closed_with_booking: false },
+    ]);
+
+    // Funded, the object flushes the two again: booked now, and their records closed by these bookings.
+    await fund(database, user.walletId, '1.00000000');
+    const second = await settleLease(database.db, flush(user, key, [uncovered, unsent], '0.00000000'));
+    expect(outcomes(second.results)).toEqual(['booked', 'booked']);
+    expect((await records()).map((record) => [record.status, record.closed_with_booking])).toEqual(Array(3).fill(['settled', true]));
+    expect(await countsOf(calls)).toEqual({ records: 3, settled: 3, events: 3, transactions: 3, entries: 12 });
+    await expectBooksClean(calls);
+  });
+
   it('serializes with concurrent holds and settles of the same wallet: available never below zero, each call booked once', async () => {
     const user = await createTestUser(testEnv);
     await fund(database, user.walletId, '1.00000000');
