@@ -65,7 +65,11 @@ create or replace function faucet_settle_lease(
   wallet_balance_usd numeric,
   available_usd numeric
 )
-language plpgsql as $$
+language plpgsql
+-- Its statements keep one generic plan each: the call records' statement was planned again at every
+-- flush (about 0.5 ms of a 50-call flush's 17 ms in the ledger bench; its plan is index probes either way).
+set plan_cache_mode = force_generic_plan
+as $$
 #variable_conflict use_column
 declare
   c_call_fields constant text[] := array[

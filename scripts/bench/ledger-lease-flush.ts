@@ -1,19 +1,21 @@
 /**
- * The wallet object's real flush (issue 19): `settleLease` (faucet_settle_lease), one statement that
- * writes the call records of the calls the object authorized against its lease, books their
- * settlements and renews the lease. Each writer stands for one wallet object: it takes its lease
- * (untimed: the cold wallet's statement), then flushes its settled calls in batches, each call with
- * its gateway_calls record, as the object sends them (booking keyed `call:<id>`, naming its call,
- * receivable allowed), and at the end releases the lease (untimed: the idle release).
+ * The wallet object's real flush (issue 19): `flushLease` (faucet_settle_lease), the one statement
+ * the object sends from its alarm, which writes the records of the calls it authorized against its
+ * lease, books their settlements and renews the lease. Each writer stands for one wallet object: it
+ * takes its lease (untimed: the cold wallet's statement), then flushes its settled calls in batches,
+ * each call's record and booking in the form the object keeps them (the record written at authorize,
+ * the booking encoded by the gateway when it settled the call: `bookingElement`, keyed `call:<id>`,
+ * naming its call, receivable allowed), so the flush does only what the object's does. At the end it
+ * releases the lease (untimed: the idle release).
  */
 import { sha256Hex } from '#shared/crypto.ts';
+import { bookingElement } from '#shared/ledger/book-usage-batch.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
-import { parseWireAmount } from '#shared/money/index.ts';
 import type { RatedUsage } from '#shared/rating/index.ts';
-import { settleLease, type LeasedCallRecord } from '#shared/wallet/settle-lease.ts';
+import { flushLease } from '../../workers/gateway/src/wallet/wallet-database.ts';
 
 /** The lease the object asks for after each flush (WALLET_LEASE_USD's default chunk), and its life. */
-const LEASE_TARGET = parseWireAmount('1.00000000');
+const LEASE_TARGET_USD = '1.00000000';
 const LEASE_TTL_SECONDS = 600;
 
 export interface LeaseFlushOptions {
@@ -26,6 +28,47 @@ export interface LeaseFlushOptions {
   rated: RatedUsage;
 }
 
+/** A settled call as the object holds it: its gateway_calls record and its booking. */
+function settledCall(options: LeaseFlushOptions, endUserId: string, fingerprint: string) {
+  const id = crypto.randomUUID();
+  const authorizedAt = Date.now();
+  const record = {
+    id,
+    money_key: `call:${id}`,
+    client_request_id: id,
+    fingerprint,
+    app_id: options.appId,
+    end_user_id: endUserId,
+    feature_key: 'chat',
+    route_mode: 'platform',
+    provider: options.rated.provider,
+    model: options.rated.model,
+    provider_credential_id: null,
+    bound_input_tokens: 1_000,
+    bound_output_tokens: 500,
+    deadline_at: new Date(authorizedAt + 300_000).toISOString(),
+    created_at: new Date(authorizedAt).toISOString(),
+    developer_price_per_mtok_usd: null,
+    open_fee_usd: null,
+    developer_share_bps: 0,
+    platform_markup_bps: null,
+    platform_fee_bps: null,
+    fallback_models: null,
+  };
+  const booking = bookingElement({
+    requestId: record.money_key,
+    clientRequestId: id,
+    callId: id,
+    allowReceivable: true,
+    appId: options.appId,
+    endUserId,
+    featureKey: 'chat',
+    rated: options.rated,
+    providerCredentialId: null,
+  });
+  return { record, booking };
+}
+
 /** Bookings flushed, the seconds and statements the flushes took (the lease's taking and release not counted). */
 export async function measureLeaseFlush(
   db: LedgerDatabase,
@@ -34,64 +77,36 @@ export async function measureLeaseFlush(
   const fingerprint = await sha256Hex('bench');
   const leases = options.endUserIds.map((endUserId, writer) => ({ endUserId, leaseKey: `lease:bench-${options.label}-${writer}` }));
   const renew = (lease: (typeof leases)[number], keep: boolean) =>
-    settleLease(db, {
+    flushLease(db, {
       ...lease,
       calls: [],
       bookings: [],
-      target: keep ? LEASE_TARGET : parseWireAmount('0.00000000'),
+      targetUsd: keep ? LEASE_TARGET_USD : '0.00000000',
       keep,
       ttlSeconds: LEASE_TTL_SECONDS,
     });
   for (const lease of leases) await renew(lease, true);
+  // What each object holds when its alarm fires: the settled calls, batch by batch.
+  const batchesOf = leases.map((lease) => {
+    const batches: Array<ReturnType<typeof settledCall>[]> = [];
+    for (let offset = 0; offset < options.perWriter; offset += options.batchSize) {
+      const count = Math.min(options.batchSize, options.perWriter - offset);
+      batches.push(Array.from({ length: count }, () => settledCall(options, lease.endUserId, fingerprint)));
+    }
+    return batches;
+  });
 
   let flushes = 0;
   const started = performance.now();
   await Promise.all(
-    leases.map(async (lease) => {
-      for (let offset = 0; offset < options.perWriter; offset += options.batchSize) {
-        const count = Math.min(options.batchSize, options.perWriter - offset);
-        const calls: LeasedCallRecord[] = Array.from({ length: count }, () => {
-          const id = crypto.randomUUID();
-          const authorizedAt = new Date();
-          return {
-            id,
-            moneyKey: `call:${id}`,
-            clientRequestId: id,
-            fingerprint,
-            appId: options.appId,
-            endUserId: lease.endUserId,
-            featureKey: 'chat',
-            routeMode: 'platform',
-            provider: options.rated.provider,
-            model: options.rated.model,
-            boundInputTokens: 1_000,
-            boundOutputTokens: 500,
-            deadlineAt: new Date(authorizedAt.getTime() + 300_000),
-            createdAt: authorizedAt,
-            developerPricePerMtokUsd: null,
-            openFeeUsd: null,
-            developerShareBps: 0,
-            platformMarkupBps: null,
-            platformFeeBps: null,
-            fallbackModels: null,
-          };
-        });
+    leases.map(async (lease, writer) => {
+      for (const batch of batchesOf[writer] ?? []) {
         flushes += 1;
-        const result = await settleLease(db, {
+        const result = await flushLease(db, {
           ...lease,
-          calls,
-          bookings: calls.map((call) => ({
-            requestId: call.moneyKey,
-            clientRequestId: call.clientRequestId,
-            callId: call.id,
-            allowReceivable: true,
-            appId: options.appId,
-            endUserId: lease.endUserId,
-            featureKey: 'chat',
-            rated: options.rated,
-            providerCredentialId: null,
-          })),
-          target: LEASE_TARGET,
+          calls: batch.map((call) => call.record),
+          bookings: batch.map((call) => call.booking),
+          targetUsd: LEASE_TARGET_USD,
           keep: true,
           ttlSeconds: LEASE_TTL_SECONDS,
         });

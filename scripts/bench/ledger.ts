@@ -2,7 +2,7 @@
  * Ledger benchmark: usage bookings per second against a fresh embedded PostgreSQL, from one client
  * and from 16 concurrent writers, for a plain booking and for the platform route's hold + settle,
  * and the batched flush of issue 19 (`bookUsageBatch`: one statement per batch of a wallet's
- * settled calls) and the wallet object's own flush (`settleLease`: the calls' records, their bookings
+ * settled calls) and the wallet object's own flush (`flushLease`: the calls' records, their bookings
  * and the lease renewal in one statement, ledger-lease-flush.ts) against the one-statement-per-booking
  * reference of the same run. Each writer books for its own end users; all bookings credit the same
  * developer and platform accounts, the hot rows of the ledger. Round trips are counted at the
@@ -220,7 +220,7 @@ export async function runLedgerBench(): Promise<void> {
       // The wallet object's own flush: its calls' records, their bookings and the lease renewal in one statement.
       for (const batchSize of BATCH_SIZES) {
         flushes.push({
-          label: `wallet object flush (settleLease), batches of ${batchSize}, ${FLUSH_WRITERS} objects`,
+          label: `wallet object flush (flushLease), batches of ${batchSize}, ${FLUSH_WRITERS} objects`,
           result: await measureLeaseFlush(drizzle(pool), {
             ...leaseFlushOf(fixture),
             label: `lease${batchSize}`,

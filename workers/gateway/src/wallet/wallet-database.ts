@@ -5,7 +5,7 @@
  * as they are.
  */
 import { sql } from 'drizzle-orm';
-import { bookingResult, type BookingRow, type BookUsageBatchResult } from '#shared/ledger/book-usage-batch.ts';
+import type { BookingRow } from '#shared/ledger/book-usage-batch.ts';
 import { queryOne, queryRows } from '#shared/ledger/database.ts';
 import { formatUsd, parseDatabaseAmount } from '#shared/money/index.ts';
 import {
@@ -129,8 +129,15 @@ export interface LeaseFlush {
   ttlSeconds: number;
 }
 
+/** What the object needs of each booking's outcome (the amounts are its own already; none is parsed). */
+export interface LeaseFlushOutcome {
+  outcome: BookingRow['outcome'];
+  reason: BookingRow['reason'];
+  message: string | null;
+}
+
 export interface LeaseFlushResult {
-  results: BookUsageBatchResult[];
+  results: LeaseFlushOutcome[];
   leaseUsd: string;
   leaseExpiresAt: Date;
 }
@@ -150,12 +157,11 @@ export async function flushLease(database: LedgerDatabase, flush: LeaseFlush): P
   );
   const lease = rows.find((row) => row.ordinal === 0);
   if (lease === undefined || lease.lease_amount_usd === null) throw new Error('faucet_settle_lease returned no lease row');
-  const results: BookUsageBatchResult[] = new Array(flush.bookings.length);
+  const results: LeaseFlushOutcome[] = new Array(flush.bookings.length);
   for (const row of rows) {
     if (row.ordinal === 0) continue;
-    const booking = flush.bookings[row.ordinal - 1];
-    if (booking === undefined) throw new Error(`faucet_settle_lease returned an unknown ordinal ${row.ordinal}`);
-    results[row.ordinal - 1] = bookingResult(row.ordinal - 1, String(booking.request_id), row);
+    if (row.ordinal > flush.bookings.length) throw new Error(`faucet_settle_lease returned an unknown ordinal ${row.ordinal}`);
+    results[row.ordinal - 1] = { outcome: row.outcome, reason: row.reason, message: row.message };
   }
   for (let index = 0; index < results.length; index++) {
     if (results[index] === undefined) throw new Error(`faucet_settle_lease did not answer booking ${index}`);
