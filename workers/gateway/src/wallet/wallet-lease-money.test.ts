@@ -128,6 +128,50 @@ describe('money outside the gateway', () => {
     expect(await reconciled()).toBe(true);
   });
 
+  it('a call arriving while an idle object gives its lease back waits for it, then renews: nothing kept uncovered', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported)));
+    const gateway = gatewayWith({ upstreamFetch: upstream.fetch });
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    const object = objectOf(session.token);
+    await object.flush();
+    // Two minutes without a call: the next alarm gives the lease back.
+    await runInDurableObject(object, async (instance) => {
+      (instance as unknown as { meta: { lastActivity: number } }).meta.lastActivity = Date.now() - 600_000;
+    });
+    await sql(
+      testEnv,
+      `create or replace function test_slow_release() returns trigger language plpgsql as $$
+       begin perform pg_sleep(1); return new; end $$`,
+    );
+    await sql(
+      testEnv,
+      `create trigger test_slow_release before update on balance_holds for each row
+       when (new.status = 'released') execute function test_slow_release()`,
+    );
+    try {
+      const releasing = runDurableObjectAlarm(object);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const racing = chat(gateway, testEnv, session.token, body);
+      await releasing;
+      expect((await racing).status).toBe(200);
+    } finally {
+      await sql(testEnv, 'drop trigger test_slow_release on balance_holds');
+    }
+    // Whatever the object keeps, its lease in Postgres covers.
+    const snapshot = await object.snapshot();
+    const [lease] = await sql<{ amount: string; status: string }>(
+      testEnv,
+      'select amount::text, status from balance_holds where request_id = $1',
+      [`lease:${walletOfToken(session.token)}`],
+    );
+    expect(snapshot.unflushed + snapshot.inFlight).toBeGreaterThan(0);
+    expect(lease?.status).toBe('active');
+    expect(unitsOf(lease?.amount ?? '0')).toBeGreaterThanOrEqual(unitsOf(snapshot.committedUsd));
+    await object.flush();
+    expect(await reconciled()).toBe(true);
+  });
+
   it('the attacker spends on the lease, has the top-up refunded, and calls again: the refund recalls the lease, so the next call is refused and every call paid upstream is booked', async () => {
     const checkout = await paidCheckout(testEnv, '2.00000000');
     const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported)));

@@ -76,7 +76,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   private readonly revoked = new Set<string>();
   /** The recalls whose debit is being written (each until when at most): no new lease meanwhile. */
   private readonly recalls: number[] = [];
-  /** Release statements (a recall's) queued or running: the lease they set covers only the calls already in flight. */
+  /** Release statements (a recall's or the idle one) queued or running: the lease they set covers only the calls already in flight. */
   private releases = 0;
   /** Bumped by every pushed revocation: a context read that started before one is not kept. */
   private generation = 0;
@@ -261,12 +261,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     // racing the debit waits for it instead of taking the money back first.
     const until = Date.now() + recallPauseMs;
     this.recalls.push(until);
-    this.releases += 1;
-    try {
-      await this.sync(0n, { release: true });
-    } finally {
-      this.releases -= 1;
-    }
+    await this.sync(0n, { release: true });
     return this.snapshot();
   }
 
@@ -331,7 +326,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     await this.setAlarm(Date.now() + Math.max(intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000), 500));
   }
 
-  /** A recall's release is queued or running, or its debit is being written. */
+  /** A release is queued or running, or a recall's debit is being written. */
   private recalling(): boolean {
     return this.releases > 0 || this.recalls.some((until) => until > Date.now());
   }
@@ -378,8 +373,19 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
    * booked, so reservations made while it runs stay covered.
    */
   private sync(need: bigint, options: { release?: boolean } = {}): Promise<void> {
-    const run = this.ledgerQueue.then(() => this.syncNow(need, options.release === true));
+    const release = options.release === true;
+    // A release (a recall's, or the idle one) sets the lease to the calls in flight when it begins:
+    // until it has, no call is authorized on the lease in memory (`recalling`).
+    if (release) this.releases += 1;
+    const run = this.ledgerQueue.then(() => this.syncNow(need, release));
     this.ledgerQueue = run.catch(() => undefined);
+    if (release) {
+      void run
+        .finally(() => {
+          this.releases -= 1;
+        })
+        .catch(() => undefined);
+    }
     return run;
   }
 
