@@ -112,3 +112,41 @@ export async function startGatewayInMiniflare(options: {
   const url = (await miniflare.unsafeGetDirectURL(workers[0]!.name)).origin;
   return { url, entryUrl, stop: () => miniflare.dispose() };
 }
+
+/**
+ * The runtime's own floor for the same hop, for information: a worker of a few lines in workerd (by
+ * Miniflare directly, on its own socket) that forwards the request's body to the upstream and answers
+ * with the upstream's answer — no auth, no Durable Object, no metering. What Faucet's gateway adds
+ * above this line is its own work; what this line adds above the direct call is workerd's.
+ */
+export async function startProxyFloorInMiniflare(upstreamUrl: string): Promise<MiniflareGateway> {
+  const miniflare = new Miniflare(
+    convertV4MiniflareOptions({
+      host: '127.0.0.1',
+      port: await freePort(),
+      cf: false,
+      workers: [
+        {
+          name: 'proxy-floor',
+          modules: true,
+          compatibilityDate: '2025-09-01',
+          bindings: { UPSTREAM_URL: upstreamUrl },
+          unsafeDirectSockets: [{ host: '127.0.0.1', port: 0 }],
+          script: `export default {
+          async fetch(request, env) {
+            const answer = await fetch(env.UPSTREAM_URL, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: await request.text(),
+            });
+            return new Response(await answer.text(), { status: answer.status, headers: { 'content-type': 'application/json' } });
+          },
+        };`,
+        },
+      ],
+    }),
+  );
+  const entryUrl = (await miniflare.ready).origin;
+  const url = (await miniflare.unsafeGetDirectURL('proxy-floor')).origin;
+  return { url, entryUrl, stop: () => miniflare.dispose() };
+}

@@ -11,7 +11,7 @@ import { generateSecrets, parseEnvFile } from '../lib/dev-vars.ts';
 import { freePort } from '../lib/ports.ts';
 import { repoRoot, startStack, type Stack } from '../lib/stack.ts';
 import { startDelayPipe, type DelayPipe } from './delay-pipe.ts';
-import { startGatewayInMiniflare } from './gateway-miniflare.ts';
+import { startGatewayInMiniflare, startProxyFloorInMiniflare } from './gateway-miniflare.ts';
 import { runRttKnob } from './gateway-rtt.ts';
 import { portkeyHeaders, startMockUpstream, startPortkey, type MockUpstream } from './portkey.ts';
 import { createFundedSessions } from './stack-sessions.ts';
@@ -145,6 +145,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     env: parseEnvFile(readFileSync(stack.workerEnvFile, 'utf8')),
   });
   const portkey = await startPortkey();
+  const proxyFloor = await startProxyFloorInMiniflare(`http://127.0.0.1:${upstream.port}/v1/chat/completions`);
   try {
     const messages = [{ role: 'user', content: 'Hello from the benchmark' }];
     const post = async (url: string, headers: Record<string, string>, body: object) => {
@@ -178,6 +179,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
       wranglerDev: faucetCall(stack.gatewayUrl, token),
       portkey: () =>
         post(`${portkey.url}/v1/chat/completions`, portkeyHeaders(upstream), { model: 'gpt-4o-mini', max_tokens: 64, messages }),
+      proxyFloor: () => post(proxyFloor.url, { 'content-type': 'application/json' }, { model: 'gpt-4o-mini', max_tokens: 64, messages }),
       miniflareHealth: health(miniflare.url),
       miniflareEntryHealth: health(miniflare.entryUrl),
       wranglerDevHealth: health(stack.gatewayUrl),
@@ -215,6 +217,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     for (const [name, label] of [
       ['miniflare', 'Faucet, workerd (Miniflare), metered'],
       ['portkey', 'Portkey (Node, no metering)'],
+      ['proxyFloor', 'info: a 10-line workerd proxy (floor)'],
       ['miniflareEntry', "info: Faucet via Miniflare's entry worker"],
       ['wranglerDev', 'info: Faucet under wrangler dev'],
     ] as const) {
@@ -235,6 +238,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     console.log(`   for information, under wrangler dev: ${(addedP50('wranglerDev') / addedP50('portkey')).toFixed(2)} × Portkey's`);
   } finally {
     await portkey.stop();
+    await proxyFloor.stop();
     await miniflare.stop();
   }
 }
