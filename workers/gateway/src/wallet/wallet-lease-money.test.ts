@@ -36,6 +36,46 @@ async function reconciled(): Promise<boolean> {
   }
 }
 
+/** Runs `work` while every release of a lease (status set to `released`) takes a second in Postgres. */
+async function withSlowRelease<T>(work: () => Promise<T>): Promise<T> {
+  await sql(
+    testEnv,
+    `create or replace function test_slow_release() returns trigger language plpgsql as $$
+     begin perform pg_sleep(1); return new; end $$`,
+  );
+  await sql(
+    testEnv,
+    `create trigger test_slow_release before update on balance_holds for each row
+     when (new.status = 'released') execute function test_slow_release()`,
+  );
+  try {
+    return await work();
+  } finally {
+    await sql(testEnv, 'drop trigger test_slow_release on balance_holds');
+  }
+}
+
+/** A funded end user whose object holds a lease after one call, nothing left unflushed. */
+async function leasedWallet() {
+  const session = await fundedSession(testEnv, '1.00000000');
+  const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported)));
+  const gateway = gatewayWith({ upstreamFetch: upstream.fetch });
+  expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+  const object = objectOf(session.token);
+  await object.flush();
+  return { session, upstream, gateway, object };
+}
+
+/** The lease hold of the wallet a session token names, as Postgres has it. */
+async function leaseOf(token: string) {
+  const [lease] = await sql<{ amount: string; status: string }>(
+    testEnv,
+    'select amount::text, status from balance_holds where request_id = $1',
+    [`lease:${walletOfToken(token)}`],
+  );
+  return lease;
+}
+
 describe('money outside the gateway', () => {
   it('an operator debit recalls the lease: what the object settled is booked first, then the debit meets the whole balance', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
@@ -81,41 +121,20 @@ describe('money outside the gateway', () => {
   });
 
   it('a call arriving while a recall gives the lease back waits for the debit: the object never keeps a call its lease in Postgres does not cover', async () => {
-    const session = await fundedSession(testEnv, '1.00000000');
-    const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported)));
-    const gateway = gatewayWith({ upstreamFetch: upstream.fetch });
-    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
-    const object = objectOf(session.token);
-    await object.flush();
+    const { session, upstream, gateway, object } = await leasedWallet();
     // The release statement is slow (a long way to Postgres): a call comes in while it runs. Before
     // the fix the object authorized it on the lease in memory, which the release then gave back.
-    await sql(
-      testEnv,
-      `create or replace function test_slow_release() returns trigger language plpgsql as $$
-       begin perform pg_sleep(1); return new; end $$`,
-    );
-    await sql(
-      testEnv,
-      `create trigger test_slow_release before update on balance_holds for each row
-       when (new.status = 'released') execute function test_slow_release()`,
-    );
-    let racing: Promise<Response>;
-    try {
+    const { racing } = await withSlowRelease(async () => {
       const recalling = object.recall();
       await new Promise((resolve) => setTimeout(resolve, 200));
-      racing = chat(gateway, testEnv, session.token, body);
+      const racing = chat(gateway, testEnv, session.token, body);
       const recalled = await recalling;
-      const [lease] = await sql<{ amount: string; status: string }>(
-        testEnv,
-        'select amount::text, status from balance_holds where request_id = $1',
-        [`lease:${walletOfToken(session.token)}`],
-      );
       // Given back whole, and nothing kept that it does not cover (a debit may now take every cent).
-      expect(lease).toMatchObject({ amount: '0.00000000', status: 'released' });
+      expect(await leaseOf(session.token)).toMatchObject({ amount: '0.00000000', status: 'released' });
       expect(recalled).toMatchObject({ inFlight: 0, unflushed: 0, committedUsd: '0.00000000' });
-    } finally {
-      await sql(testEnv, 'drop trigger test_slow_release on balance_holds');
-    }
+      // Still waiting (not unwrapped here): it is served once the debit says it is written.
+      return { racing };
+    });
     // The debit is written: the waiting call renews the lease and is served.
     await object.resume();
     expect((await racing).status).toBe(200);
@@ -129,42 +148,21 @@ describe('money outside the gateway', () => {
   });
 
   it('a call arriving while an idle object gives its lease back waits for it, then renews: nothing kept uncovered', async () => {
-    const session = await fundedSession(testEnv, '1.00000000');
-    const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported)));
-    const gateway = gatewayWith({ upstreamFetch: upstream.fetch });
-    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
-    const object = objectOf(session.token);
-    await object.flush();
+    const { session, gateway, object } = await leasedWallet();
     // Two minutes without a call: the next alarm gives the lease back.
     await runInDurableObject(object, async (instance) => {
       (instance as unknown as { meta: { lastActivity: number } }).meta.lastActivity = Date.now() - 600_000;
     });
-    await sql(
-      testEnv,
-      `create or replace function test_slow_release() returns trigger language plpgsql as $$
-       begin perform pg_sleep(1); return new; end $$`,
-    );
-    await sql(
-      testEnv,
-      `create trigger test_slow_release before update on balance_holds for each row
-       when (new.status = 'released') execute function test_slow_release()`,
-    );
-    try {
+    await withSlowRelease(async () => {
       const releasing = runDurableObjectAlarm(object);
       await new Promise((resolve) => setTimeout(resolve, 200));
       const racing = chat(gateway, testEnv, session.token, body);
       await releasing;
       expect((await racing).status).toBe(200);
-    } finally {
-      await sql(testEnv, 'drop trigger test_slow_release on balance_holds');
-    }
+    });
     // Whatever the object keeps, its lease in Postgres covers.
     const snapshot = await object.snapshot();
-    const [lease] = await sql<{ amount: string; status: string }>(
-      testEnv,
-      'select amount::text, status from balance_holds where request_id = $1',
-      [`lease:${walletOfToken(session.token)}`],
-    );
+    const lease = await leaseOf(session.token);
     expect(snapshot.unflushed + snapshot.inFlight).toBeGreaterThan(0);
     expect(lease?.status).toBe('active');
     expect(unitsOf(lease?.amount ?? '0')).toBeGreaterThanOrEqual(unitsOf(snapshot.committedUsd));
