@@ -114,32 +114,53 @@ export async function startGatewayInMiniflare(options: {
 }
 
 /**
- * The runtime's own floor for the same hop, for information: a worker of a few lines in workerd (by
- * Miniflare directly, on its own socket) that forwards the request's body to the upstream and answers
- * with the upstream's answer — no auth, no Durable Object, no metering. What Faucet's gateway adds
- * above this line is its own work; what this line adds above the direct call is workerd's.
+ * The runtime's own floors for the same hop, for information: a worker of a few lines in workerd (by
+ * Miniflare directly, on its own socket). `/` forwards the request's body to the upstream and answers
+ * with the upstream's answer — no auth, no Durable Object, no metering. `/objects` does the same with
+ * the two Durable Object calls a leased call makes around it, each writing a record of a call's size
+ * to the object's storage (SQLite-backed, persisted to disk as the gateway's are), the answer held
+ * until the write is confirmed, as Faucet's `authorize` and `settle` do: the price of keeping a call's
+ * reservation and settlement durable next to the user, with nothing else of Faucet's work.
  */
-export async function startProxyFloorInMiniflare(upstreamUrl: string): Promise<MiniflareGateway> {
+export async function startProxyFloorInMiniflare(upstreamUrl: string, stateDir: string): Promise<MiniflareGateway> {
+  const persistence = join(stateDir, 'proxy-floor-state');
+  mkdirSync(persistence, { recursive: true });
   const miniflare = new Miniflare(
     convertV4MiniflareOptions({
       host: '127.0.0.1',
       port: await freePort(),
       cf: false,
+      resourcePersistencePath: persistence,
       workers: [
         {
           name: 'proxy-floor',
           modules: true,
           compatibilityDate: '2025-09-01',
           bindings: { UPSTREAM_URL: upstreamUrl },
+          durableObjects: { CALLS: { className: 'Calls', useSQLite: true } },
           unsafeDirectSockets: [{ host: '127.0.0.1', port: 0 }],
-          script: `export default {
+          script: `import { DurableObject } from 'cloudflare:workers';
+        export class Calls extends DurableObject {
+          async begin(call) {
+            this.ctx.storage.put({ ['call:' + call.id]: call, ['claim:' + call.id]: Date.now() });
+            return { authorized: true };
+          }
+          async end(id, booking) {
+            this.ctx.storage.put('call:' + id, { id, state: 'settled', booking });
+          }
+        }
+        const fields = (count, prefix) => Object.fromEntries(Array.from({ length: count }, (_, i) => [prefix + i, prefix + '-' + i]));
+        export default {
           async fetch(request, env) {
-            const answer = await fetch(env.UPSTREAM_URL, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: await request.text(),
-            });
-            return new Response(await answer.text(), { status: answer.status, headers: { 'content-type': 'application/json' } });
+            const objects = new URL(request.url).pathname === '/objects';
+            const body = await request.text();
+            const id = crypto.randomUUID();
+            const calls = objects ? env.CALLS.get(env.CALLS.idFromName('one-wallet')) : null;
+            if (calls) await calls.begin({ id, record: fields(21, 'field'), rating: fields(11, 'rating') });
+            const answer = await fetch(env.UPSTREAM_URL, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+            const text = await answer.text();
+            if (calls) await calls.end(id, fields(35, 'booking'));
+            return new Response(text, { status: answer.status, headers: { 'content-type': 'application/json' } });
           },
         };`,
         },

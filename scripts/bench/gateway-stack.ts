@@ -145,7 +145,10 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     env: parseEnvFile(readFileSync(stack.workerEnvFile, 'utf8')),
   });
   const portkey = await startPortkey();
-  const proxyFloor = await startProxyFloorInMiniflare(`http://127.0.0.1:${upstream.port}/v1/chat/completions`);
+  const proxyFloor = await startProxyFloorInMiniflare(
+    `http://127.0.0.1:${upstream.port}/v1/chat/completions`,
+    dirname(stack.workerEnvFile),
+  );
   try {
     const messages = [{ role: 'user', content: 'Hello from the benchmark' }];
     const post = async (url: string, headers: Record<string, string>, body: object) => {
@@ -180,6 +183,8 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
       portkey: () =>
         post(`${portkey.url}/v1/chat/completions`, portkeyHeaders(upstream), { model: 'gpt-4o-mini', max_tokens: 64, messages }),
       proxyFloor: () => post(proxyFloor.url, { 'content-type': 'application/json' }, { model: 'gpt-4o-mini', max_tokens: 64, messages }),
+      objectsFloor: () =>
+        post(`${proxyFloor.url}/objects`, { 'content-type': 'application/json' }, { model: 'gpt-4o-mini', max_tokens: 64, messages }),
       miniflareHealth: health(miniflare.url),
       miniflareEntryHealth: health(miniflare.entryUrl),
       wranglerDevHealth: health(stack.gatewayUrl),
@@ -218,6 +223,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
       ['miniflare', 'Faucet, workerd (Miniflare), metered'],
       ['portkey', 'Portkey (Node, no metering)'],
       ['proxyFloor', 'info: a 10-line workerd proxy (floor)'],
+      ['objectsFloor', 'info: that + 2 object calls, 2 writes'],
       ['miniflareEntry', "info: Faucet via Miniflare's entry worker"],
       ['wranglerDev', 'info: Faucet under wrangler dev'],
     ] as const) {
