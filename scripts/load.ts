@@ -81,7 +81,7 @@ try {
   });
   if (result.outage) {
     const { beganMs, endedMs } = result.outage;
-    const during = result.calls.filter((call) => call.sentMs >= beganMs && call.sentMs < endedMs);
+    const during = result.calls.filter((call) => call.answeredMs >= beganMs && call.sentMs < endedMs);
     console.log(
       `faucet load: PostgreSQL stopped at ${(beganMs / 1000).toFixed(1)} s for ${((endedMs - beganMs) / 1000).toFixed(1)} s; ${during.length} calls meanwhile, ${during.filter((call) => call.status === 200).length} served on leases`,
     );

@@ -67,6 +67,8 @@ export interface CallRecord {
   chargedUsd: string | null;
   /** When the client sent it, in ms since the main phase began. */
   sentMs: number;
+  /** When the client had its whole answer (or gave up), in ms since the main phase began. */
+  answeredMs: number;
 }
 
 export interface LoadResult {
@@ -221,6 +223,7 @@ export async function runLoad(target: LoadTarget, plan: LoadPlan): Promise<LoadR
       calls.push({
         requestId,
         sentMs,
+        answeredMs: performance.now() - started,
         stream,
         status: result?.status ?? NETWORK_ERROR,
         code: result ? result.code : 'network',

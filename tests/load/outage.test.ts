@@ -42,8 +42,10 @@ describe('a minute-long PostgreSQL outage during a load run', () => {
     const outage = result.outage!;
     expect(outage.endedMs - outage.beganMs).toBeGreaterThanOrEqual(OUTAGE_MS);
 
-    const before = result.calls.filter((call) => call.sentMs < outage.beganMs);
-    const during = result.calls.filter((call) => call.sentMs >= outage.beganMs && call.sentMs < outage.endedMs);
+    // Before: answered before the database went away. A call still in flight when it went counts as
+    // during it (the statement it waited on may have been cut).
+    const before = result.calls.filter((call) => call.answeredMs < outage.beganMs);
+    const during = result.calls.filter((call) => call.answeredMs >= outage.beganMs && call.sentMs < outage.endedMs);
     const after = result.calls.filter((call) => call.sentMs >= outage.endedMs);
     const recovered = after.filter((call) => call.sentMs >= outage.endedMs + RECOVERY_MS);
     const served = (calls: typeof result.calls) => calls.filter((call) => call.status === 200 && call.code === null);
