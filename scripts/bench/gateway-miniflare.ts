@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { convertV4MiniflareOptions, Miniflare } from 'miniflare';
+import { convertV4MiniflareOptions, Miniflare, type V4WorkerOptions } from 'miniflare';
 import { unstable_readConfig } from 'wrangler';
 import { freePort } from '../lib/ports.ts';
 import { repoRoot } from '../lib/stack.ts';
@@ -95,7 +95,13 @@ export async function startGatewayInMiniflare(options: {
       ),
     };
   });
-  const persistence = join(options.stateDir, 'miniflare-state');
+  return runInMiniflare(join(options.stateDir, 'miniflare-state'), workers, options.inspectorPort);
+}
+
+type WorkerOptions = V4WorkerOptions & { name: string };
+
+/** `workers` in one Miniflare instance, objects persisted under `persistence`; the first answers on its own socket. */
+async function runInMiniflare(persistence: string, workers: WorkerOptions[], inspectorPort?: number): Promise<MiniflareGateway> {
   mkdirSync(persistence, { recursive: true });
   const miniflare = new Miniflare(
     convertV4MiniflareOptions({
@@ -104,7 +110,7 @@ export async function startGatewayInMiniflare(options: {
       cf: false,
       logRequests: false,
       resourcePersistencePath: persistence,
-      ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
+      ...(inspectorPort ? { inspectorPort } : {}),
       workers,
     }),
   );
@@ -123,23 +129,15 @@ export async function startGatewayInMiniflare(options: {
  * reservation and settlement durable next to the user, with nothing else of Faucet's work.
  */
 export async function startProxyFloorInMiniflare(upstreamUrl: string, stateDir: string): Promise<MiniflareGateway> {
-  const persistence = join(stateDir, 'proxy-floor-state');
-  mkdirSync(persistence, { recursive: true });
-  const miniflare = new Miniflare(
-    convertV4MiniflareOptions({
-      host: '127.0.0.1',
-      port: await freePort(),
-      cf: false,
-      resourcePersistencePath: persistence,
-      workers: [
-        {
-          name: 'proxy-floor',
-          modules: true,
-          compatibilityDate: '2025-09-01',
-          bindings: { UPSTREAM_URL: upstreamUrl },
-          durableObjects: { CALLS: { className: 'Calls', useSQLite: true } },
-          unsafeDirectSockets: [{ host: '127.0.0.1', port: 0 }],
-          script: `import { DurableObject } from 'cloudflare:workers';
+  return runInMiniflare(join(stateDir, 'proxy-floor-state'), [
+    {
+      name: 'proxy-floor',
+      modules: true,
+      compatibilityDate: '2025-09-01',
+      bindings: { UPSTREAM_URL: upstreamUrl },
+      durableObjects: { CALLS: { className: 'Calls', useSQLite: true } },
+      unsafeDirectSockets: [{ host: '127.0.0.1', port: 0 }],
+      script: `import { DurableObject } from 'cloudflare:workers';
         export class Calls extends DurableObject {
           async begin(call) {
             this.ctx.storage.put({ ['call:' + call.id]: call, ['claim:' + call.id]: Date.now() });
@@ -163,11 +161,6 @@ export async function startProxyFloorInMiniflare(upstreamUrl: string, stateDir: 
             return new Response(text, { status: answer.status, headers: { 'content-type': 'application/json' } });
           },
         };`,
-        },
-      ],
-    }),
-  );
-  const entryUrl = (await miniflare.ready).origin;
-  const url = (await miniflare.unsafeGetDirectURL('proxy-floor')).origin;
-  return { url, entryUrl, stop: () => miniflare.dispose() };
+    },
+  ]);
 }
