@@ -7,9 +7,12 @@ import { walletOfToken } from '#shared/auth/session-token.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
 import { formatUsd, parseDatabaseAmount, subtractUsd, usdToUnits } from '#shared/money/index.ts';
+import { auditUpstreamCalls } from '#shared/calls/upstream-audit.ts';
+import { reconcileLedger } from '#shared/ledger/reconcile.ts';
 import { createTestEnv, type TestEnv } from './harness.ts';
-import { fakeUpstream, jsonResponse, openAiCompletion } from './fake-upstream.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from './fake-upstream.ts';
 import { userMessage } from './gateway-kit.ts';
+import { openLedgerDatabase } from './ledger-kit.ts';
 
 const namespace = (workerEnv as unknown as Env).WALLET as DurableObjectNamespace<WalletObjectContract>;
 
@@ -42,3 +45,25 @@ export const unitsOf = (usd: string): bigint => usdToUnits(parseDatabaseAmount(u
 /** `from − amount`, both 8-decimal USD strings, exactly. */
 export const usdMinus = (from: string, amount: string): string =>
   formatUsd(subtractUsd(parseDatabaseAmount(from), parseDatabaseAmount(amount)));
+
+/**
+ * What every wallet test ends on: the upstream audit of the calls the fake upstream answered (each
+ * reported `reportedUsage`) and reconciliation of the ledger.
+ */
+export async function ledgerChecks(testEnv: TestEnv, requests: RecordedRequest[]) {
+  const database = openLedgerDatabase(testEnv, 2);
+  try {
+    const audit = await auditUpstreamCalls(
+      database.db,
+      requests.map((request) => ({
+        callId: request.headers['x-client-request-id'] as string,
+        inputTokens: reportedUsage.prompt_tokens,
+        outputTokens: reportedUsage.completion_tokens,
+      })),
+    );
+    const reconciliation = await reconcileLedger(database.db);
+    return { audit, reconciliation };
+  } finally {
+    await database.close();
+  }
+}

@@ -20,7 +20,10 @@ export interface WalletObjectsSummary {
   unflushed_calls: number;
   /** Charged to users, kept in the objects, not yet booked. */
   unflushed_usd: string;
-  /** Settlements the ledger refused (served calls left unbooked; none by construction — each is an incident). */
+  /**
+   * Settlements the ledger refused, kept in their objects (none by construction — each is an incident:
+   * the call's record, when written, stays in flight and the sweeper books it at its bound).
+   */
   refused_calls: number;
 }
 
@@ -32,7 +35,7 @@ const parallel = 16;
  * whose lease expired (Postgres was unreachable) or was released (a recall) in the last day is asked
  * too: it may still keep calls its next alarm will book.
  */
-async function leasedObjectNames(db: LedgerDatabase): Promise<string[]> {
+async function objectNamesToAsk(db: LedgerDatabase): Promise<string[]> {
   const rows = await queryRows<{ request_id: string }>(
     db,
     sql`select request_id from balance_holds
@@ -46,7 +49,7 @@ async function askAll(env: Env, db: LedgerDatabase, ask: (name: string) => Promi
   const summary = { objects: 0, unreachable: 0, in_flight_calls: 0, unflushed_calls: 0, refused_calls: 0 };
   let unflushed = zeroUsd();
   if (env.WALLET === undefined) return { ...summary, unflushed_usd: formatUsd(unflushed) };
-  const names = await leasedObjectNames(db);
+  const names = await objectNamesToAsk(db);
   summary.objects = names.length;
   for (let start = 0; start < names.length; start += parallel) {
     const answers = await Promise.allSettled(names.slice(start, start + parallel).map(ask));

@@ -18,7 +18,9 @@ const WalletObjects = z
     refused_calls: z
       .number()
       .int()
-      .describe('Settlements the ledger refused: served calls left unbooked, kept in their object (none by construction; an incident)'),
+      .describe(
+        'Settlements the ledger refused, kept in their object (none by construction; an incident: the sweeper books the call at its bound)',
+      ),
   })
   .openapi('WalletObjectsSummary');
 
