@@ -89,7 +89,10 @@ try {
   // The wallet objects book what they hold (they would within a second on their own).
   const held = await flushWallets(target);
   if (held.unflushed_calls > 0) console.log(`faucet load: ${held.unflushed_calls} calls still unflushed after the flush`);
-  if (held.refused_calls > 0) console.log(`faucet load: ${held.refused_calls} settlements refused by the ledger (served, unbooked)`);
+  if (held.refused_calls > 0)
+    console.log(
+      `faucet load: ${held.refused_calls} settlements refused by the ledger (kept in their objects; the sweeper books their calls at their bound)`,
+    );
   const books = await verifyBooks(target, stack.databaseUrl, result);
   console.log(formatSummary(result, summarize(result), books));
   // The ledger agrees with what was paid upstream: every paid call the gateway made has its booking
