@@ -19,13 +19,23 @@ import { ratingTokens, type MeteredUsage } from './metered-usage.ts';
  * outgrew what the gateway could bound, or the hold lapsed), the booking is still written and the
  * shortfall recorded as a receivable: content delivered is never left unbilled.
  */
+export interface SettleOptions {
+  catalog?: PriceCatalog;
+  /**
+   * A leased call's settlement is handed to its wallet object here and, when given, left to run
+   * after the answer (the caller keeps the request alive for it); absent, the answer waits for it.
+   */
+  background?: (settling: Promise<void>) => void;
+}
+
 export async function settleCall(
   db: LedgerDatabase,
   plan: CallPlan,
   reference: ModelReference,
   usage: MeteredUsage,
-  catalog?: PriceCatalog,
+  options: SettleOptions = {},
 ): Promise<FaucetObject> {
+  const { catalog } = options;
   const counts = ratingTokens(usage);
   const rated = rateUsage(
     // The prices, settings and price period the call was authorized with, never re-read: a change applies to later calls.
@@ -61,10 +71,16 @@ export async function settleCall(
   const { wallet } = plan;
   if (wallet !== undefined) {
     // Leased: the wallet object keeps the settlement durably and books it with its next flush; its
-    // lease covers the charge, so the answer carries it now (docs/edge.md).
+    // lease covers the charge, so the answer carries it now (docs/edge.md). The object has kept the
+    // call in flight at its worst case since `authorize`: a settlement that never arrives leaves it
+    // booked at that bound by the object's alarm, never unbooked. So the answer need not wait for the
+    // object's write; the message is sent before the answer leaves, so a read that follows the
+    // answer reaches the object after it.
     const settlement = { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd) };
     const settle = () => wallet.settle(plan.keys.callId, settlement);
-    await settle().catch(() => settle());
+    const settling = settle().catch(() => settle());
+    if (options.background === undefined) await settling;
+    else options.background(settling);
     return answer({ retailUsd: rated.retailUsd, upstreamCostUsd: rated.upstreamCostUsd });
   }
   const book = () => bookUsage(db, input);

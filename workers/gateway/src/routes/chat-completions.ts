@@ -24,7 +24,7 @@ import type { GatewayDependencies } from '../gateway-dependencies.ts';
 import { estimatedUsage, meteredUsage } from '../metering/metered-usage.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
 import { capOutputTokens } from '../metering/output-cap.ts';
-import { abandonCall, settleCall } from '../metering/settle-call.ts';
+import { abandonCall, settleCall, type SettleOptions } from '../metering/settle-call.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { createAdapter } from '../providers/create-adapter.ts';
 import { authorizeOnLease, walletOf } from '../wallet/authorize-on-lease.ts';
@@ -58,8 +58,8 @@ interface Call {
   listAttempts: boolean;
   limits: CallLimits;
   adapterFor: AttemptContext['adapterFor'];
-  /** The price catalog the call is bounded and rated with (GatewayDependencies). */
-  catalog: PriceCatalog;
+  /** How the call is settled: the price catalog it is rated with, and whether a leased settlement may follow the answer. */
+  settling: SettleOptions;
   defer(work: Promise<unknown>): void;
 }
 
@@ -134,7 +134,22 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       listAttempts: candidates.length > 1 || alias !== null,
       limits,
       adapterFor: (candidate) => createAdapter(candidate.reference.entry, context),
-      catalog: dependencies.priceCatalog,
+      settling: {
+        catalog: dependencies.priceCatalog,
+        // Write-through (a flush interval of 0) books before the answer, so the answer waits for it.
+        background:
+          intSetting(c.env.WALLET_FLUSH_INTERVAL_MS, 1000) === 0
+            ? undefined
+            : (settling) =>
+                defer(
+                  settling.catch((error: unknown) =>
+                    c.var.logger?.error('leased settlement not delivered; the wallet object books the call at its bound', {
+                      call_id: callId,
+                      error: (error as Error).name,
+                    }),
+                  ),
+                ),
+      },
       defer,
     };
     c.header('x-faucet-call-id', callId);
@@ -270,7 +285,7 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
     const settleStarted = performance.now();
     const faucet = withAttempts(
       call,
-      await settleCall(database, attemptPlan(call, answered), answered.candidate.reference, usage, call.catalog),
+      await settleCall(database, attemptPlan(call, answered), answered.candidate.reference, usage, call.settling),
       answered.attempts,
     );
     const timing = [
@@ -308,7 +323,7 @@ async function streamCall(call: Call, body: ChatCompletionsBody): Promise<Respon
     deadlineMs: Math.max(0, call.limits.maxDurationSeconds * 1000 - (Date.now() - started)),
     drainMs: call.limits.drainMs,
     settle: (usage) =>
-      settleCall(database, answeringPlan, answered.candidate.reference, usage, call.catalog)
+      settleCall(database, answeringPlan, answered.candidate.reference, usage, call.settling)
         .then((faucet) => withAttempts(call, faucet, answered.attempts))
         .finally(call.release),
     abandon: () => abandonCall(database, plan).finally(call.release),
@@ -368,7 +383,7 @@ async function endUnanswered(call: Call, failed: AttemptsFailed, signal: AbortSi
   }
   const bounds = unreportedBounds(call, lastTried);
   const unanswered = estimatedUsage(bounds.inputTokens, bounds.outputTokens);
-  await settleCall(call.database, call.plan, lastTried.reference, unanswered, call.catalog).catch((settleError: unknown) => {
+  await settleCall(call.database, call.plan, lastTried.reference, unanswered, call.settling).catch((settleError: unknown) => {
     // Left in flight: the sweeper books it at the same bound after its deadline.
     call.c.var.logger?.error('booking an unanswered call failed', {
       code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error',

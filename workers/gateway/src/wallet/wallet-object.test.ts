@@ -5,9 +5,10 @@
  * while calls go on, a flush that fails half-way, an object restarted with settlements unflushed,
  * a session revoked while the object has it cached, a token pointing at another user's wallet.
  */
-import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
+import { createExecutionContext, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { walletOfToken } from '#shared/auth/session-token.ts';
+import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
 import { adminToken, api, call, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../test/fake-upstream.ts';
@@ -77,6 +78,46 @@ describe('a call the lease covers', () => {
     // A second flush books nothing again.
     await object.flush();
     expect(await countOf('select count(*) as n from usage_events where end_user_id = $1', [session.endUserId])).toBe(1);
+    const checks = await ledgerChecks(testEnv, fake.requests);
+    expect(checks.audit.ok).toBe(true);
+    expect(checks.reconciliation.ok).toBe(true);
+  });
+
+  it('answers with its charge without waiting for the object to write the settlement, which follows and is booked once', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const fake = upstream();
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    let deliver = () => undefined as void;
+    const delivered = new Promise<void>((resolve) => (deliver = resolve));
+    const ctx = createExecutionContext();
+    const answering = gateway.fetch(
+      new Request('http://faucet.test/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': newRequestId() },
+        body: JSON.stringify(body),
+      }),
+      withSettlementsHeldUntil(delivered),
+      ctx,
+    );
+    // The settlement is held on its way to the object; the answer does not wait for it.
+    const first = await Promise.race([answering, scheduler.wait(3000).then(() => null)]);
+    expect(first?.status).toBe(200);
+    const answer = (await first?.json()) as { faucet: { charge: { amount_usd: string } } };
+    expect(unitsOf(answer.faucet.charge.amount_usd)).toBeGreaterThan(0n);
+    const object = objectOf(session.token);
+    // Meanwhile the object keeps the call in flight at its worst case: never less than the charge.
+    const meanwhile = await object.snapshot();
+    expect(meanwhile).toMatchObject({ inFlight: 1, unflushed: 0 });
+    expect(unitsOf(meanwhile.committedUsd)).toBeGreaterThanOrEqual(unitsOf(answer.faucet.charge.amount_usd));
+
+    deliver();
+    await waitOnExecutionContext(ctx);
+    expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 1, unflushedUsd: answer.faucet.charge.amount_usd });
+    await object.flush();
+    const booked = await sql<{ retail_usd: string }>(testEnv, 'select retail_usd::text from usage_events where end_user_id = $1', [
+      session.endUserId,
+    ]);
+    expect(booked).toEqual([{ retail_usd: answer.faucet.charge.amount_usd }]);
     const checks = await ledgerChecks(testEnv, fake.requests);
     expect(checks.audit.ok).toBe(true);
     expect(checks.reconciliation.ok).toBe(true);
@@ -408,3 +449,23 @@ describe('the attacker', () => {
     expect(fake.requests).toHaveLength(1);
   });
 });
+
+/** The test env with every wallet object's `settle` held on its way until `delivered` resolves. */
+function withSettlementsHeldUntil(delivered: Promise<void>): TestEnv {
+  const objects = testEnv.WALLET as DurableObjectNamespace<WalletObjectContract>;
+  const held = {
+    idFromName: (name: string) => objects.idFromName(name),
+    get: (id: DurableObjectId) => {
+      const stub = objects.get(id);
+      return {
+        authorize: (request: Parameters<WalletObjectContract['authorize']>[0]) => stub.authorize(request),
+        abandon: (callId: string) => stub.abandon(callId),
+        settle: async (...args: Parameters<WalletObjectContract['settle']>) => {
+          await delivered;
+          return stub.settle(...args);
+        },
+      };
+    },
+  };
+  return { ...testEnv, WALLET: held as unknown as Env['WALLET'] };
+}
