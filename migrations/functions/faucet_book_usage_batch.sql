@@ -57,14 +57,35 @@ declare
     'reasoning_tokens'];
   v_count integer;
   v_refusals text[];
-  v_results jsonb[];
-  v_group record;
+  v_cast_ok boolean := true;
+  -- The elements to book, in (end user, money key, position) order: positions, values, end users.
+  v_order_positions integer[];
+  v_order_bookings faucet_usage_booking[];
+  v_order_users text[];
+  v_first integer;
+  v_last integer;
+  v_end_user text;
+  v_positions integer[];
+  v_bookings faucet_usage_booking[];
+  -- The outcome of each element, by position (the columns of the answer).
+  v_outcomes text[];
+  v_reasons text[];
+  v_messages text[];
+  v_event_ids uuid[];
+  v_transaction_ids uuid[];
+  v_costs numeric[];
+  v_retails numeric[];
+  v_developer_revenues numeric[];
+  v_platform_shares numeric[];
+  v_balances numeric[];
+  v_receivables numeric[];
+  v_created timestamptz[];
   v_wallet_id uuid;
   v_balance numeric;
   v_debit numeric;
   v_row record;
   v_position integer;
-  v_reason text;
+  v_index integer;
 begin
   if jsonb_typeof(p_bookings) is distinct from 'array' then
     raise exception 'bookings must be a JSON array' using errcode = '22023';
@@ -73,7 +94,9 @@ begin
   if v_count > 1000 then
     raise exception 'at most 1000 bookings per batch' using errcode = '22023';
   end if;
-  v_results := array_fill(null::jsonb, array[v_count]);
+  v_outcomes := array_fill(null::text, array[v_count]);
+  v_reasons := v_outcomes;
+  v_messages := v_outcomes;
 
   -- The shape of each element: an object of known fields, the required ones not null (cheap set
   -- checks; the message is worked out only for an element that fails them).
@@ -89,13 +112,20 @@ begin
     into v_refusals
     from jsonb_array_elements(p_bookings) with ordinality as e;
 
-  -- Every value of the right type: cast all at once; only when a cast fails, find the elements
-  -- (a failed cast must not abort the batch).
+  -- Every value of the right type: cast all at once, in the order they are booked in (one pass over
+  -- the elements); only when a cast fails, find the elements (a failed cast must not abort the batch).
   begin
-    perform jsonb_populate_record(null::faucet_usage_booking, e.value)
-       from jsonb_array_elements(p_bookings) with ordinality as e
-      where v_refusals[e.ordinality::integer] is null;
+    select array_agg(e.ordinality::integer order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
+           array_agg(jsonb_populate_record(null::faucet_usage_booking, e.value)
+                     order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
+           array_agg(lower(e.value ->> 'end_user_id') order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality)
+      into v_order_positions, v_order_bookings, v_order_users
+      from jsonb_array_elements(p_bookings) with ordinality as e
+     where v_refusals[e.ordinality::integer] is null;
   exception when data_exception then
+    v_cast_ok := false;
+  end;
+  if not v_cast_ok then
     select array_agg(
              coalesce(v_refusals[e.ordinality::integer],
                       (select format('%s is not a valid %s', a.attname, format_type(a.atttypid, a.atttypmod))
@@ -107,43 +137,68 @@ begin
              order by e.ordinality)
       into v_refusals
       from jsonb_array_elements(p_bookings) with ordinality as e;
-  end;
+    select array_agg(e.ordinality::integer order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
+           array_agg(jsonb_populate_record(null::faucet_usage_booking, e.value)
+                     order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
+           array_agg(lower(e.value ->> 'end_user_id') order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality)
+      into v_order_positions, v_order_bookings, v_order_users
+      from jsonb_array_elements(p_bookings) with ordinality as e
+     where v_refusals[e.ordinality::integer] is null;
+  end if;
 
   for v_position in 1 .. v_count loop
     if v_refusals[v_position] is not null then
-      v_results[v_position] := jsonb_build_object('outcome', 'refused', 'reason', 'invalid_request', 'message', v_refusals[v_position]);
+      v_outcomes[v_position] := 'refused';
+      v_reasons[v_position] := 'invalid_request';
+      v_messages[v_position] := v_refusals[v_position];
     end if;
   end loop;
 
-  for v_group in
-    select lower(e.value ->> 'end_user_id') as end_user,
-           array_agg(e.ordinality::integer order by e.value ->> 'request_id', e.ordinality) as positions,
-           array_agg(jsonb_populate_record(null::faucet_usage_booking, e.value) order by e.value ->> 'request_id', e.ordinality)
-             as bookings
-      from jsonb_array_elements(p_bookings) with ordinality as e
-     where v_refusals[e.ordinality::integer] is null
-     group by lower(e.value ->> 'end_user_id')
-     order by lower(e.value ->> 'end_user_id')
-  loop
-    select w.id, w.balance into v_wallet_id, v_balance from wallets w where w.end_user_id = v_group.end_user::uuid for no key update;
+  -- One group per end user: a run of equal end users in the booking order.
+  v_first := 1;
+  while v_first <= coalesce(cardinality(v_order_positions), 0) loop
+    v_end_user := v_order_users[v_first];
+    v_last := v_first;
+    while v_last < cardinality(v_order_positions) and v_order_users[v_last + 1] = v_end_user loop
+      v_last := v_last + 1;
+    end loop;
+    v_positions := v_order_positions[v_first:v_last];
+    v_bookings := v_order_bookings[v_first:v_last];
+    v_first := v_last + 1;
+
+    select w.id, w.balance into v_wallet_id, v_balance from wallets w where w.end_user_id = v_end_user::uuid for no key update;
     if not found then
       v_wallet_id := null;
-      if exists (select 1 from end_users u where u.id = v_group.end_user::uuid) then
-        v_wallet_id := faucet_user_wallet(v_group.end_user::uuid);
+      if exists (select 1 from end_users u where u.id = v_end_user::uuid) then
+        v_wallet_id := faucet_user_wallet(v_end_user::uuid);
         select w.balance into v_balance from wallets w where w.id = v_wallet_id for no key update;
       end if;
     end if;
     if v_wallet_id is null then
-      foreach v_position in array v_group.positions loop
-        v_results[v_position] := jsonb_build_object('outcome', 'refused', 'reason', 'not_found', 'message', 'no such end user');
+      foreach v_position in array v_positions loop
+        v_outcomes[v_position] := 'refused';
+        v_reasons[v_position] := 'not_found';
+        v_messages[v_position] := 'no such end user';
       end loop;
       continue;
     end if;
 
     v_debit := 0;
     begin
-      for v_row in select * from faucet_book_usage_locked(v_wallet_id, v_balance, v_group.bookings) loop
-        v_results[v_group.positions[v_row.ordinal]] := to_jsonb(v_row);
+      for v_row in select * from faucet_book_usage_locked(v_wallet_id, v_balance, v_bookings) loop
+        v_position := v_positions[v_row.ordinal];
+        v_outcomes[v_position] := v_row.outcome;
+        v_reasons[v_position] := v_row.reason;
+        v_messages[v_position] := v_row.message;
+        v_event_ids[v_position] := v_row.usage_event_id;
+        v_transaction_ids[v_position] := v_row.ledger_transaction_id;
+        v_costs[v_position] := v_row.upstream_cost_usd;
+        v_retails[v_position] := v_row.retail_usd;
+        v_developer_revenues[v_position] := v_row.developer_revenue_usd;
+        v_platform_shares[v_position] := v_row.platform_share_usd;
+        v_balances[v_position] := v_row.balance_usd;
+        v_receivables[v_position] := v_row.receivable_usd;
+        v_created[v_position] := v_row.created_at;
         if v_row.outcome = 'booked' then
           v_debit := v_debit + v_row.retail_usd;
         end if;
@@ -151,20 +206,43 @@ begin
     exception when data_exception or integrity_constraint_violation then
       -- Rolled back whole: find the element the tables refuse, one savepoint each.
       v_debit := 0;
-      for v_position in 1 .. cardinality(v_group.positions) loop
+      for v_index in 1 .. cardinality(v_positions) loop
+        v_position := v_positions[v_index];
         begin
-          select * into v_row from faucet_book_usage_locked(v_wallet_id, v_balance - v_debit, array[v_group.bookings[v_position]]);
-          v_results[v_group.positions[v_position]] := to_jsonb(v_row);
+          select * into v_row from faucet_book_usage_locked(v_wallet_id, v_balance - v_debit, array[v_bookings[v_index]]);
+          v_outcomes[v_position] := v_row.outcome;
+          v_reasons[v_position] := v_row.reason;
+          v_messages[v_position] := v_row.message;
+          v_event_ids[v_position] := v_row.usage_event_id;
+          v_transaction_ids[v_position] := v_row.ledger_transaction_id;
+          v_costs[v_position] := v_row.upstream_cost_usd;
+          v_retails[v_position] := v_row.retail_usd;
+          v_developer_revenues[v_position] := v_row.developer_revenue_usd;
+          v_platform_shares[v_position] := v_row.platform_share_usd;
+          v_balances[v_position] := v_row.balance_usd;
+          v_receivables[v_position] := v_row.receivable_usd;
+          v_created[v_position] := v_row.created_at;
           if v_row.outcome = 'booked' then
             v_debit := v_debit + v_row.retail_usd;
           end if;
         exception when data_exception or integrity_constraint_violation then
-          v_reason := case
+          v_outcomes[v_position] := 'refused';
+          v_reasons[v_position] := case
             when sqlstate = '23505' then 'conflict'
             when sqlstate = '23503' then 'not_found'
             else 'invalid_request'
           end;
-          v_results[v_group.positions[v_position]] := jsonb_build_object('outcome', 'refused', 'reason', v_reason, 'message', sqlerrm);
+          v_messages[v_position] := sqlerrm;
+          -- A refused element has no amounts (an earlier attempt of the group may have set them).
+          v_event_ids[v_position] := null;
+          v_transaction_ids[v_position] := null;
+          v_costs[v_position] := null;
+          v_retails[v_position] := null;
+          v_developer_revenues[v_position] := null;
+          v_platform_shares[v_position] := null;
+          v_balances[v_position] := null;
+          v_receivables[v_position] := null;
+          v_created[v_position] := null;
         end;
       end loop;
     end;
@@ -175,14 +253,16 @@ begin
 
   return query
   select e.ordinality::integer, e.value ->> 'request_id',
-         case r.value ->> 'outcome' when 'duplicate' then 'already_booked' else r.value ->> 'outcome' end,
-         r.value ->> 'reason', r.value ->> 'message', (r.value ->> 'usage_event_id')::uuid,
-         (r.value ->> 'ledger_transaction_id')::uuid, (r.value ->> 'upstream_cost_usd')::numeric(20, 8),
-         (r.value ->> 'retail_usd')::numeric(20, 8), (r.value ->> 'developer_revenue_usd')::numeric(20, 8),
-         (r.value ->> 'platform_share_usd')::numeric(20, 8), (r.value ->> 'balance_usd')::numeric(20, 8),
-         (r.value ->> 'receivable_usd')::numeric(20, 8), (r.value ->> 'created_at')::timestamptz
+         case r.outcome when 'duplicate' then 'already_booked' else r.outcome end,
+         r.reason, r.message, r.event_id, r.transaction_id, r.cost::numeric(20, 8), r.retail::numeric(20, 8),
+         r.developer_revenue::numeric(20, 8), r.platform_share::numeric(20, 8), r.balance::numeric(20, 8),
+         r.receivable::numeric(20, 8), r.created
     from jsonb_array_elements(p_bookings) with ordinality as e
-    join unnest(v_results) with ordinality as r(value, n) on r.n = e.ordinality
+    join unnest(v_outcomes, v_reasons, v_messages, v_event_ids, v_transaction_ids, v_costs, v_retails, v_developer_revenues,
+                v_platform_shares, v_balances, v_receivables, v_created) with ordinality
+         as r(outcome, reason, message, event_id, transaction_id, cost, retail, developer_revenue, platform_share, balance,
+              receivable, created, n)
+      on r.n = e.ordinality
    order by e.ordinality;
 end
 $$;

@@ -77,7 +77,7 @@ begin
   select w.end_user_id into v_end_user_id from wallets w where w.id = p_wallet_id;
   v_held := faucet_held(p_wallet_id, null);
   for v_row in
-    select b.ordinality::integer as position, b.request_id, b.call_id, b.retail, b.allow_receivable, b.upstream_cost,
+    select b.ordinality::integer as position, b.request_id, b.call_id, g.status as call_status, b.retail, b.allow_receivable, b.upstream_cost,
            b.developer_revenue, b.platform_share, u.id as event_id, u.ledger_transaction_id, u.upstream_cost_usd,
            u.retail_usd, u.developer_revenue_usd, u.platform_share_usd, u.receivable_usd, u.created_at,
            -- Found by its money key alone (unique), then compared: not a walk of the wallet's active holds.
@@ -100,14 +100,10 @@ begin
                   or b.retail <> round(b.retail, 8) or b.developer_revenue <> round(b.developer_revenue, 8)
                   or b.platform_share <> round(b.platform_share, 8)
                then 'invalid_request:rated amounts must be non-negative, of at most 8 decimals, and retail must equal payable + developer + platform'
-             -- Each lookup below is one index probe per element, never a hashed scan of a whole table
-             -- (`offset 0`: the planner hashed gateway_calls and apps in the ledger bench). The call is
-             -- found by its id alone and then compared: with the three conditions in the index search
-             -- the plan cached while the table was small read every call of the end user
-             -- (gateway_calls_end_user_created) for each booking.
-             when b.call_id is not null and (
-                    select g.money_key = b.request_id and g.end_user_id = b.end_user_id
-                      from gateway_calls g where g.id = b.call_id) is not true
+             -- Each lookup is one index probe per element, never a hashed scan of a whole table
+             -- (`offset 0`: the planner hashed gateway_calls and apps in the ledger bench); the call's
+             -- is the lateral join below.
+             when b.call_id is not null and (g.money_key = b.request_id and g.end_user_id = b.end_user_id) is not true
                then 'not_found:no such gateway call for this booking'
              when u.id is not null and u.end_user_id is distinct from b.end_user_id
                then 'conflict:request id already booked for another end user'
@@ -122,6 +118,11 @@ begin
       -- planner flattened it into a join and, for a batch of 50–200 elements, hashed a sequential scan of
       -- all of usage_events (seen in the ledger bench: a scan per flush, growing with the table).
       left join lateral (select x.* from usage_events x where x.request_id = b.request_id offset 0) as u on true
+      -- The call named, by its id alone and then compared (one probe): with the three conditions in
+      -- the index search the plan cached while the table was small read every call of the end user
+      -- (gateway_calls_end_user_created) for each booking. Its status tells whether booking closes it.
+      left join lateral (select x.money_key, x.end_user_id, x.status from gateway_calls x where x.id = b.call_id offset 0) as g
+        on true
      order by b.ordinality
   loop
     v_balances[v_row.position] := v_balance;
@@ -174,7 +175,8 @@ begin
         v_held := v_held - coalesce(v_row.own_hold, 0);
         v_booked := v_booked || v_row.position;
         v_booked_keys := v_booked_keys || v_row.request_id;
-        if v_row.call_id is not null then
+        -- Only a call still in flight is closed (faucet_settle_lease writes its records closed).
+        if v_row.call_id is not null and v_row.call_status = 'in_flight' then
           v_booked_calls := v_booked_calls || v_row.call_id;
         end if;
       end if;
@@ -247,8 +249,9 @@ begin
     update balance_holds h set status = 'settled', closed_at = now()
      where h.request_id = any (v_booked_keys) and h.wallet_id = p_wallet_id and h.status = 'active';
 
-    -- The calls booked are closed (a record written closed by faucet_settle_lease is left as it is). By
-    -- primary key, one probe per call: `status <> all (settled, abandoned)` is `status = 'in_flight'`
+    -- The calls booked that were in flight when judged are closed (a record written closed by
+    -- faucet_settle_lease is not probed again). By primary key, one probe per call; the status is
+    -- checked again because it was read before this statement: `status <> all (settled, abandoned)` is `status = 'in_flight'`
     -- (the table's check allows only those three) in a form that keeps the planner off the partial
     -- in-flight indexes, which it scanned whole — every entry, dead ones of closed calls included —
     -- for each booking (the per-call booking after bulk flushes fell to half its rate in the bench).
