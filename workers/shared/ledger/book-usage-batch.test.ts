@@ -403,48 +403,49 @@ describe('bookUsageBatch', () => {
     const [valid] = await bookUsageBatch(database.db, [good!]);
     expect(valid!.outcome).toBe('booked');
     const base = { request_id: 'local:x', app_id: user.appId, end_user_id: user.endUserId, feature_key: 'chat', route_mode: 'byok' };
+    const whole = {
+      ...base,
+      provider: 'openai',
+      model: 'm',
+      input_tokens: 1,
+      output_tokens: 1,
+      cached_tokens: 0,
+      cache_write_tokens: 0,
+      audio_input_tokens: 0,
+      audio_output_tokens: 0,
+      reasoning_tokens: 0,
+      estimated: false,
+      allow_receivable: false,
+      upstream_cost: '0',
+      upstream_payable: '0',
+      retail: '0.000000001',
+      developer_revenue: '0.000000001',
+      platform_share: '0',
+    };
+    // A well-formed element beside them is booked: a value that fails its cast refuses only its own.
+    const fine = { ...whole, request_id: `local:${crypto.randomUUID()}`, retail: '0.00000001', developer_revenue: '0.00000001' };
     const rows = await sql<{ ordinal: number; outcome: string; reason: string; message: string }>(
       testEnv,
       'select ordinal, outcome, reason, message from faucet_book_usage_batch($1::jsonb) order by ordinal',
-      [
-        JSON.stringify([
-          'not an object',
-          { ...base, smuggled: true },
-          base,
-          {
-            ...base,
-            provider: 'openai',
-            model: 'm',
-            input_tokens: 1,
-            output_tokens: 1,
-            cached_tokens: 0,
-            cache_write_tokens: 0,
-            audio_input_tokens: 0,
-            audio_output_tokens: 0,
-            reasoning_tokens: 0,
-            estimated: false,
-            allow_receivable: false,
-            upstream_cost: '0',
-            upstream_payable: '0',
-            retail: '0.000000001',
-            developer_revenue: '0.000000001',
-            platform_share: '0',
-          },
-        ]),
-      ],
+      [JSON.stringify(['not an object', { ...base, smuggled: true }, base, whole, { ...whole, input_tokens: 'many' }, fine])],
     );
     expect(rows.map((row) => [row.ordinal, row.outcome, row.reason])).toEqual([
       [1, 'refused', 'invalid_request'],
       [2, 'refused', 'invalid_request'],
       [3, 'refused', 'invalid_request'],
       [4, 'refused', 'invalid_request'],
+      [5, 'refused', 'invalid_request'],
+      [6, 'booked', null],
     ]);
     expect(rows.map((row) => row.message)).toEqual([
       'a booking must be a JSON object',
       'unknown field smuggled',
       'missing field provider',
       expect.stringMatching(/at most 8 decimals/),
+      'input_tokens is not a valid integer',
+      null,
     ]);
+    expect(await countsOf([fine.request_id])).toEqual({ events: 1, transactions: 1, entries: 2 });
     const notArray = await sql(testEnv, `select * from faucet_book_usage_batch('{}'::jsonb)`).catch((caught: unknown) => caught);
     expect(notArray).toMatchObject({ code: '22023' });
     await expect(bookUsageBatch(database.db, Array(1001).fill(good))).rejects.toThrow(RangeError);
