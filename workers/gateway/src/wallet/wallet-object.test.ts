@@ -411,6 +411,23 @@ describe('the attacker', () => {
     const replay = await chat(gateway, testEnv, session.token, body, requestId);
     expect(replay.status).toBe(409);
     expect(fake.requests).toHaveLength(1);
+
+    // Still refused by a restarted object: while the call is kept (its record carries the claim)...
+    const restart = async () =>
+      runInDurableObject(objectOf(session.token), async (_instance, state) => {
+        state.abort('test restart');
+      }).catch(() => undefined);
+    await restart();
+    expect((await objectOf(session.token).snapshot()).unflushed).toBe(1);
+    expect((await chat(gateway, testEnv, session.token, body, requestId)).status).toBe(409);
+    // ...and after it was flushed and left the object's storage (the claim is kept on its own).
+    await objectOf(session.token).flush();
+    await restart();
+    expect((await objectOf(session.token).snapshot()).unflushed).toBe(0);
+    expect((await chat(gateway, testEnv, session.token, body, requestId)).status).toBe(409);
+    expect(fake.requests).toHaveLength(1);
+    const checks = await ledgerChecks(testEnv, fake.requests);
+    expect(checks.audit).toMatchObject({ ok: true, unbilledCalls: 0, doubleBilledCalls: 0 });
   });
 
   it('a token whose wallet part names another user is refused', async () => {

@@ -106,6 +106,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         else if (key.startsWith('claim:')) this.claims.set(key.slice(6), value as number);
         else if (key.startsWith('revoked:')) this.revoked.add(key.slice(8));
       }
+      // A call still kept claims its request id (its claim is written when it leaves the storage).
+      for (const call of this.calls.values()) this.claims.set(call.clientRequestId, claimUntil(call));
     });
   }
 
@@ -200,14 +202,12 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       refusal: null,
     };
     this.calls.set(call.id, stored);
-    this.claims.set(call.clientRequestId, Date.now() + claimTtlMs);
+    this.claims.set(call.clientRequestId, claimUntil(stored));
     this.meta.lastActivity = Date.now();
     // Durable before the gateway calls the upstream (the output gate holds the answer until written).
-    await this.ctx.storage.put({
-      [`call:${call.id}`]: stored,
-      [`claim:${call.clientRequestId}`]: Date.now() + claimTtlMs,
-      meta: this.meta,
-    });
+    // One key: the call's record carries its request id's claim until it leaves the storage, and the
+    // last activity is kept with the next flush (a restart loses at most that second of it).
+    await this.ctx.storage.put(`call:${call.id}`, stored);
     await this.scheduleAlarm();
     return {
       outcome: 'authorized',
@@ -406,7 +406,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       keep: !release,
       ttlSeconds: this.leaseTtlSeconds(),
     });
-    const done: string[] = [];
+    const flushed: StoredCall[] = [];
     const refused: StoredCall[] = [];
     result.results.forEach((outcome, index) => {
       const call = batch[index] as StoredCall;
@@ -414,15 +414,20 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         refused.push({ ...call, state: 'refused', refusal: `${outcome.reason}: ${outcome.message}` });
         this.logger.error('wallet settlement refused by the ledger', { call_id: call.id, reason: outcome.reason });
       } else {
-        done.push(call.id);
+        flushed.push(call);
       }
     });
-    for (const id of done) this.calls.delete(id);
+    for (const call of flushed) this.calls.delete(call.id);
     for (const call of refused) this.calls.set(call.id, call);
     this.meta = { ...this.meta, lease: { units: units(result.leaseUsd), expiresAt: result.leaseExpiresAt.getTime() } };
-    // One implicit transaction: the flushed calls go and the new lease is kept together.
-    await this.ctx.storage.delete(done.map((id) => `call:${id}`));
-    await this.ctx.storage.put({ meta: this.meta, ...Object.fromEntries(refused.map((call) => [`call:${call.id}`, call])) });
+    // One implicit transaction: the flushed calls go, their request ids stay claimed on their own,
+    // and the new lease is kept, together.
+    await this.ctx.storage.delete(flushed.map((call) => `call:${call.id}`));
+    await this.ctx.storage.put({
+      meta: this.meta,
+      ...Object.fromEntries(refused.map((call) => [`call:${call.id}`, call])),
+      ...Object.fromEntries(flushed.map((call) => [`claim:${call.clientRequestId}`, claimUntil(call)])),
+    });
     if (this.hasUnflushed()) await this.scheduleAlarm();
   }
 
@@ -578,6 +583,11 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
 }
 
 /** What a failed statement is reported as: its SQLSTATE (the query and its data are never repeated). */
+/** A request id stays claimed for a day after its call was authorized. */
+function claimUntil(call: StoredCall): number {
+  return call.rating.authorizedAt + claimTtlMs;
+}
+
 function failureCode(error: unknown): string {
   let current: unknown = error;
   for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
