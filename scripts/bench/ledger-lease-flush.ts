@@ -12,7 +12,7 @@ import { sha256Hex } from '#shared/crypto.ts';
 import { bookingElement } from '#shared/ledger/book-usage-batch.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import type { RatedUsage } from '#shared/rating/index.ts';
-import { flushLease } from '../../workers/gateway/src/wallet/wallet-database.ts';
+import { flushLease } from '#shared/wallet/settle-lease.ts';
 
 /** The lease the object asks for after each flush (WALLET_LEASE_USD's default chunk), and its life. */
 const LEASE_TARGET_USD = '1.00000000';

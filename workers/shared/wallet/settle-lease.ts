@@ -92,6 +92,64 @@ interface Row extends BookingRow {
   available_usd: string | null;
 }
 
+/** A flush in the form the statement takes it: what a wallet object keeps, sent as it is. */
+export interface LeaseFlush {
+  endUserId: string;
+  leaseKey: string;
+  /** gateway_calls columns, as faucet_settle_lease takes them. */
+  calls: readonly Record<string, unknown>[];
+  /** faucet_usage_booking as JSON, one per booking. */
+  bookings: readonly Record<string, unknown>[];
+  targetUsd: string;
+  keep: boolean;
+  ttlSeconds: number;
+}
+
+/** The statement itself: row 0 the lease, rows 1..n the bookings in order. Throws when nothing was written. */
+async function settleLeaseRows(db: LedgerDatabase, flush: LeaseFlush): Promise<{ lease: Row; bookings: Row[] }> {
+  const rows = await queryRows<Row>(
+    db,
+    sql`select * from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
+      ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
+      ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer)`,
+  );
+  const lease = rows.find((row) => row.ordinal === 0);
+  if (lease === undefined || lease.lease_amount_usd === null) throw new Error('faucet_settle_lease returned no lease row');
+  const bookings = new Array<Row>(flush.bookings.length);
+  for (const row of rows) {
+    if (row.ordinal === 0) continue;
+    if (row.ordinal > flush.bookings.length) throw new Error(`faucet_settle_lease returned an unknown ordinal ${row.ordinal}`);
+    bookings[row.ordinal - 1] = row;
+  }
+  for (let index = 0; index < bookings.length; index++) {
+    if (bookings[index] === undefined) throw new Error(`faucet_settle_lease did not answer booking ${index}`);
+  }
+  return { lease, bookings };
+}
+
+/** What a wallet object needs of each booking's outcome (the amounts are its own already; none is parsed). */
+export interface LeaseFlushOutcome {
+  outcome: BookingRow['outcome'];
+  reason: BookingRow['reason'];
+  message: string | null;
+}
+
+export interface LeaseFlushResult {
+  results: LeaseFlushOutcome[];
+  leaseUsd: string;
+  leaseExpiresAt: Date;
+}
+
+/** The wallet object's flush (its alarm's one statement), on what it keeps as it keeps it. */
+export async function flushLease(db: LedgerDatabase, flush: LeaseFlush): Promise<LeaseFlushResult> {
+  const { lease, bookings } = await settleLeaseRows(db, flush);
+  return {
+    results: bookings.map((row) => ({ outcome: row.outcome, reason: row.reason, message: row.message })),
+    leaseUsd: lease.lease_amount_usd as string,
+    leaseExpiresAt: new Date(lease.lease_expires_at as string),
+  };
+}
+
 const optionalUsd = (value: Usd | null, field: string): string | null => (value === null ? null : usdParameter(value, field));
 
 /** One element of `p_calls`: the gateway_calls columns. */
@@ -131,29 +189,27 @@ export async function settleLease(db: LedgerDatabase, input: SettleLeaseInput): 
     throw new RangeError(`at most ${MAX_BOOKINGS_PER_BATCH} call records and bookings per flush`);
   }
   if (!input.leaseKey.startsWith(LEASE_KEY_PREFIX)) throw new RangeError(`a lease key starts with ${LEASE_KEY_PREFIX}`);
-  const calls = input.calls.map(callRecord);
   const { results, sent } = encodeBookings(input.bookings);
-  const rows = await queryRows<Row>(
-    db,
-    sql`select * from faucet_settle_lease(${requireUuid(input.endUserId, 'end user')}::uuid, ${input.leaseKey},
-      ${JSON.stringify(calls)}::jsonb, ${JSON.stringify(sent.map((item) => item.element))}::jsonb,
-      ${usdParameter(input.target, 'target')}::numeric, ${input.keep}::boolean, ${input.ttlSeconds}::integer)`,
-  );
-  const lease = rows.find((row) => row.ordinal === 0);
-  if (lease === undefined) throw new Error('faucet_settle_lease returned no lease row');
-  for (const row of rows) {
-    if (row.ordinal === 0) continue;
-    const item = sent[row.ordinal - 1];
-    if (item === undefined) throw new Error(`faucet_settle_lease returned an unknown ordinal ${row.ordinal}`);
+  const { lease, bookings } = await settleLeaseRows(db, {
+    endUserId: requireUuid(input.endUserId, 'end user'),
+    leaseKey: input.leaseKey,
+    calls: input.calls.map(callRecord),
+    bookings: sent.map((item) => item.element),
+    targetUsd: usdParameter(input.target, 'target'),
+    keep: input.keep,
+    ttlSeconds: input.ttlSeconds,
+  });
+  bookings.forEach((row, position) => {
+    const item = sent[position] as (typeof sent)[number];
     results[item.index] = bookingResult(item.index, input.bookings[item.index]!.requestId, row);
-  }
+  });
   return {
     results: results.map((entry, index) => {
       if (entry === undefined) throw new Error(`faucet_settle_lease returned no row for booking ${index}`);
       return entry;
     }),
     lease: {
-      amount: parseDatabaseAmount(lease.lease_amount_usd ?? ''),
+      amount: parseDatabaseAmount(lease.lease_amount_usd as string),
       expiresAt: new Date(lease.lease_expires_at as string),
       status: lease.lease_status ?? 'active',
     },

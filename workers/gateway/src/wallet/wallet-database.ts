@@ -1,12 +1,11 @@
 /**
- * The wallet object's two statements (workers/shared/wallet/): the session's context and the lease
- * flush. The object stores its settlements already encoded (bookings as faucet_usage_booking JSON,
- * call records as gateway_calls columns: plain data its storage can keep), so the flush sends them
- * as they are.
+ * The wallet object's context statements (workers/shared/wallet/): the session's context, alone or
+ * with the lease. Its flush is `flushLease` (workers/shared/wallet/settle-lease.ts): the object
+ * stores its settlements already encoded (bookings as faucet_usage_booking JSON, call records as
+ * gateway_calls columns: plain data its storage can keep), so the flush sends them as they are.
  */
 import { sql } from 'drizzle-orm';
-import type { BookingRow } from '#shared/ledger/book-usage-batch.ts';
-import { queryOne, queryRows } from '#shared/ledger/database.ts';
+import { queryOne } from '#shared/ledger/database.ts';
 import { formatUsd, parseDatabaseAmount } from '#shared/money/index.ts';
 import {
   leaseContext,
@@ -115,56 +114,4 @@ function callContextOf(context: LeaseContext): CallContext {
     ...routing,
     sessionExpiresAt: context.sessionExpiresAt.getTime(),
   };
-}
-
-export interface LeaseFlush {
-  endUserId: string;
-  leaseKey: string;
-  /** gateway_calls columns, as faucet_settle_lease takes them. */
-  calls: Record<string, unknown>[];
-  /** faucet_usage_booking as JSON, one per call, in the same order. */
-  bookings: Record<string, unknown>[];
-  targetUsd: string;
-  keep: boolean;
-  ttlSeconds: number;
-}
-
-/** What the object needs of each booking's outcome (the amounts are its own already; none is parsed). */
-export interface LeaseFlushOutcome {
-  outcome: BookingRow['outcome'];
-  reason: BookingRow['reason'];
-  message: string | null;
-}
-
-export interface LeaseFlushResult {
-  results: LeaseFlushOutcome[];
-  leaseUsd: string;
-  leaseExpiresAt: Date;
-}
-
-interface Row extends BookingRow {
-  lease_amount_usd: string | null;
-  lease_expires_at: Date | string | null;
-}
-
-/** One statement (workers/shared/wallet/settle-lease.ts has the typed form): throws when nothing was written. */
-export async function flushLease(database: LedgerDatabase, flush: LeaseFlush): Promise<LeaseFlushResult> {
-  const rows = await queryRows<Row>(
-    database,
-    sql`select * from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
-      ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
-      ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer)`,
-  );
-  const lease = rows.find((row) => row.ordinal === 0);
-  if (lease === undefined || lease.lease_amount_usd === null) throw new Error('faucet_settle_lease returned no lease row');
-  const results: LeaseFlushOutcome[] = new Array(flush.bookings.length);
-  for (const row of rows) {
-    if (row.ordinal === 0) continue;
-    if (row.ordinal > flush.bookings.length) throw new Error(`faucet_settle_lease returned an unknown ordinal ${row.ordinal}`);
-    results[row.ordinal - 1] = { outcome: row.outcome, reason: row.reason, message: row.message };
-  }
-  for (let index = 0; index < results.length; index++) {
-    if (results[index] === undefined) throw new Error(`faucet_settle_lease did not answer booking ${index}`);
-  }
-  return { results, leaseUsd: lease.lease_amount_usd, leaseExpiresAt: new Date(lease.lease_expires_at as string) };
 }

@@ -39,7 +39,8 @@ import { createLogger, type Logger } from '#shared/logger.ts';
 import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
 import { committedUnits, covers, type Lease, type StoredCall, totalCommitted, units, usdString } from './lease-book.ts';
 import { boundBooking } from './bound-booking.ts';
-import { fetchCallContext, fetchCallContextWithLease, flushLease, type CallContext } from './wallet-database.ts';
+import { flushLease } from '#shared/wallet/settle-lease.ts';
+import { fetchCallContext, fetchCallContextWithLease, type CallContext } from './wallet-database.ts';
 
 /** Context answers are used as they are for this long... */
 const freshMs = 2_000;
