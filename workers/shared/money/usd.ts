@@ -27,9 +27,72 @@ export const USD_SCALE = 8n;
 /** Rounding direction when an exact result has more than 8 fractional digits. */
 export type Rounding = 'up' | 'down';
 
+const usdCurrency = USD as { code: 'USD'; base: bigint; exponent: bigint };
+
 /** An amount from a count of 1e-8 USD units. */
 export function usdFromUnits(units: bigint): Usd {
-  return dinero({ amount: units, currency: USD as { code: 'USD'; base: bigint; exponent: bigint }, scale: USD_SCALE });
+  return usdAtScale(units, USD_SCALE);
+}
+
+/** `amount × 10^-scale` USD. */
+function usdAtScale(amount: bigint, scale: bigint): Usd {
+  return dinero({ amount, currency: usdCurrency, scale });
+}
+
+/*
+ * The arithmetic below works on the scaled integers dinero holds (`amount × 10^-scale`) with plain
+ * bigint operations: dinero's own functions rebuild their closures and re-check currencies on every
+ * call, which made rating show in a gateway call's CPU profile. Each function gives the amount and
+ * scale dinero's would (money.equivalence.node.test.ts compares them); an amount not in plain USD
+ * (never made by this module) is left to dinero's functions, which refuse mixing currencies.
+ */
+
+/** An amount's scaled integer: `amount × 10^-scale` USD. */
+interface Scaled {
+  amount: bigint;
+  scale: bigint;
+}
+
+/** The scaled integer of a USD amount; null for any other currency. */
+function scaledUsd(value: Usd): Scaled | null {
+  const snapshot = toSnapshot(value);
+  const { code, base, exponent } = snapshot.currency;
+  return code === 'USD' && base === 10n && exponent === 2n ? snapshot : null;
+}
+
+const powersOfTen = Array.from({ length: 32 }, (_, exponent) => 10n ** BigInt(exponent));
+const tenTo = (exponent: bigint): bigint => powersOfTen[Number(exponent)] ?? 10n ** exponent;
+
+/** `value` restated at a scale at least its own. */
+const atScale = (value: Scaled, scale: bigint): bigint =>
+  value.scale === scale ? value.amount : value.amount * tenTo(scale - value.scale);
+
+/** `value` in 1e-8 units: ceil (`up`) or floor (`down`) when it has more digits; bigint division truncates toward zero. */
+function unitsRounded(value: Scaled, rounding: Rounding): bigint {
+  if (value.scale <= USD_SCALE) return atScale(value, USD_SCALE);
+  const divisor = tenTo(value.scale - USD_SCALE);
+  const quotient = value.amount / divisor;
+  if (quotient * divisor === value.amount) return quotient;
+  if (rounding === 'up') return value.amount > 0n ? quotient + 1n : quotient;
+  return value.amount < 0n ? quotient - 1n : quotient;
+}
+
+/** `left + right` exactly, at the higher of their scales (as dinero's `add`). */
+function plus(left: Scaled, right: Scaled): Scaled {
+  // biome-ignore lint/complexity/useMathMinMax: Math.max throws on bigints.
+  const scale = left.scale > right.scale ? left.scale : right.scale;
+  return { amount: atScale(left, scale) + atScale(right, scale), scale };
+}
+
+/** The exact sum, from a zero at scale 8 (as `addUsd` always did); null if one is not USD. */
+function exactSum(amounts: readonly Usd[]): Scaled | null {
+  let sum: Scaled = { amount: 0n, scale: USD_SCALE };
+  for (const amount of amounts) {
+    const term = scaledUsd(amount);
+    if (term === null) return null;
+    sum = plus(sum, term);
+  }
+  return sum;
 }
 
 /** The count of 1e-8 USD units of an amount (the scale is normalised to 8 first; exact amounts only). */
@@ -47,15 +110,21 @@ export function usdToUnits(amount: Usd): bigint {
 export const zeroUsd = (): Usd => usdFromUnits(0n);
 
 export function addUsd(...amounts: Usd[]): Usd {
-  return amounts.reduce((sum, amount) => add(sum, amount), zeroUsd());
+  const sum = exactSum(amounts);
+  if (sum === null) return amounts.reduce((total, amount) => add(total, amount), zeroUsd());
+  return usdAtScale(sum.amount, sum.scale);
 }
 
 export function subtractUsd(minuend: Usd, subtrahend: Usd): Usd {
-  return subtract(minuend, subtrahend);
+  const left = scaledUsd(minuend);
+  const right = scaledUsd(subtrahend);
+  if (left === null || right === null) return subtract(minuend, subtrahend);
+  const difference = plus(left, { amount: -right.amount, scale: right.scale });
+  return usdAtScale(difference.amount, difference.scale);
 }
 
 export function negateUsd(amount: Usd): Usd {
-  return subtract(zeroUsd(), amount);
+  return subtractUsd(zeroUsd(), amount);
 }
 
 export function compareUsd(left: Usd, right: Usd): -1 | 0 | 1 {
@@ -67,8 +136,9 @@ export const isZeroUsd = (amount: Usd): boolean => isZero(amount);
 
 /** Round an exact amount of any scale to 8 digits: `up` is toward +∞ (ceil), `down` toward −∞ (floor). */
 export function roundToScale(amount: Usd, rounding: Rounding): Usd {
-  const scaled = transformScale(amount, USD_SCALE, rounding === 'up' ? up : down);
-  return usdFromUnits(toSnapshot(scaled).amount);
+  const scaled = scaledUsd(amount);
+  if (scaled === null) return usdFromUnits(toSnapshot(transformScale(amount, USD_SCALE, rounding === 'up' ? up : down)).amount);
+  return usdFromUnits(unitsRounded(scaled, rounding));
 }
 
 /**
@@ -77,7 +147,9 @@ export function roundToScale(amount: Usd, rounding: Rounding): Usd {
  */
 export function multiplyByRatio(amount: Usd, numerator: bigint, denominatorDigits: bigint, rounding: Rounding): Usd {
   if (numerator < 0n) throw new RangeError('ratio numerator must not be negative');
-  return roundToScale(multiply(amount, { amount: numerator, scale: denominatorDigits }), rounding);
+  const scaled = scaledUsd(amount);
+  if (scaled === null) return roundToScale(multiply(amount, { amount: numerator, scale: denominatorDigits }), rounding);
+  return usdFromUnits(unitsRounded({ amount: scaled.amount * numerator, scale: scaled.scale + denominatorDigits }, rounding));
 }
 
 /** `amount × basisPoints / 10 000`, rounded to 8 digits. */
@@ -89,13 +161,41 @@ export function applyBasisPoints(amount: Usd, basisPoints: number, rounding: Rou
 /** Cost of `tokens` at a price per million tokens, exact (not yet rounded); add several, then round once. */
 export function priceTokensExact(pricePerMillion: Usd, tokens: bigint): Usd {
   if (tokens < 0n) throw new RangeError('token count must not be negative');
-  return multiply(pricePerMillion, { amount: tokens, scale: 6n });
+  const price = scaledUsd(pricePerMillion);
+  if (price === null) return multiply(pricePerMillion, { amount: tokens, scale: 6n });
+  return usdAtScale(price.amount * tokens, price.scale + 6n);
+}
+
+/**
+ * The cost of several token counts, each at its price per million, summed exactly and rounded once:
+ * `sumExactThenRound` of each line's `priceTokensExact`, without an amount made per line (every
+ * call is rated with seven lines, most of them zero tokens).
+ */
+export function priceTokensThenRound(lines: ReadonlyArray<readonly [pricePerMillion: Usd, tokens: bigint]>, rounding: Rounding): Usd {
+  let sum: Scaled = { amount: 0n, scale: USD_SCALE };
+  for (const [pricePerMillion, tokens] of lines) {
+    if (tokens < 0n) throw new RangeError('token count must not be negative');
+    const price = scaledUsd(pricePerMillion);
+    if (price === null) {
+      return sumExactThenRound(
+        lines.map(([linePrice, lineTokens]) => priceTokensExact(linePrice, lineTokens)),
+        rounding,
+      );
+    }
+    sum = plus(sum, { amount: price.amount * tokens, scale: price.scale + 6n });
+  }
+  return usdFromUnits(unitsRounded(sum, rounding));
 }
 
 /** Sum of exact amounts of possibly different scales, then rounded to 8 digits. */
 export function sumExactThenRound(amounts: Usd[], rounding: Rounding): Usd {
-  const exact = amounts.reduce((sum, amount) => add(sum, amount), zeroUsd());
-  return roundToScale(exact, rounding);
+  const sum = exactSum(amounts);
+  if (sum === null)
+    return roundToScale(
+      amounts.reduce((total, amount) => add(total, amount), zeroUsd()),
+      rounding,
+    );
+  return usdFromUnits(unitsRounded(sum, rounding));
 }
 
 /**

@@ -12,7 +12,7 @@
  */
 import { parseWireAmount } from '../money/index.ts';
 import { genaiCatalogSources, genaiPricesVersion, type CatalogSource } from './genai-prices-catalog.ts';
-import type { CatalogModel, ExcludedModel, ModelPrice, PriceConstraint, TieredModelPrice, TieredPrice } from './price-types.ts';
+import type { CatalogModel, ExcludedModel, ModelPrice, PriceClass, PriceConstraint, TieredModelPrice, TieredPrice } from './price-types.ts';
 
 export type { CatalogModel, ExcludedModel, ModelPrice, PriceClass, ResolvedPrice, TieredModelPrice } from './price-types.ts';
 
@@ -152,7 +152,8 @@ export function pricesAt(model: CatalogModel, at: Date): TieredModelPrice {
 
 function tierPrice(price: TieredPrice, inputTokens: bigint) {
   let rate = price.base;
-  for (const tier of price.tiers) if (inputTokens > BigInt(tier.above)) rate = tier.price;
+  // A bigint compares exactly with a (whole) number: no BigInt made per tier on every call.
+  for (const tier of price.tiers) if (inputTokens > tier.above) rate = tier.price;
   return rate;
 }
 
@@ -163,8 +164,10 @@ export function modelPriceAt(model: CatalogModel, at: Date, inputTokens: bigint)
     inputPerMillion: tierPrice(prices.inputPerMillion, inputTokens),
     outputPerMillion: tierPrice(prices.outputPerMillion, inputTokens),
   };
-  for (const [priceClass, price] of Object.entries(prices) as Array<[keyof ModelPrice, TieredPrice | undefined]>) {
-    if (price) result[priceClass] = tierPrice(price, inputTokens);
+  // `for…in` rather than Object.entries: this runs on every rating, and needs no array of pairs.
+  for (const priceClass in prices) {
+    const price = prices[priceClass as PriceClass];
+    if (price) result[priceClass as PriceClass] = tierPrice(price, inputTokens);
   }
   return result;
 }

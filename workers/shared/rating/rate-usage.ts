@@ -20,7 +20,7 @@
  * an upstream cost of 0 (what the server costs its owner is unknown to Faucet, and Faucet pays
  * nothing for it); without a feature price it cannot be rated there (docs/provider-keys.md).
  */
-import { addUsd, applyBasisPoints, priceTokensExact, subtractUsd, sumExactThenRound, zeroUsd, type Usd } from '../money/index.ts';
+import { addUsd, applyBasisPoints, priceTokensThenRound, subtractUsd, zeroUsd, type Usd } from '../money/index.ts';
 import { currentPriceCatalog, findModelPrice, modelPriceAt, type PriceCatalog } from './catalog.ts';
 import type { ModelPrice, ResolvedPrice } from './price-types.ts';
 import { isRouteMode, type RouteMode } from '../wire/route-modes.ts';
@@ -145,15 +145,15 @@ export function resolvePrice(price: ModelPrice): ResolvedPrice {
 
 function costOf(tokens: Tokens, price: ModelPrice): Usd {
   const rates = resolvePrice(price);
-  return sumExactThenRound(
+  return priceTokensThenRound(
     [
-      priceTokensExact(rates.inputPerMillion, tokens.plainInput),
-      priceTokensExact(rates.cachedInputPerMillion, tokens.cachedInput),
-      priceTokensExact(rates.cacheWritePerMillion, tokens.cacheWrite),
-      priceTokensExact(rates.audioInputPerMillion, tokens.audioInput),
-      priceTokensExact(rates.outputPerMillion, tokens.plainOutput),
-      priceTokensExact(rates.reasoningPerMillion, tokens.reasoning),
-      priceTokensExact(rates.audioOutputPerMillion, tokens.audioOutput),
+      [rates.inputPerMillion, tokens.plainInput],
+      [rates.cachedInputPerMillion, tokens.cachedInput],
+      [rates.cacheWritePerMillion, tokens.cacheWrite],
+      [rates.audioInputPerMillion, tokens.audioInput],
+      [rates.outputPerMillion, tokens.plainOutput],
+      [rates.reasoningPerMillion, tokens.reasoning],
+      [rates.audioOutputPerMillion, tokens.audioOutput],
     ],
     'up',
   );

@@ -1,7 +1,14 @@
 /** What a call holds before its upstream: the worst-case retail price, per route. */
 import type { Env } from '#shared/env.ts';
 import type { Usd } from '#shared/money/index.ts';
-import { currentPriceCatalog, type PriceCatalog, RatingError, rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
+import {
+  currentPriceCatalog,
+  type PriceCatalog,
+  type RatedUsage,
+  RatingError,
+  rateUsage,
+  ratingSettingsFor,
+} from '#shared/rating/index.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { refuseUnacceptedFields } from '../providers/accepted-fields.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
@@ -13,7 +20,7 @@ export function platformHoldAmount(env: Env, reference: ModelReference, request:
     inputTokens: worstCaseInputTokens(request, reference),
     outputTokens: worstCaseOutputTokens(request, reference.provider, currentPriceCatalog),
   };
-  return worstCaseRetail(env, 'platform', reference, tokens);
+  return worstCasePlatformRating(env, reference, tokens)?.retailUsd ?? null;
 }
 
 /**
@@ -40,29 +47,31 @@ export function holdBounds(
   const input = worstCaseInputTokens(request, reference);
   const output = worstCaseOutputTokens(request, reference.provider, catalog);
   const tokens = { inputTokens: input, outputTokens: output };
+  // One rating serves both routes: developer_key at cost charges the catalog cost of the tokens,
+  // which is the platform rating's upstream cost (the same prices, tokens and rounding).
+  const platform = worstCasePlatformRating(env, reference, tokens, catalog);
   return {
-    platform: worstCaseRetail(env, 'platform', reference, tokens, catalog),
-    developerKeyAtCost: worstCaseRetail(env, 'developer_key', reference, tokens, catalog),
+    platform: platform?.retailUsd ?? null,
+    developerKeyAtCost: platform?.upstreamCostUsd ?? null,
     worstCaseTokens: input + output,
     worstCaseInputTokens: input,
     worstCaseOutputTokens: output,
   };
 }
 
-function worstCaseRetail(
+function worstCasePlatformRating(
   env: Env,
-  routeMode: 'platform' | 'developer_key',
   reference: ModelReference,
   tokens: { inputTokens: number; outputTokens: number },
   catalog: PriceCatalog = currentPriceCatalog,
-): Usd | null {
+): RatedUsage | null {
   try {
     return rateUsage(
-      { routeMode, provider: reference.provider, model: reference.model, ...tokens, estimated: true },
+      { routeMode: 'platform', provider: reference.provider, model: reference.model, ...tokens, estimated: true },
       {},
       ratingSettingsFor(env, null),
       catalog,
-    ).retailUsd;
+    );
   } catch (error) {
     if (error instanceof RatingError && error.reason === 'unknown_model') return null;
     throw error;

@@ -87,7 +87,7 @@ describe('a call the lease covers', () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const fake = upstream();
     const gateway = gatewayWith({ upstreamFetch: fake.fetch });
-    let deliver = () => undefined as void;
+    let deliver: () => void = () => undefined;
     const delivered = new Promise<void>((resolve) => (deliver = resolve));
     const ctx = createExecutionContext();
     const answering = gateway.fetch(
