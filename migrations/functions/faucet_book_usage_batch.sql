@@ -86,6 +86,8 @@ declare
   v_row record;
   v_position integer;
   v_index integer;
+  v_offset integer;
+  v_single boolean;
 begin
   if jsonb_typeof(p_bookings) is distinct from 'array' then
     raise exception 'bookings must be a JSON array' using errcode = '22023';
@@ -94,9 +96,20 @@ begin
   if v_count > 1000 then
     raise exception 'at most 1000 bookings per batch' using errcode = '22023';
   end if;
+  -- Every answer column as long as the batch, indexed 1..n: an empty array assigned first at [k]
+  -- would start at k, and unnest, which ignores the bounds, would pair it with the wrong element.
   v_outcomes := array_fill(null::text, array[v_count]);
   v_reasons := v_outcomes;
   v_messages := v_outcomes;
+  v_event_ids := array_fill(null::uuid, array[v_count]);
+  v_transaction_ids := v_event_ids;
+  v_costs := array_fill(null::numeric, array[v_count]);
+  v_retails := v_costs;
+  v_developer_revenues := v_costs;
+  v_platform_shares := v_costs;
+  v_balances := v_costs;
+  v_receivables := v_costs;
+  v_created := array_fill(null::timestamptz, array[v_count]);
 
   -- The shape of each element: an object of known fields, the required ones not null (cheap set
   -- checks; the message is worked out only for an element that fails them).
@@ -183,33 +196,25 @@ begin
       continue;
     end if;
 
+    -- First the whole group in one call; if a table constraint refuses it (rolled back whole, no row
+    -- returned: a PL/pgSQL set is returned only once complete), each element alone, a savepoint each,
+    -- to find the one the tables refuse. `v_offset`: where the call's elements start in the group.
     v_debit := 0;
-    begin
-      for v_row in select * from faucet_book_usage_locked(v_wallet_id, v_balance, v_bookings) loop
-        v_position := v_positions[v_row.ordinal];
-        v_outcomes[v_position] := v_row.outcome;
-        v_reasons[v_position] := v_row.reason;
-        v_messages[v_position] := v_row.message;
-        v_event_ids[v_position] := v_row.usage_event_id;
-        v_transaction_ids[v_position] := v_row.ledger_transaction_id;
-        v_costs[v_position] := v_row.upstream_cost_usd;
-        v_retails[v_position] := v_row.retail_usd;
-        v_developer_revenues[v_position] := v_row.developer_revenue_usd;
-        v_platform_shares[v_position] := v_row.platform_share_usd;
-        v_balances[v_position] := v_row.balance_usd;
-        v_receivables[v_position] := v_row.receivable_usd;
-        v_created[v_position] := v_row.created_at;
-        if v_row.outcome = 'booked' then
-          v_debit := v_debit + v_row.retail_usd;
-        end if;
-      end loop;
-    exception when data_exception or integrity_constraint_violation then
-      -- Rolled back whole: find the element the tables refuse, one savepoint each.
-      v_debit := 0;
-      for v_index in 1 .. cardinality(v_positions) loop
-        v_position := v_positions[v_index];
-        begin
-          select * into v_row from faucet_book_usage_locked(v_wallet_id, v_balance - v_debit, array[v_bookings[v_index]]);
+    v_single := false;
+    v_index := 0;
+    loop
+      v_offset := 0;
+      if v_single then
+        v_index := v_index + 1;
+        exit when v_index > cardinality(v_positions);
+        v_offset := v_index - 1;
+      end if;
+      begin
+        for v_row in
+          select * from faucet_book_usage_locked(v_wallet_id, v_balance - v_debit,
+                                                 case when v_single then array[v_bookings[v_index]] else v_bookings end)
+        loop
+          v_position := v_positions[v_row.ordinal + v_offset];
           v_outcomes[v_position] := v_row.outcome;
           v_reasons[v_position] := v_row.reason;
           v_messages[v_position] := v_row.message;
@@ -225,27 +230,23 @@ begin
           if v_row.outcome = 'booked' then
             v_debit := v_debit + v_row.retail_usd;
           end if;
-        exception when data_exception or integrity_constraint_violation then
-          v_outcomes[v_position] := 'refused';
-          v_reasons[v_position] := case
-            when sqlstate = '23505' then 'conflict'
-            when sqlstate = '23503' then 'not_found'
-            else 'invalid_request'
-          end;
-          v_messages[v_position] := sqlerrm;
-          -- A refused element has no amounts (an earlier attempt of the group may have set them).
-          v_event_ids[v_position] := null;
-          v_transaction_ids[v_position] := null;
-          v_costs[v_position] := null;
-          v_retails[v_position] := null;
-          v_developer_revenues[v_position] := null;
-          v_platform_shares[v_position] := null;
-          v_balances[v_position] := null;
-          v_receivables[v_position] := null;
-          v_created[v_position] := null;
+        end loop;
+      exception when data_exception or integrity_constraint_violation then
+        if not v_single then
+          v_single := true;
+          continue;
+        end if;
+        v_position := v_positions[v_index];
+        v_outcomes[v_position] := 'refused';
+        v_reasons[v_position] := case
+          when sqlstate = '23505' then 'conflict'
+          when sqlstate = '23503' then 'not_found'
+          else 'invalid_request'
         end;
-      end loop;
-    end;
+        v_messages[v_position] := sqlerrm;
+      end;
+      exit when not v_single;
+    end loop;
     if v_debit <> 0 then
       update wallets set balance = balance - v_debit where id = v_wallet_id;
     end if;

@@ -424,11 +424,13 @@ describe('bookUsageBatch', () => {
     };
     // A well-formed element beside them is booked: a value that fails its cast refuses only its own.
     const fine = { ...whole, request_id: `local:${crypto.randomUUID()}`, retail: '0.00000001', developer_revenue: '0.00000001' };
-    const rows = await sql<{ ordinal: number; outcome: string; reason: string; message: string }>(
+    const rows = await sql<{ ordinal: number; outcome: string; reason: string; message: string; retail_usd: string | null }>(
       testEnv,
-      'select ordinal, outcome, reason, message from faucet_book_usage_batch($1::jsonb) order by ordinal',
+      'select ordinal, outcome, reason, message, retail_usd::text from faucet_book_usage_batch($1::jsonb) order by ordinal',
       [JSON.stringify(['not an object', { ...base, smuggled: true }, base, whole, { ...whole, input_tokens: 'many' }, fine])],
     );
+    // Each element's amounts are its own, whichever position is the first one booked.
+    expect(rows.map((row) => row.retail_usd)).toEqual([null, null, null, '0.00000000', null, '0.00000001']);
     expect(rows.map((row) => [row.ordinal, row.outcome, row.reason])).toEqual([
       [1, 'refused', 'invalid_request'],
       [2, 'refused', 'invalid_request'],
