@@ -126,38 +126,36 @@ begin
     from jsonb_array_elements(p_bookings) with ordinality as e;
 
   -- Every value of the right type: cast all at once, in the order they are booked in (one pass over
-  -- the elements); only when a cast fails, find the elements (a failed cast must not abort the batch).
-  begin
-    select array_agg(e.ordinality::integer order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
-           array_agg(jsonb_populate_record(null::faucet_usage_booking, e.value)
-                     order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
-           array_agg(lower(e.value ->> 'end_user_id') order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality)
-      into v_order_positions, v_order_bookings, v_order_users
-      from jsonb_array_elements(p_bookings) with ordinality as e
-     where v_refusals[e.ordinality::integer] is null;
-  exception when data_exception then
-    v_cast_ok := false;
-  end;
-  if not v_cast_ok then
-    select array_agg(
-             coalesce(v_refusals[e.ordinality::integer],
-                      (select format('%s is not a valid %s', a.attname, format_type(a.atttypid, a.atttypmod))
-                         from pg_attribute a
-                        where a.attrelid = 'faucet_usage_booking'::regclass and a.attnum > 0 and not a.attisdropped
-                          and e.value ->> a.attname is not null
-                          and not pg_input_is_valid(e.value ->> a.attname, format_type(a.atttypid, a.atttypmod))
-                        order by a.attnum limit 1))
-             order by e.ordinality)
-      into v_refusals
-      from jsonb_array_elements(p_bookings) with ordinality as e;
-    select array_agg(e.ordinality::integer order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
-           array_agg(jsonb_populate_record(null::faucet_usage_booking, e.value)
-                     order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
-           array_agg(lower(e.value ->> 'end_user_id') order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality)
-      into v_order_positions, v_order_bookings, v_order_users
-      from jsonb_array_elements(p_bookings) with ordinality as e
-     where v_refusals[e.ordinality::integer] is null;
-  end if;
+  -- the elements); only when a cast fails are the elements checked field by field, those refused, and
+  -- the rest cast again (a failed cast must not abort the batch).
+  loop
+    begin
+      select array_agg(e.ordinality::integer order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
+             array_agg(jsonb_populate_record(null::faucet_usage_booking, e.value)
+                       order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
+             array_agg(lower(e.value ->> 'end_user_id') order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality)
+        into v_order_positions, v_order_bookings, v_order_users
+        from jsonb_array_elements(p_bookings) with ordinality as e
+       where v_refusals[e.ordinality::integer] is null;
+      exit;
+    exception when data_exception then
+      if not v_cast_ok then
+        raise;
+      end if;
+      v_cast_ok := false;
+      select array_agg(
+               coalesce(v_refusals[e.ordinality::integer],
+                        (select format('%s is not a valid %s', a.attname, format_type(a.atttypid, a.atttypmod))
+                           from pg_attribute a
+                          where a.attrelid = 'faucet_usage_booking'::regclass and a.attnum > 0 and not a.attisdropped
+                            and e.value ->> a.attname is not null
+                            and not pg_input_is_valid(e.value ->> a.attname, format_type(a.atttypid, a.atttypmod))
+                          order by a.attnum limit 1))
+               order by e.ordinality)
+        into v_refusals
+        from jsonb_array_elements(p_bookings) with ordinality as e;
+    end;
+  end loop;
 
   for v_position in 1 .. v_count loop
     if v_refusals[v_position] is not null then
