@@ -18,6 +18,15 @@ import { createFundedSessions } from './stack-sessions.ts';
 
 const CLIENTS = 16;
 const SEQUENTIAL_CALLS = 100;
+/**
+ * For comparing two versions of the gateway (not used by `npm run bench` as is):
+ * FAUCET_BENCH_COMPARE = another checkout (e.g. a `git worktree` of an earlier commit, its
+ * node_modules linked), bundled and run beside this one in the same interleaved rounds;
+ * FAUCET_BENCH_ROUNDS = rounds of the comparison beside Portkey; FAUCET_BENCH_SKIP_RTT = 1 skips the
+ * round-trip knob (a comparison then takes about 30 s).
+ */
+const compareCheckout = process.env.FAUCET_BENCH_COMPARE || undefined;
+const comparisonRounds = Number(process.env.FAUCET_BENCH_ROUNDS || SEQUENTIAL_CALLS);
 const CALLS_PER_CLIENT = 10;
 
 async function expectOk(response: Response): Promise<unknown> {
@@ -117,7 +126,7 @@ export async function runGatewayStackBench(): Promise<void> {
       `throughput at ${CLIENTS} concurrent clients   ${Math.round((CLIENTS * CALLS_PER_CLIENT) / seconds)} calls/s  (${CLIENTS * CALLS_PER_CLIENT} calls in ${seconds.toFixed(2)} s)`,
     );
     await comparePortkey(stack, upstream, pipe, tokens[0]!);
-    await runRttKnob({ stack, upstream, pipe });
+    if (process.env.FAUCET_BENCH_SKIP_RTT !== '1') await runRttKnob({ stack, upstream, pipe });
   } finally {
     await stack.stop();
     await pipe.close();
@@ -144,6 +153,15 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     stateDir: dirname(stack.workerEnvFile),
     env: parseEnvFile(readFileSync(stack.workerEnvFile, 'utf8')),
   });
+  // Another checkout's gateway, with its own end user: the same rounds, so the two compare at one load.
+  const [compareToken] = compareCheckout ? await createFundedSessions(stack, 'compare', 1) : [];
+  const compared = compareCheckout
+    ? await startGatewayInMiniflare({
+        stateDir: join(dirname(stack.workerEnvFile), 'compare'),
+        env: parseEnvFile(readFileSync(stack.workerEnvFile, 'utf8')),
+        root: compareCheckout,
+      })
+    : undefined;
   const portkey = await startPortkey();
   const proxyFloor = await startProxyFloorInMiniflare(
     `http://127.0.0.1:${upstream.port}/v1/chat/completions`,
@@ -170,7 +188,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
       const whole = performance.now() - started;
       return { firstByte: whole, whole };
     };
-    const routes = {
+    const routes: Record<string, () => Promise<{ firstByte: number; whole: number }>> = {
       direct: () =>
         post(
           `http://127.0.0.1:${upstream.port}/v1/chat/completions`,
@@ -178,6 +196,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
           { model: 'gpt-4o-mini', max_tokens: 64, messages },
         ),
       miniflare: faucetCall(miniflare.url, miniflareToken!),
+      ...(compared ? { compared: faucetCall(compared.url, compareToken!) } : {}),
       miniflareEntry: faucetCall(miniflare.entryUrl, miniflareToken!),
       wranglerDev: faucetCall(stack.gatewayUrl, token),
       portkey: () =>
@@ -189,16 +208,17 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
       miniflareEntryHealth: health(miniflare.entryUrl),
       wranglerDevHealth: health(stack.gatewayUrl),
     };
-    const names = Object.keys(routes) as (keyof typeof routes)[];
+    const names = Object.keys(routes);
+    const call = (name: string) => (routes[name] as () => Promise<{ firstByte: number; whole: number }>)();
     // Warm-up: the Miniflare copy's wallet takes its lease; every route's connections are open.
-    for (let round = 0; round < 20; round++) for (const name of names) await routes[name]();
+    for (let round = 0; round < 20; round++) for (const name of names) await call(name);
     const samples = Object.fromEntries(names.map((name) => [name, { firstByte: [] as number[], whole: [] as number[] }]));
     const connectionsBefore = pipe.connections();
     const loadBefore = loadavg()[0]!;
-    for (let round = 0; round < SEQUENTIAL_CALLS; round++) {
+    for (let round = 0; round < comparisonRounds; round++) {
       for (let index = 0; index < names.length; index++) {
         const name = names[(round + index) % names.length]!;
-        const sample = await routes[name]();
+        const sample = await call(name);
         samples[name]!.firstByte.push(sample.firstByte);
         samples[name]!.whole.push(sample.whole);
       }
@@ -211,7 +231,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     const direct = samples.direct!;
     const addedP50 = (name: string) => percentile(samples[name]!.whole, 50) - percentile(direct.whole, 50);
     console.log(
-      `-- added latency beside @portkey-ai/gateway at 0 ms database RTT: one HTTP client -> gateway -> the same mock upstream on loopback (${SEQUENTIAL_CALLS} rounds, one call to each route per round, interleaved; load average ${loadBefore.toFixed(1)} -> ${loadavg()[0]!.toFixed(1)})`,
+      `-- added latency beside @portkey-ai/gateway at 0 ms database RTT: one HTTP client -> gateway -> the same mock upstream on loopback (${comparisonRounds} rounds, one call to each route per round, interleaved; load average ${loadBefore.toFixed(1)} -> ${loadavg()[0]!.toFixed(1)})`,
     );
     console.log(
       `   Faucet's calls: warm wallets (each copy its own end user, its object holding a lease); ${connections} database connections opened during the measured rounds (the per-call path opens one per call)`,
@@ -221,6 +241,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     );
     for (const [name, label] of [
       ['miniflare', 'Faucet, workerd (Miniflare), metered'],
+      ...(compared ? ([['compared', `the same, from ${compareCheckout}`]] as const) : []),
       ['portkey', 'Portkey (Node, no metering)'],
       ['proxyFloor', 'info: a 10-line workerd proxy (floor)'],
       ['objectsFloor', 'info: that + 2 object calls, 2 writes'],
@@ -246,6 +267,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     await portkey.stop();
     await proxyFloor.stop();
     await miniflare.stop();
+    await compared?.stop();
   }
 }
 
