@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FaucetError } from '../wire/errors.ts';
 import { outboundFetch, type FetchFunction } from './outbound-fetch.ts';
 import { readBodyText } from './read-body.ts';
@@ -170,7 +170,21 @@ describe('outboundFetch', () => {
         buffered: true,
       });
       expect(whole.headers.get('content-length')).toBe(String(length));
-      expect(await readBodyText(whole)).toBe('{"a":1,"b":"é"}');
+      // Its bytes are in memory: the runtime decodes them, no read loop in JS.
+      const readers = vi.spyOn(ReadableStream.prototype, 'getReader');
+      try {
+        expect(await readBodyText(whole)).toBe('{"a":1,"b":"é"}');
+        expect(readers).not.toHaveBeenCalled();
+      } finally {
+        readers.mockRestore();
+      }
+      // A reader with a smaller limit still refuses it.
+      const again = await outboundFetch('https://api.openai.com/v1', post, {
+        fetch: declared(trickle(parts, 0), length),
+        timeoutMs: 1000,
+        buffered: true,
+      });
+      expect((await failureOf(readBodyText(again, 4))).message).toContain('exceeded');
       // Each piece within the 100 ms timeout, all of them together not: timed out.
       const slow = await failureOf(
         outboundFetch('https://api.openai.com/v1', post, { fetch: declared(trickle(parts, 30), length), timeoutMs: 100, buffered: true }),

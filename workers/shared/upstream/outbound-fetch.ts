@@ -1,6 +1,6 @@
 import { FaucetError } from '../wire/errors.ts';
 import { checkUpstreamUrl } from './address-guard.ts';
-import { maxUpstreamBodyBytes } from './read-body.ts';
+import { markedReadWhole, maxUpstreamBodyBytes } from './read-body.ts';
 
 /** The fetch the gateway uses for upstreams; tests pass their own to intercept without network. */
 export type FetchFunction = (input: Request) => Promise<Response>;
@@ -68,8 +68,9 @@ export async function outboundFetch(
   }
   const answer = { status: response.status, statusText: response.statusText, headers: response.headers };
   // An error's body stays a stream: its reader (upstream-failure.ts) takes only the first bytes.
-  if (options.buffered === true && response.ok && declaresItsLength(response))
-    return new Response(await readWhole(response, watchdog), answer);
+  if (options.buffered === true && response.ok && declaresItsLength(response)) {
+    return markedReadWhole(new Response(await readWhole(response, watchdog), answer));
+  }
   return new Response(guardBody(response.body, watchdog), answer);
 }
 
