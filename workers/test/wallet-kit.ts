@@ -3,6 +3,7 @@
  * names, a platform call and the usage its fake upstream reports.
  */
 import { env as workerEnv } from 'cloudflare:test';
+import { expect } from 'vitest';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
@@ -50,7 +51,14 @@ export const usdMinus = (from: string, amount: string): string =>
  * What every wallet test ends on: the upstream audit of the calls the fake upstream answered (each
  * reported `reportedUsage`) and reconciliation of the ledger.
  */
-export async function ledgerChecks(testEnv: TestEnv, requests: RecordedRequest[]) {
+/** The invariant every wallet test ends on: each upstream call billed once, at least as reported; the ledger reconciles. */
+export async function expectBooksAgree(testEnv: TestEnv, requests: RecordedRequest[]): Promise<void> {
+  const { audit, reconciliation } = await ledgerChecks(testEnv, requests);
+  expect(audit).toMatchObject({ ok: true, unbilledCalls: 0, doubleBilledCalls: 0 });
+  expect(reconciliation.ok).toBe(true);
+}
+
+async function ledgerChecks(testEnv: TestEnv, requests: RecordedRequest[]) {
   const database = openLedgerDatabase(testEnv, 2);
   try {
     const audit = await auditUpstreamCalls(

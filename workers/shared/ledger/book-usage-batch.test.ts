@@ -363,29 +363,7 @@ describe('bookUsageBatch', () => {
     const bob = await createTestUser(testEnv);
     await fund(database, alice.walletId, '1.00000000');
     const requestId = `local:${crypto.randomUUID()}`;
-    const element = {
-      request_id: requestId,
-      app_id: bob.appId,
-      end_user_id: bob.endUserId,
-      feature_key: 'chat',
-      route_mode: 'byok',
-      provider: 'openai',
-      model: 'gpt-4o-mini',
-      input_tokens: 1,
-      output_tokens: 1,
-      cached_tokens: 0,
-      cache_write_tokens: 0,
-      audio_input_tokens: 0,
-      audio_output_tokens: 0,
-      reasoning_tokens: 0,
-      estimated: false,
-      allow_receivable: false,
-      upstream_cost: '0.00000000',
-      upstream_payable: '0.00000000',
-      retail: '0.10000000',
-      developer_revenue: '0.10000000',
-      platform_share: '0.00000000',
-    };
+    const element = byokElement(bob, requestId, '0.10000000');
     const rows = await sql<{ outcome: string; reason: string }>(
       testEnv,
       `select outcome, reason from faucet_book_usage_locked($1, 1, array[jsonb_populate_record(null::faucet_usage_booking, $2::jsonb)])`,
@@ -403,27 +381,9 @@ describe('bookUsageBatch', () => {
     const [valid] = await bookUsageBatch(database.db, [good!]);
     expect(valid!.outcome).toBe('booked');
     const base = { request_id: 'local:x', app_id: user.appId, end_user_id: user.endUserId, feature_key: 'chat', route_mode: 'byok' };
-    const whole = {
-      ...base,
-      provider: 'openai',
-      model: 'm',
-      input_tokens: 1,
-      output_tokens: 1,
-      cached_tokens: 0,
-      cache_write_tokens: 0,
-      audio_input_tokens: 0,
-      audio_output_tokens: 0,
-      reasoning_tokens: 0,
-      estimated: false,
-      allow_receivable: false,
-      upstream_cost: '0',
-      upstream_payable: '0',
-      retail: '0.000000001',
-      developer_revenue: '0.000000001',
-      platform_share: '0',
-    };
+    const whole = byokElement(user, 'local:x', '0.000000001');
     // A well-formed element beside them is booked: a value that fails its cast refuses only its own.
-    const fine = { ...whole, request_id: `local:${crypto.randomUUID()}`, retail: '0.00000001', developer_revenue: '0.00000001' };
+    const fine = byokElement(user, `local:${crypto.randomUUID()}`, '0.00000001');
     const rows = await sql<{ ordinal: number; outcome: string; reason: string; message: string; retail_usd: string | null }>(
       testEnv,
       'select ordinal, outcome, reason, message, retail_usd::text from faucet_book_usage_batch($1::jsonb) order by ordinal',
@@ -455,3 +415,30 @@ describe('bookUsageBatch', () => {
     expect(await countsOf(['local:x'])).toEqual({ events: 0, transactions: 0, entries: 0 });
   });
 });
+
+/** A raw faucet_usage_booking (JSON) of a byok call of `user`, its retail all the developer's. */
+function byokElement(user: { appId: string; endUserId: string }, requestId: string, retail: string) {
+  return {
+    request_id: requestId,
+    app_id: user.appId,
+    end_user_id: user.endUserId,
+    feature_key: 'chat',
+    route_mode: 'byok',
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    input_tokens: 1,
+    output_tokens: 1,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    audio_input_tokens: 0,
+    audio_output_tokens: 0,
+    reasoning_tokens: 0,
+    estimated: false,
+    allow_receivable: false,
+    upstream_cost: '0.00000000',
+    upstream_payable: '0.00000000',
+    retail,
+    developer_revenue: retail,
+    platform_share: '0.00000000',
+  };
+}

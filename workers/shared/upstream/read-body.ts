@@ -4,11 +4,11 @@ import { FaucetError } from '../wire/errors.ts';
 export const maxUpstreamBodyBytes = 8 * 1024 * 1024;
 
 /** Answers whose body outboundFetch (`buffered`) read whole already, within the size limit: bytes in memory, no guard. */
-const readWhole = new WeakSet<Response>();
+const wholeAnswers = new WeakSet<Response>();
 
 /** Marks an answer built from a body already read whole (outbound-fetch.ts). */
 export function markedReadWhole(response: Response): Response {
-  readWhole.add(response);
+  wholeAnswers.add(response);
   return response;
 }
 
@@ -21,7 +21,7 @@ export async function readBodyText(response: Response, maxBytes = maxUpstreamBod
   if (response.body === null) return '';
   // Bytes already in memory, within the limit: the runtime decodes them in one go (a read loop in
   // JS over them cost a measurable share of a call in workerd).
-  if (readWhole.has(response) && Number(response.headers.get('content-length')) <= maxBytes) return response.text();
+  if (wholeAnswers.has(response) && Number(response.headers.get('content-length')) <= maxBytes) return response.text();
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let text = '';

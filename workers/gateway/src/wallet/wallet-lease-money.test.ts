@@ -10,11 +10,11 @@ import { walletOfToken } from '#shared/auth/session-token.ts';
 import { reconcileLedger } from '#shared/ledger/reconcile.ts';
 import { chargeRefundedEvent } from '../../../../scripts/lib/stripe-events.ts';
 import { adminToken, api, call, sql, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from '../../../test/fake-upstream.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { deliver, paidCheckout } from '../../../test/payments-kit.ts';
 import { chat, fund, fundedSession, gatewayWith, wallet } from '../../../test/gateway-kit.ts';
 import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
-import { leasedTestEnv, ledgerChecks, unitsOf, platformCall, reportedUsage, walletObjectOf } from '../../../test/wallet-kit.ts';
+import { expectBooksAgree, leasedTestEnv, unitsOf, platformCall, reportedUsage, walletObjectOf } from '../../../test/wallet-kit.ts';
 import type { StoredCall } from './lease-book.ts';
 
 let testEnv: TestEnv;
@@ -55,11 +55,6 @@ async function withSlowRelease<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /** Every call the upstream answered is booked once, with at least the tokens it reported; the ledger reconciles. */
-async function expectBooksAgree(requests: RecordedRequest[]): Promise<void> {
-  const { audit, reconciliation } = await ledgerChecks(testEnv, requests);
-  expect(audit).toMatchObject({ ok: true, unbilledCalls: 0, doubleBilledCalls: 0 });
-  expect(reconciliation.ok).toBe(true);
-}
 
 /** A funded end user whose object holds a lease after one call, nothing left unflushed. */
 async function leasedWallet() {
@@ -150,7 +145,7 @@ describe('money outside the gateway', () => {
     ]);
     expect(usage?.n).toBe(2);
     expect(upstream.requests).toHaveLength(2);
-    await expectBooksAgree(upstream.requests);
+    await expectBooksAgree(testEnv, upstream.requests);
   });
 
   it('a call arriving while an idle object gives its lease back waits for it, then renews: nothing kept uncovered', async () => {
@@ -174,7 +169,7 @@ describe('money outside the gateway', () => {
     expect(unitsOf(lease?.amount ?? '0')).toBeGreaterThanOrEqual(unitsOf(snapshot.committedUsd));
     await object.flush();
     expect(upstream.requests).toHaveLength(2);
-    await expectBooksAgree(upstream.requests);
+    await expectBooksAgree(testEnv, upstream.requests);
   });
 
   it('the attacker spends on the lease, has the top-up refunded, and calls again: the refund recalls the lease, so the next call is refused and every call paid upstream is booked', async () => {
@@ -197,7 +192,7 @@ describe('money outside the gateway', () => {
     expect((await objectOf(checkout.token).snapshot()).leaseUsd).toBe('0.00000000');
     expect((await chat(gateway, testEnv, checkout.token, body)).status).toBe(402);
     expect(upstream.requests).toHaveLength(1);
-    await expectBooksAgree(upstream.requests);
+    await expectBooksAgree(testEnv, upstream.requests);
   });
 
   it('a top-up is spendable by the very next call', async () => {
