@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
+import type { StoredCall } from './lease-book.ts';
 import { adminToken, api, call, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../test/fake-upstream.ts';
 import { createDatabase, observeStatements } from '#shared/db.ts';
@@ -94,7 +95,7 @@ describe('a call the lease covers', () => {
         headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': newRequestId() },
         body: JSON.stringify(body),
       }),
-      withSettlementsHeldUntil(delivered),
+      withSettlementsAfter(delivered),
       ctx,
     );
     // The settlement is held on its way to the object; the answer does not wait for it.
@@ -116,6 +117,36 @@ describe('a call the lease covers', () => {
       session.endUserId,
     ]);
     expect(booked).toEqual([{ retail_usd: answer.faucet.charge.amount_usd }]);
+    await expectBooksAgree(testEnv, fake.requests);
+  });
+
+  it('a settlement lost on its way: the answer is served and the call is booked at its bound once its deadline passes, never unbooked', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const fake = upstream();
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    const lost = Promise.reject(new Error('the settlement never reached the object'));
+    lost.catch(() => undefined);
+    const answered = await call(gateway, withSettlementsAfter(lost), '/v1/chat/completions', { json: body, token: session.token });
+    expect(answered.status).toBe(200);
+    const charged = ((await answered.json()) as { faucet: { charge: { amount_usd: string } } }).faucet.charge.amount_usd;
+    const callId = answered.headers.get('x-faucet-call-id') as string;
+    const object = objectOf(session.token);
+    expect(await object.snapshot()).toMatchObject({ inFlight: 1, unflushed: 0 });
+    // Time passes: the call's deadline and grace are behind it; the object's alarm sweeps it.
+    await runInDurableObject(object, async (_instance, state) => {
+      const stored = (await state.storage.get<StoredCall>(`call:${callId}`)) as StoredCall;
+      await state.storage.put(`call:${callId}`, { ...stored, sweepAt: Date.now() - 1 });
+      await state.storage.sync();
+      state.abort('reload the call as stored');
+    }).catch(() => undefined);
+    expect(await runDurableObjectAlarm(objectOf(session.token))).toBe(true);
+    const [booked] = await sql<{ retail_usd: string; estimated: boolean; n: string }>(
+      testEnv,
+      'select retail_usd::text, estimated, count(*) over () as n from usage_events where call_id = $1',
+      [callId],
+    );
+    expect(booked).toMatchObject({ estimated: true, n: '1' });
+    expect(unitsOf(booked!.retail_usd)).toBeGreaterThanOrEqual(unitsOf(charged));
     await expectBooksAgree(testEnv, fake.requests);
   });
 
@@ -453,8 +484,8 @@ describe('the attacker', () => {
   });
 });
 
-/** The test env with every wallet object's `settle` held on its way until `delivered` resolves. */
-function withSettlementsHeldUntil(delivered: Promise<void>): TestEnv {
+/** The test env with every wallet object's `settle` held on its way until `delivered` settles (lost if it rejects). */
+function withSettlementsAfter(delivered: Promise<void>): TestEnv {
   const objects = testEnv.WALLET as DurableObjectNamespace<WalletObjectContract>;
   const held = {
     idFromName: (name: string) => objects.idFromName(name),
