@@ -22,10 +22,10 @@ import { ratingTokens, type MeteredUsage } from './metered-usage.ts';
 export interface SettleOptions {
   catalog?: PriceCatalog;
   /**
-   * A leased call's settlement is handed to its wallet object here and, when given, left to run
-   * after the answer (the caller keeps the request alive for it); absent, the answer waits for it.
+   * A leased call's settlement, handed over unsent: the caller sends it once the answer has left and
+   * keeps the request alive for it. Absent, the answer waits for the object to have it.
    */
-  background?: (settling: Promise<void>) => void;
+  background?: (send: () => Promise<void>) => void;
 }
 
 export async function settleCall(
@@ -73,14 +73,15 @@ export async function settleCall(
     // Leased: the wallet object keeps the settlement durably and books it with its next flush; its
     // lease covers the charge, so the answer carries it now (docs/edge.md). The object has kept the
     // call in flight at its worst case since `authorize`: a settlement that never arrives leaves it
-    // booked at that bound by the object's alarm, never unbooked. So the answer need not wait for the
-    // object's write; the message is sent before the answer leaves, so a read that follows the
-    // answer reaches the object after it.
-    const settlement = { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd) };
-    const settle = () => wallet.settle(plan.keys.callId, settlement);
-    const settling = settle().catch(() => settle());
-    if (options.background === undefined) await settling;
-    else options.background(settling);
+    // booked at that bound by the object's alarm, never unbooked. So the answer need not wait for
+    // the settlement, nor even for it to be sent.
+    const send = () => {
+      const settlement = { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd) };
+      const settle = () => wallet.settle(plan.keys.callId, settlement);
+      return settle().catch(() => settle());
+    };
+    if (options.background === undefined) await send();
+    else options.background(send);
     return answer({ retailUsd: rated.retailUsd, upstreamCostUsd: rated.upstreamCostUsd });
   }
   const book = () => bookUsage(db, input);

@@ -137,17 +137,20 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
       settling: {
         catalog: dependencies.priceCatalog,
         // Write-through (a flush interval of 0) books before the answer, so the answer waits for it.
+        // Otherwise the settlement is sent once the answer has left (docs/edge.md, "What a call waits on").
         background:
           intSetting(c.env.WALLET_FLUSH_INTERVAL_MS, 1000) === 0
             ? undefined
-            : (settling) =>
+            : (send) =>
                 defer(
-                  settling.catch((error: unknown) =>
-                    c.var.logger?.error('leased settlement not delivered; the wallet object books the call at its bound', {
-                      call_id: callId,
-                      error: (error as Error).name,
-                    }),
-                  ),
+                  afterTheAnswer()
+                    .then(send)
+                    .catch((error: unknown) =>
+                      c.var.logger?.error('leased settlement not delivered; the wallet object books the call at its bound', {
+                        call_id: callId,
+                        error: (error as Error).name,
+                      }),
+                    ),
                 ),
       },
       defer,
@@ -212,6 +215,16 @@ async function authorizeWithRouting(
       routingCache.set(input.tokenHash, input.feature, routing);
     }
   }
+}
+
+/**
+ * Resolves in a later turn of the event loop than the one that returns the answer, so the runtime
+ * writes the answer first. A message to the wallet object sent in the answer's own turn had the
+ * object take it (and write it to its storage) on the isolate's thread before the answer was
+ * written: about 1 ms of a call in workerd (docs/edge.md).
+ */
+function afterTheAnswer(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 /** Everything the gateway reads from the body before it authorizes: the parsed body, the route asked for, the request sent upstream (its model set per candidate). */

@@ -120,6 +120,32 @@ describe('a call the lease covers', () => {
     await expectBooksAgree(testEnv, fake.requests);
   });
 
+  it('sends the settlement only once the answer has left, so the object taking it never delays the answer', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const fake = upstream();
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    const events: string[] = [];
+    const ctx = createExecutionContext();
+    const answered = await gateway.fetch(
+      new Request('http://faucet.test/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': newRequestId() },
+        body: JSON.stringify(body),
+      }),
+      withSettlementsThrough(async () => void events.push('settlement sent')),
+      ctx,
+    );
+    events.push('answered');
+    expect(answered.status).toBe(200);
+    const charged = ((await answered.json()) as { faucet: { charge: { amount_usd: string } } }).faucet.charge.amount_usd;
+    await waitOnExecutionContext(ctx);
+    expect(events).toEqual(['answered', 'settlement sent']);
+    const object = objectOf(session.token);
+    expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 1, unflushedUsd: charged });
+    await object.flush();
+    await expectBooksAgree(testEnv, fake.requests);
+  });
+
   it('a settlement lost on its way: the answer is served and the call is booked at its bound once its deadline passes, never unbooked', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const fake = upstream();
@@ -486,6 +512,11 @@ describe('the attacker', () => {
 
 /** The test env with every wallet object's `settle` held on its way until `delivered` settles (lost if it rejects). */
 function withSettlementsAfter(delivered: Promise<void>): TestEnv {
+  return withSettlementsThrough(() => delivered);
+}
+
+/** The test env with every wallet object's `settle` passing through `onTheWay` (held until it settles; lost if it rejects). */
+function withSettlementsThrough(onTheWay: () => Promise<void>): TestEnv {
   const objects = testEnv.WALLET as DurableObjectNamespace<WalletObjectContract>;
   const held = {
     idFromName: (name: string) => objects.idFromName(name),
@@ -495,7 +526,7 @@ function withSettlementsAfter(delivered: Promise<void>): TestEnv {
         authorize: (request: Parameters<WalletObjectContract['authorize']>[0]) => stub.authorize(request),
         abandon: (callId: string) => stub.abandon(callId),
         settle: async (...args: Parameters<WalletObjectContract['settle']>) => {
-          await delivered;
+          await onTheWay();
           return stub.settle(...args);
         },
       };
