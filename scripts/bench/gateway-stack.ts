@@ -140,7 +140,7 @@ export async function runGatewayStackBench(): Promise<void> {
  * gateway in workerd with its Durable Objects run by Miniflare directly (gateway-miniflare.ts: the
  * deployed bundle, no dev proxy in front), Portkey on Node. The same gateway under `wrangler dev`
  * (this stack) is measured beside it for information. Calls are interleaved — one round is a call to
- * each route, in an order rotated per round — so every route sees the same machine load; added
+ * each route, in a random order per round — so every route sees the same machine load; added
  * latency = a route's p50 − the p50 of the client calling the upstream directly.
  *
  * Each Faucet copy has its own end user (two wallet objects in two runtimes must never share one
@@ -215,9 +215,12 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     const samples = Object.fromEntries(names.map((name) => [name, { firstByte: [] as number[], whole: [] as number[] }]));
     const connectionsBefore = pipe.connections();
     const loadBefore = loadavg()[0]!;
+    // Each round in its own random order: a route's call never always follows the same route, so what
+    // one gateway still does after its answer (Faucet's settlement, under waitUntil) lands on every
+    // route alike. (A fixed rotation had Portkey always follow Faucet under wrangler dev.)
+    const random = seededRandom(19);
     for (let round = 0; round < comparisonRounds; round++) {
-      for (let index = 0; index < names.length; index++) {
-        const name = names[(round + index) % names.length]!;
+      for (const name of shuffled(names, random)) {
         const sample = await call(name);
         samples[name]!.firstByte.push(sample.firstByte);
         samples[name]!.whole.push(sample.whole);
@@ -231,7 +234,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     const direct = samples.direct!;
     const addedP50 = (name: string) => percentile(samples[name]!.whole, 50) - percentile(direct.whole, 50);
     console.log(
-      `-- added latency beside @portkey-ai/gateway at 0 ms database RTT: one HTTP client -> gateway -> the same mock upstream on loopback (${comparisonRounds} rounds, one call to each route per round, interleaved; load average ${loadBefore.toFixed(1)} -> ${loadavg()[0]!.toFixed(1)})`,
+      `-- added latency beside @portkey-ai/gateway at 0 ms database RTT: one HTTP client -> gateway -> the same mock upstream on loopback (${comparisonRounds} rounds, one call to each route per round in a random order; load average ${loadBefore.toFixed(1)} -> ${loadavg()[0]!.toFixed(1)})`,
     );
     console.log(
       `   Faucet's calls: warm wallets (each copy its own end user, its object holding a lease); ${connections} database connections opened during the measured rounds (the per-call path opens one per call)`,
@@ -269,6 +272,28 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     await miniflare.stop();
     await compared?.stop();
   }
+}
+
+/** A small deterministic generator (mulberry32), so a run's orders can be repeated. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A copy of `items` in random order (Fisher–Yates). */
+function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const copy = [...items];
+  for (let index = copy.length - 1; index > 0; index--) {
+    const other = Math.floor(random() * (index + 1));
+    [copy[index], copy[other]] = [copy[other]!, copy[index]!];
+  }
+  return copy;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
