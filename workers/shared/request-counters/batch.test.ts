@@ -102,6 +102,17 @@ describe('request counters are batched per isolate', () => {
     expect(requestsOf(await (await call(app, env, '/metrics')).text(), route)).toBe(25);
   });
 
+  it("a flush due at once is sent after the response, never in the response's own turn", async () => {
+    const metrics = observedMetrics();
+    const env = { ...testEnv, METRICS: metrics.namespace, METRICS_FLUSH_INTERVAL_MS: '0' };
+    const { app, route } = probe();
+    const { response, pending } = await fetchLeavingWork(app, env, route.replace(':id', 'x'));
+    expect(response.status).toBe(200);
+    expect(metrics.calls).toHaveLength(0);
+    await Promise.all(pending);
+    expect(metrics.requestsSent()).toBe(1);
+  });
+
   it('a request never waits on the metrics object: responses come back while the shard call hangs', async () => {
     const metrics = observedMetrics({ hang: true });
     const env = { ...testEnv, METRICS: metrics.namespace, METRICS_FLUSH_INTERVAL_MS: '0' };
@@ -111,6 +122,8 @@ describe('request counters are batched per isolate', () => {
       const served = await Promise.race([fetchLeavingWork(app, env, route.replace(':id', 'x')), timeout]);
       expect(served).not.toBe('timed out');
       expect((served as { response: Response }).response.status).toBe(200);
+      // Each flush starts once its response is out (a timer); let it start, and hang.
+      await new Promise((resolve) => setTimeout(resolve, 5));
     }
     expect(metrics.calls.length).toBeGreaterThanOrEqual(1);
   });

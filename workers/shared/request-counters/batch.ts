@@ -1,8 +1,8 @@
 /**
  * Request counters are summed in the isolate and sent to the metrics shards in batches: a request
  * adds its sample to its isolate's batch and makes no Durable Object call of its own. The first
- * request after a quiet second flushes at once; later ones fall into a flush scheduled for one
- * second after the previous (`METRICS_FLUSH_INTERVAL_MS`, `0` = every request), carried by that
+ * request after a quiet second flushes as soon as its response is out; later ones fall into a flush
+ * scheduled for one second after the previous (`METRICS_FLUSH_INTERVAL_MS`, `0` = every request), carried by that
  * request's `waitUntil`, after its response. So an isolate calls its shard at most once per interval
  * however busy it is. A flush that fails puts its counts back for the next one: nothing is lost
  * while a shard is unreachable (a flush whose reply is lost after the shard applied it may count
@@ -44,7 +44,9 @@ class IsolateBatch {
     if (this.scheduledFor !== undefined && now < this.scheduledFor + STALE_AFTER_MS) return undefined;
     const due = Math.max(now, this.lastFlushAt + intervalMs);
     this.scheduledFor = due;
-    const wait = due > now ? new Promise<void>((resolve) => setTimeout(resolve, due - now)) : Promise.resolve();
+    // Even a flush due now waits for a timer: it then runs after the response is written, never in
+    // the response's own turn (where the shard's call would be made before the answer left).
+    const wait = new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, due - now)));
     return wait.then(() => {
       if (this.scheduledFor === due) this.scheduledFor = undefined;
       return this.flush(namespace, logger);
