@@ -170,13 +170,16 @@ describe('outboundFetch', () => {
         buffered: true,
       });
       expect(whole.headers.get('content-length')).toBe(String(length));
-      // Its bytes are in memory: the runtime decodes them, no read loop in JS.
+      // The runtime decoded it on arrival: its text is handed over, with no read loop in JS and no second read.
       const readers = vi.spyOn(ReadableStream.prototype, 'getReader');
+      const texts = vi.spyOn(Response.prototype, 'text');
       try {
         expect(await readBodyText(whole)).toBe('{"a":1,"b":"é"}');
         expect(readers).not.toHaveBeenCalled();
+        expect(texts).not.toHaveBeenCalled();
       } finally {
         readers.mockRestore();
+        texts.mockRestore();
       }
       // A reader with a smaller limit still refuses it.
       const again = await outboundFetch('https://api.openai.com/v1', post, {

@@ -1,6 +1,6 @@
 import { FaucetError } from '../wire/errors.ts';
 import { checkUpstreamUrl } from './address-guard.ts';
-import { markedReadWhole, maxUpstreamBodyBytes } from './read-body.ts';
+import { answerReadWhole, maxUpstreamBodyBytes } from './read-body.ts';
 
 /** The fetch the gateway uses for upstreams; tests pass their own to intercept without network. */
 export type FetchFunction = (input: Request) => Promise<Response>;
@@ -69,7 +69,7 @@ export async function outboundFetch(
   const answer = { status: response.status, statusText: response.statusText, headers: response.headers };
   // An error's body stays a stream: its reader (upstream-failure.ts) takes only the first bytes.
   if (options.buffered === true && response.ok && declaresItsLength(response)) {
-    return markedReadWhole(new Response(await readWhole(response, watchdog), answer));
+    return answerReadWhole(await readWhole(response, watchdog), answer);
   }
   return new Response(guardBody(response.body, watchdog), answer);
 }
@@ -83,20 +83,22 @@ function declaresItsLength(response: Response): boolean {
 }
 
 /**
- * A body of known length, read by the runtime in one go (the read loop in JS was the largest single
- * part of a call's CPU in workerd's profile): it must arrive whole within one timeout of the headers.
+ * A body of known length, read and decoded (UTF-8, as `Response.text()` always does) by the runtime in
+ * one go (the read loop in JS was the largest single part of a call's CPU in workerd's profile): it
+ * must arrive whole within one timeout of the headers. Its declared length is within the limit, and
+ * the text has at most one UTF-16 unit per byte.
  */
-async function readWhole(response: Response, watchdog: Watchdog): Promise<ArrayBuffer> {
+async function readWhole(response: Response, watchdog: Watchdog): Promise<string> {
   watchdog.restart();
-  let whole: ArrayBuffer;
+  let whole: string;
   try {
-    whole = await watchdog.race(response.arrayBuffer());
+    whole = await watchdog.race(response.text());
   } catch (error) {
     throw watchdog.explain(error);
   } finally {
     watchdog.stop();
   }
-  if (whole.byteLength > maxUpstreamBodyBytes) {
+  if (whole.length > maxUpstreamBodyBytes) {
     throw new FaucetError('upstream_error', `The upstream answer exceeded ${maxUpstreamBodyBytes} bytes.`);
   }
   return whole;

@@ -3,25 +3,27 @@ import { FaucetError } from '../wire/errors.ts';
 /** Biggest non-streamed upstream answer the gateway buffers. */
 export const maxUpstreamBodyBytes = 8 * 1024 * 1024;
 
-/** Answers whose body outboundFetch (`buffered`) read whole already, within the size limit: bytes in memory, no guard. */
-const wholeAnswers = new WeakSet<Response>();
+/** Answers whose body outboundFetch (`buffered`) read whole already, within the size limit, and its text. */
+const wholeAnswers = new WeakMap<Response, string>();
 
-/** Marks an answer built from a body already read whole (outbound-fetch.ts). */
-export function markedReadWhole(response: Response): Response {
-  wholeAnswers.add(response);
+/** An answer of a body already read whole (outbound-fetch.ts): its text is kept for `readBodyText`. */
+export function answerReadWhole(text: string, init: ResponseInit): Response {
+  const response = new Response(text, init);
+  wholeAnswers.set(response, text);
   return response;
 }
 
 /**
  * Reads a body through its reader (not `Response.text()`), so the FaucetErrors that the
  * outbound-fetch body guard raises on stalls reach the caller unchanged; an answer outboundFetch
- * read whole already has no guard, and the runtime decodes its bytes.
+ * read whole already has no guard, and its text is at hand.
  */
 export async function readBodyText(response: Response, maxBytes = maxUpstreamBodyBytes): Promise<string> {
   if (response.body === null) return '';
-  // Bytes already in memory, within the limit: the runtime decodes them in one go (a read loop in
-  // JS over them cost a measurable share of a call in workerd).
-  if (wholeAnswers.has(response) && Number(response.headers.get('content-length')) <= maxBytes) return response.text();
+  // Read whole and decoded by the runtime already, within the limit (a read loop in JS over bytes in
+  // memory, or reading them again, cost a measurable share of a call in workerd).
+  const whole = wholeAnswers.get(response);
+  if (whole !== undefined && !response.bodyUsed && Number(response.headers.get('content-length')) <= maxBytes) return whole;
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let text = '';
