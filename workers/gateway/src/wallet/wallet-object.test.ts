@@ -146,6 +146,55 @@ describe('a call the lease covers', () => {
     await expectBooksAgree(testEnv, fake.requests);
   });
 
+  it("a call sent the moment the previous answer arrives is not refused for that call's worst case", async () => {
+    // The worst case a call holds in flight, and its real charge, from a call whose settlement is held.
+    const probe = await fundedSession(testEnv, '1.00000000');
+    let release: () => void = () => undefined;
+    const probeCtx = createExecutionContext();
+    const probed = await gatewayWith({ upstreamFetch: upstream().fetch }).fetch(
+      new Request('http://faucet.test/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${probe.token}`, 'x-request-id': newRequestId() },
+        body: JSON.stringify(body),
+      }),
+      withSettlementsAfter(new Promise<void>((resolve) => (release = resolve))),
+      probeCtx,
+    );
+    const charge = unitsOf(((await probed.json()) as { faucet: { charge: { amount_usd: string } } }).faucet.charge.amount_usd);
+    const worst = unitsOf((await objectOf(probe.token).snapshot()).committedUsd);
+    release();
+    await waitOnExecutionContext(probeCtx);
+    expect(charge * 2n).toBeLessThan(worst);
+
+    // A balance that covers one worst case and a charge, never two worst cases at once.
+    const funded = worst + worst / 2n;
+    const session = await fundedSession(testEnv, `${funded / 100_000_000n}.${String(funded % 100_000_000n).padStart(8, '0')}`);
+    const fake = upstream();
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    const send = (ctx: ExecutionContext) =>
+      gateway.fetch(
+        new Request('http://faucet.test/v1/chat/completions', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': newRequestId() },
+          body: JSON.stringify(body),
+        }),
+        testEnv,
+        ctx,
+      );
+    const firstCtx = createExecutionContext();
+    const first = await send(firstCtx);
+    expect(first.status).toBe(200);
+    // At once: the first call's settlement is sent after its answer, so it may still be on its way.
+    const secondCtx = createExecutionContext();
+    const second = await send(secondCtx);
+    expect(second.status).toBe(200);
+    await waitOnExecutionContext(firstCtx);
+    await waitOnExecutionContext(secondCtx);
+    await objectOf(session.token).flush();
+    expect(await countOf('select count(*) as n from usage_events where end_user_id = $1', [session.endUserId])).toBe(2);
+    await expectBooksAgree(testEnv, [...fake.requests]);
+  });
+
   it('a settlement lost on its way: the answer is served and the call is booked at its bound once its deadline passes, never unbooked', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const fake = upstream();
