@@ -8,6 +8,8 @@ import { bookUsage, type BookUsageInput } from '#shared/ledger/book-usage.ts';
 import { bookingElement } from '#shared/ledger/book-usage-batch.ts';
 import { formatUsd, type Usd } from '#shared/money/index.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { WalletSettlement } from '#shared/durable-objects.ts';
+import { keepUnsent } from '../wallet/unsent-settlements.ts';
 import { featurePricingMetadata, type PriceCatalog, rateUsage } from '#shared/rating/index.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
@@ -75,9 +77,12 @@ export async function settleCall(
     // call in flight at its worst case since `authorize`: a settlement that never arrives leaves it
     // booked at that bound by the object's alarm, never unbooked. So the answer need not wait for
     // the settlement, nor even for it to be sent.
+    let settlement: WalletSettlement | undefined;
+    const settlementOnce = () => (settlement ??= { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd) });
+    const sent = options.background === undefined ? () => undefined : keepUnsent(wallet.name, plan.keys.callId, settlementOnce);
     const send = () => {
-      const settlement = { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd) };
-      const settle = () => wallet.settle(plan.keys.callId, settlement);
+      sent();
+      const settle = () => wallet.stub.settle(plan.keys.callId, settlementOnce());
       return settle().catch(() => settle());
     };
     if (options.background === undefined) await send();
@@ -94,6 +99,6 @@ export async function settleCall(
 
 /** The upstream never accepted the call: free the hold and budget, charge nothing, free the request id. */
 export async function abandonCall(db: LedgerDatabase, plan: CallPlan): Promise<void> {
-  if (plan.wallet !== undefined) await plan.wallet.abandon(plan.keys.callId);
+  if (plan.wallet !== undefined) await plan.wallet.stub.abandon(plan.keys.callId);
   else await abandonCallByKey(db, plan.keys.moneyKey);
 }

@@ -93,7 +93,7 @@ export interface CallPlan {
   /** byok route: the end user's key of each fallback provider other than the call's. */
   fallbackKeys: Record<string, StoredFallbackKey>;
   /** Authorized by the end user's wallet object on its lease (wallet/): settled and abandoned there, not in Postgres. */
-  wallet?: DurableObjectStub<WalletObjectContract>;
+  wallet?: { name: string; stub: DurableObjectStub<WalletObjectContract> };
 }
 
 /** faucet_authorize_call's answer: the checks it shares with the wallet objects' context (faucet_call_context), then its own. */

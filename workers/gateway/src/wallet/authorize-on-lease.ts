@@ -11,6 +11,7 @@ import { formatUsd } from '#shared/money/index.ts';
 import { featurePricingFromRow, ratingSettingsFor } from '#shared/rating/index.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { Candidate } from '../fallback/hold-candidates.ts';
+import { takeUnsent } from './unsent-settlements.ts';
 import { platformPoolCredential } from '../routing/platform-pool.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
 import { refusal, RoutingChanged, type AuthorizeInput, type CallPlan, type Outcome } from '../routing/authorize-call.ts';
@@ -40,6 +41,10 @@ export async function authorizeOnLease(
   const pool = platformPoolCredential(env, reference);
   const settings = ratingSettingsFor(env, null);
   const pricedAt = new Date();
+  // Settlements of this wallet's calls answered here and not yet sent go first (E-order: same stub).
+  for (const [callId, settlement] of takeUnsent(wallet.name)) {
+    wallet.stub.settle(callId, settlement).catch(() => undefined);
+  }
   const decision = await wallet.stub.authorize({
     wallet: wallet.name,
     tokenHash: input.tokenHash,
@@ -96,6 +101,6 @@ export async function authorizeOnLease(
     providerCredentialId: null,
     routing: decision.routing,
     fallbackKeys: {},
-    wallet: wallet.stub,
+    wallet,
   };
 }

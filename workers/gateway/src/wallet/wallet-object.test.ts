@@ -146,7 +146,7 @@ describe('a call the lease covers', () => {
     await expectBooksAgree(testEnv, fake.requests);
   });
 
-  it("a call sent the moment the previous answer arrives is not refused for that call's worst case", async () => {
+  it('a call sent the moment the previous answer arrives finds that call settled: no renewal, no refusal for its worst case', async () => {
     // The worst case a call holds in flight, and its real charge, from a call whose settlement is held.
     const probe = await fundedSession(testEnv, '1.00000000');
     let release: () => void = () => undefined;
@@ -190,6 +190,9 @@ describe('a call the lease covers', () => {
     expect(second.status).toBe(200);
     await waitOnExecutionContext(firstCtx);
     await waitOnExecutionContext(secondCtx);
+    // The object's one statement opened the lease; the second call needed no renewal: this isolate
+    // sent the first call's settlement ahead of the second's authorize (wallet/unsent-settlements.ts).
+    expect((await objectOf(session.token).snapshot()).statements).toBe(1);
     await objectOf(session.token).flush();
     expect(await countOf('select count(*) as n from usage_events where end_user_id = $1', [session.endUserId])).toBe(2);
     await expectBooksAgree(testEnv, [...fake.requests]);
