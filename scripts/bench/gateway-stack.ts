@@ -29,6 +29,8 @@ const compareCheckout = process.env.FAUCET_BENCH_COMPARE || undefined;
 /** Rounds beside Portkey: a p50 of 100 calls moved by ±0.1 ms from run to run, about the margin measured. */
 const comparisonRounds = Number(process.env.FAUCET_BENCH_ROUNDS || 400);
 const CALLS_PER_CLIENT = 10;
+/** Rounds per block for the per-block ratios printed beside the whole run's. */
+const BLOCK_ROUNDS = 50;
 
 async function expectOk(response: Response): Promise<unknown> {
   if (!response.ok) throw new Error(`${response.url} answered ${response.status}: ${await response.text()}`);
@@ -214,6 +216,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     // Warm-up: the Miniflare copy's wallet takes its lease; every route's connections are open.
     for (let round = 0; round < 20; round++) for (const name of names) await call(name);
     const samples = Object.fromEntries(names.map((name) => [name, { firstByte: [] as number[], whole: [] as number[] }]));
+    const inOrder = Object.fromEntries(names.map((name) => [name, [] as number[]]));
     const connectionsBefore = pipe.connections();
     const loadBefore = loadavg()[0]!;
     // Each round in its own random order: a route's call never always follows the same route, so what
@@ -225,6 +228,7 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
         const sample = await call(name);
         samples[name]!.firstByte.push(sample.firstByte);
         samples[name]!.whole.push(sample.whole);
+        inOrder[name]!.push(sample.whole);
       }
     }
     const connections = pipe.connections() - connectionsBefore;
@@ -266,6 +270,22 @@ async function comparePortkey(stack: Stack, upstream: MockUpstream, pipe: DelayP
     console.log(
       `Faucet's added p50 (workerd, Miniflare) = ${ratio.toFixed(2)} × Portkey's (target <= 1 × Portkey's, same run): ${ratio <= 1 ? 'PASS' : 'MISS'}`,
     );
+    // The same ratio per block of rounds: how far it moves within one run.
+    const blockRatios: number[] = [];
+    for (let start = 0; start + BLOCK_ROUNDS <= comparisonRounds; start += BLOCK_ROUNDS) {
+      const blockP50 = (name: string) =>
+        percentile(
+          inOrder[name]!.slice(start, start + BLOCK_ROUNDS).sort((a, b) => a - b),
+          50,
+        );
+      blockRatios.push((blockP50('miniflare') - blockP50('direct')) / (blockP50('portkey') - blockP50('direct')));
+    }
+    blockRatios.sort((a, b) => a - b);
+    if (blockRatios.length > 1) {
+      console.log(
+        `   per block of ${BLOCK_ROUNDS} rounds: median ${percentile(blockRatios, 50).toFixed(2)} × (range ${blockRatios[0]!.toFixed(2)}–${blockRatios.at(-1)!.toFixed(2)}, ${blockRatios.filter((value) => value <= 1).length} of ${blockRatios.length} blocks <= 1)`,
+      );
+    }
     console.log(`   for information, under wrangler dev: ${(addedP50('wranglerDev') / addedP50('portkey')).toFixed(2)} × Portkey's`);
   } finally {
     await portkey.stop();
