@@ -6,7 +6,8 @@
 -- a flushed call gets exactly the usage record, entries, hold settlement and call close of a
 -- per-call booking, once per money key (request_id).
 --
--- One row per element, `ordinal` = its 1-based position in p_bookings:
+-- One row per element, `ordinal` = its 1-based position in p_bookings (rows come in booking order, not
+-- by ordinal: read them by ordinal):
 --   booked          this statement booked it;
 --   already_booked  its money key was booked before (an earlier flush, a per-call booking, the
 --                   sweeper, or an earlier element of this batch): the amounts are that booking's;
@@ -58,33 +59,18 @@ declare
   v_count integer;
   v_refusals text[];
   v_cast_ok boolean := true;
-  -- The elements to book, in (end user, money key, position) order: positions, values, end users.
+  -- The elements to book, in (end user, money key, position) order: positions and values.
   v_order_positions integer[];
   v_order_bookings faucet_usage_booking[];
-  v_order_users text[];
   v_first integer;
   v_last integer;
-  v_end_user text;
+  v_end_user uuid;
   v_positions integer[];
   v_bookings faucet_usage_booking[];
-  -- The outcome of each element, by position (the columns of the answer).
-  v_outcomes text[];
-  v_reasons text[];
-  v_messages text[];
-  v_event_ids uuid[];
-  v_transaction_ids uuid[];
-  v_costs numeric[];
-  v_retails numeric[];
-  v_developer_revenues numeric[];
-  v_platform_shares numeric[];
-  v_balances numeric[];
-  v_receivables numeric[];
-  v_created timestamptz[];
   v_wallet_id uuid;
   v_balance numeric;
   v_debit numeric;
   v_row record;
-  v_position integer;
   v_index integer;
   v_offset integer;
   v_single boolean;
@@ -96,21 +82,6 @@ begin
   if v_count > 1000 then
     raise exception 'at most 1000 bookings per batch' using errcode = '22023';
   end if;
-  -- Every answer column as long as the batch, indexed 1..n: an empty array assigned first at [k]
-  -- would start at k, and unnest, which ignores the bounds, would pair it with the wrong element.
-  v_outcomes := array_fill(null::text, array[v_count]);
-  v_reasons := v_outcomes;
-  v_messages := v_outcomes;
-  v_event_ids := array_fill(null::uuid, array[v_count]);
-  v_transaction_ids := v_event_ids;
-  v_costs := array_fill(null::numeric, array[v_count]);
-  v_retails := v_costs;
-  v_developer_revenues := v_costs;
-  v_platform_shares := v_costs;
-  v_balances := v_costs;
-  v_receivables := v_costs;
-  v_created := array_fill(null::timestamptz, array[v_count]);
-
   -- The shape of each element: an object of known fields, the required ones not null (cheap set
   -- checks; the message is worked out only for an element that fails them).
   select array_agg(
@@ -132,9 +103,8 @@ begin
     begin
       select array_agg(e.ordinality::integer order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
              array_agg(jsonb_populate_record(null::faucet_usage_booking, e.value)
-                       order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality),
-             array_agg(lower(e.value ->> 'end_user_id') order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality)
-        into v_order_positions, v_order_bookings, v_order_users
+                       order by lower(e.value ->> 'end_user_id'), e.value ->> 'request_id', e.ordinality)
+        into v_order_positions, v_order_bookings
         from jsonb_array_elements(p_bookings) with ordinality as e
        where v_refusals[e.ordinality::integer] is null;
       exit;
@@ -157,46 +127,46 @@ begin
     end;
   end loop;
 
-  for v_position in 1 .. v_count loop
-    if v_refusals[v_position] is not null then
-      v_outcomes[v_position] := 'refused';
-      v_reasons[v_position] := 'invalid_request';
-      v_messages[v_position] := v_refusals[v_position];
-    end if;
-  end loop;
+  return query
+  select e.ordinality::integer, e.value ->> 'request_id', 'refused'::text, 'invalid_request'::text, v_refusals[e.ordinality::integer],
+         null::uuid, null::uuid, null::numeric, null::numeric, null::numeric, null::numeric, null::numeric, null::numeric,
+         null::timestamptz
+    from jsonb_array_elements(p_bookings) with ordinality as e
+   where v_refusals[e.ordinality::integer] is not null;
 
   -- One group per end user: a run of equal end users in the booking order.
   v_first := 1;
   while v_first <= coalesce(cardinality(v_order_positions), 0) loop
-    v_end_user := v_order_users[v_first];
+    v_end_user := (v_order_bookings[v_first]).end_user_id;
     v_last := v_first;
-    while v_last < cardinality(v_order_positions) and v_order_users[v_last + 1] = v_end_user loop
+    while v_last < cardinality(v_order_positions) and (v_order_bookings[v_last + 1]).end_user_id = v_end_user loop
       v_last := v_last + 1;
     end loop;
     v_positions := v_order_positions[v_first:v_last];
     v_bookings := v_order_bookings[v_first:v_last];
     v_first := v_last + 1;
 
-    select w.id, w.balance into v_wallet_id, v_balance from wallets w where w.end_user_id = v_end_user::uuid for no key update;
+    select w.id, w.balance into v_wallet_id, v_balance from wallets w where w.end_user_id = v_end_user for no key update;
     if not found then
       v_wallet_id := null;
-      if exists (select 1 from end_users u where u.id = v_end_user::uuid) then
-        v_wallet_id := faucet_user_wallet(v_end_user::uuid);
+      if exists (select 1 from end_users u where u.id = v_end_user) then
+        v_wallet_id := faucet_user_wallet(v_end_user);
         select w.balance into v_balance from wallets w where w.id = v_wallet_id for no key update;
       end if;
     end if;
     if v_wallet_id is null then
-      foreach v_position in array v_positions loop
-        v_outcomes[v_position] := 'refused';
-        v_reasons[v_position] := 'not_found';
-        v_messages[v_position] := 'no such end user';
-      end loop;
+      return query
+      select g.element, (g.booking).request_id, 'refused'::text, 'not_found'::text, 'no such end user'::text, null::uuid,
+             null::uuid, null::numeric, null::numeric, null::numeric, null::numeric, null::numeric, null::numeric,
+             null::timestamptz
+        from unnest(v_positions, v_bookings) as g(element, booking);
       continue;
     end if;
 
     -- First the whole group in one call; if a table constraint refuses it (rolled back whole, no row
-    -- returned: a PL/pgSQL set is returned only once complete), each element alone, a savepoint each,
-    -- to find the one the tables refuse. `v_offset`: where the call's elements start in the group.
+    -- returned: a PL/pgSQL set is returned only once complete, so none of its rows was answered yet),
+    -- each element alone, a savepoint each, to find the one the tables refuse. `v_offset`: where the
+    -- call's elements start in the group.
     v_debit := 0;
     v_single := false;
     v_index := 0;
@@ -212,36 +182,36 @@ begin
           select * from faucet_book_usage_locked(v_wallet_id, v_balance - v_debit,
                                                  case when v_single then array[v_bookings[v_index]] else v_bookings end)
         loop
-          v_position := v_positions[v_row.ordinal + v_offset];
-          v_outcomes[v_position] := v_row.outcome;
-          v_reasons[v_position] := v_row.reason;
-          v_messages[v_position] := v_row.message;
-          v_event_ids[v_position] := v_row.usage_event_id;
-          v_transaction_ids[v_position] := v_row.ledger_transaction_id;
-          v_costs[v_position] := v_row.upstream_cost_usd;
-          v_retails[v_position] := v_row.retail_usd;
-          v_developer_revenues[v_position] := v_row.developer_revenue_usd;
-          v_platform_shares[v_position] := v_row.platform_share_usd;
-          v_balances[v_position] := v_row.balance_usd;
-          v_receivables[v_position] := v_row.receivable_usd;
-          v_created[v_position] := v_row.created_at;
           if v_row.outcome = 'booked' then
             v_debit := v_debit + v_row.retail_usd;
           end if;
+          -- The answer's row (its columns are this function's OUT variables).
+          ordinal := v_positions[v_row.ordinal + v_offset];
+          request_id := (v_bookings[v_row.ordinal + v_offset]).request_id;
+          outcome := case v_row.outcome when 'duplicate' then 'already_booked' else v_row.outcome end;
+          reason := v_row.reason;
+          message := v_row.message;
+          usage_event_id := v_row.usage_event_id;
+          ledger_transaction_id := v_row.ledger_transaction_id;
+          upstream_cost_usd := v_row.upstream_cost_usd::numeric(20, 8);
+          retail_usd := v_row.retail_usd::numeric(20, 8);
+          developer_revenue_usd := v_row.developer_revenue_usd::numeric(20, 8);
+          platform_share_usd := v_row.platform_share_usd::numeric(20, 8);
+          balance_usd := v_row.balance_usd::numeric(20, 8);
+          receivable_usd := v_row.receivable_usd::numeric(20, 8);
+          created_at := v_row.created_at;
+          return next;
         end loop;
       exception when data_exception or integrity_constraint_violation then
         if not v_single then
           v_single := true;
           continue;
         end if;
-        v_position := v_positions[v_index];
-        v_outcomes[v_position] := 'refused';
-        v_reasons[v_position] := case
-          when sqlstate = '23505' then 'conflict'
-          when sqlstate = '23503' then 'not_found'
-          else 'invalid_request'
-        end;
-        v_messages[v_position] := sqlerrm;
+        return query
+        select v_positions[v_index], (v_bookings[v_index]).request_id, 'refused'::text,
+               case when sqlstate = '23505' then 'conflict' when sqlstate = '23503' then 'not_found' else 'invalid_request' end,
+               sqlerrm, null::uuid, null::uuid, null::numeric, null::numeric, null::numeric, null::numeric, null::numeric,
+               null::numeric, null::timestamptz;
       end;
       exit when not v_single;
     end loop;
@@ -249,19 +219,5 @@ begin
       update wallets set balance = balance - v_debit where id = v_wallet_id;
     end if;
   end loop;
-
-  return query
-  select e.ordinality::integer, e.value ->> 'request_id',
-         case r.outcome when 'duplicate' then 'already_booked' else r.outcome end,
-         r.reason, r.message, r.event_id, r.transaction_id, r.cost::numeric(20, 8), r.retail::numeric(20, 8),
-         r.developer_revenue::numeric(20, 8), r.platform_share::numeric(20, 8), r.balance::numeric(20, 8),
-         r.receivable::numeric(20, 8), r.created
-    from jsonb_array_elements(p_bookings) with ordinality as e
-    join unnest(v_outcomes, v_reasons, v_messages, v_event_ids, v_transaction_ids, v_costs, v_retails, v_developer_revenues,
-                v_platform_shares, v_balances, v_receivables, v_created) with ordinality
-         as r(outcome, reason, message, event_id, transaction_id, cost, retail, developer_revenue, platform_share, balance,
-              receivable, created, n)
-      on r.n = e.ordinality
-   order by e.ordinality;
 end
 $$;
