@@ -30,9 +30,10 @@
 --      expires now() + p_ttl_seconds; 'active', or 'released' when not p_keep and the amount is 0
 --      (p_target 0, p_keep false: the release). The hold row is created on first use and
 --      reactivated when it had expired or been released.
--- Result: row 0 is the lease (outcome 'lease', request_id = the lease key, lease_* columns, the
--- wallet's balance after and available = balance − all active holds incl. the lease); rows 1..n are
--- the elements in order, with the batch's columns (lease_* null). A pure renewal returns row 0 alone.
+-- Result: ordinal 0 is the lease (outcome 'lease', request_id = the lease key, lease_* columns, the
+-- wallet's balance after and available = balance − all active holds incl. the lease); ordinals 1..n
+-- are the elements, with the batch's columns (lease_* null). Rows come in no set order: read them by
+-- ordinal. A pure renewal returns the lease's row alone.
 -- Any error but the per-element refusals (a fault, a deadlock, a cut connection, a malformed
 -- argument: 22023) aborts the statement: nothing written, the lease unchanged; retry the same flush.
 -- At most 1000 call records and 1000 bookings.
@@ -95,24 +96,11 @@ declare
   v_sent_positions integer[];
   v_named_calls jsonb;
   v_closed_calls uuid[];
-  v_booked_calls uuid[];
+  v_booked_calls uuid[] := '{}';
   v_reopen uuid[];
   v_booked numeric := 0;
   v_cast_ok boolean := true;
-  -- The batch's answer, one array per column, indexed by the element's position in p_bookings.
-  v_positions integer[];
-  v_outcomes text[];
-  v_reasons text[];
-  v_messages text[];
-  v_event_ids uuid[];
-  v_transaction_ids uuid[];
-  v_costs numeric[];
-  v_retails numeric[];
-  v_developer_revenues numeric[];
-  v_platform_shares numeric[];
-  v_balances numeric[];
-  v_receivables numeric[];
-  v_created timestamptz[];
+  v_row record;
 begin
   if p_end_user_id is null or p_lease_key is null or p_lease_key not like 'lease:_%' then
     raise exception 'a lease needs an end user and a key starting with lease:' using errcode = '22023';
@@ -282,19 +270,44 @@ begin
       from jsonb_array_elements(p_bookings) with ordinality as e
      where v_refusals[e.ordinality::integer] is null;
   end if;
-  select array_agg(v_sent_positions[b.ordinal] order by b.ordinal), array_agg(b.outcome order by b.ordinal),
-         array_agg(b.reason order by b.ordinal), array_agg(b.message order by b.ordinal),
-         array_agg(b.usage_event_id order by b.ordinal), array_agg(b.ledger_transaction_id order by b.ordinal),
-         array_agg(b.upstream_cost_usd order by b.ordinal), array_agg(b.retail_usd order by b.ordinal),
-         array_agg(b.developer_revenue_usd order by b.ordinal), array_agg(b.platform_share_usd order by b.ordinal),
-         array_agg(b.balance_usd order by b.ordinal), array_agg(b.receivable_usd order by b.ordinal),
-         array_agg(b.created_at order by b.ordinal),
-         coalesce(sum(b.retail_usd) filter (where b.outcome = 'booked'), 0),
-         array_agg((v_sent -> (b.ordinal - 1) ->> 'call_id')::uuid)
-           filter (where b.outcome = 'booked' and v_sent -> (b.ordinal - 1) ->> 'call_id' is not null)
-    into v_positions, v_outcomes, v_reasons, v_messages, v_event_ids, v_transaction_ids, v_costs, v_retails,
-         v_developer_revenues, v_platform_shares, v_balances, v_receivables, v_created, v_booked, v_booked_calls
-    from faucet_book_usage_batch(v_sent) as b;
+  -- Each element's row is answered as the batch gives it (the columns are this function's OUT
+  -- variables; the lease's are null on it), at its position in p_bookings.
+  lease_amount_usd := null;
+  lease_expires_at := null;
+  lease_status := null;
+  wallet_balance_usd := null;
+  available_usd := null;
+  for v_row in select * from faucet_book_usage_batch(v_sent) loop
+    if v_row.outcome = 'booked' then
+      v_booked := v_booked + v_row.retail_usd;
+      if v_sent -> (v_row.ordinal - 1) ->> 'call_id' is not null then
+        v_booked_calls := v_booked_calls || (v_sent -> (v_row.ordinal - 1) ->> 'call_id')::uuid;
+      end if;
+    end if;
+    ordinal := v_sent_positions[v_row.ordinal];
+    request_id := v_row.request_id;
+    outcome := v_row.outcome;
+    reason := v_row.reason;
+    message := v_row.message;
+    usage_event_id := v_row.usage_event_id;
+    ledger_transaction_id := v_row.ledger_transaction_id;
+    upstream_cost_usd := v_row.upstream_cost_usd;
+    retail_usd := v_row.retail_usd;
+    developer_revenue_usd := v_row.developer_revenue_usd;
+    platform_share_usd := v_row.platform_share_usd;
+    balance_usd := v_row.balance_usd;
+    receivable_usd := v_row.receivable_usd;
+    created_at := v_row.created_at;
+    return next;
+  end loop;
+  -- The elements refused here.
+  return query
+  select e.ordinality::integer, e.value ->> 'request_id', 'refused'::text, 'invalid_request'::text,
+         v_refusals[e.ordinality::integer], null::uuid, null::uuid, null::numeric, null::numeric, null::numeric, null::numeric,
+         null::numeric, null::numeric, null::timestamptz, null::numeric, null::timestamptz, null::text, null::numeric,
+         null::numeric
+    from jsonb_array_elements(p_bookings) with ordinality as e
+   where v_refusals[e.ordinality::integer] is not null;
 
   -- The records written closed whose booking was not booked now are put back in flight (the sweeper
   -- books them), exactly as if written in flight and closed only by a booking.
@@ -333,20 +346,5 @@ begin
          v_lease.amount::numeric(20, 8), v_lease.expires_at, v_lease.status, v_balance::numeric(20, 8),
          (v_balance - v_others - case when v_lease.status = 'active' and v_lease.expires_at > now() then v_lease.amount else 0 end)
            ::numeric(20, 8);
-  return query
-  select e.ordinality::integer, e.value ->> 'request_id',
-         coalesce(r.outcome, 'refused'),
-         case when r.position is null then 'invalid_request' else r.reason end,
-         coalesce(r.message, v_refusals[e.ordinality::integer]),
-         r.event_id, r.transaction_id, r.cost::numeric(20, 8), r.retail::numeric(20, 8),
-         r.developer_revenue::numeric(20, 8), r.platform_share::numeric(20, 8), r.balance::numeric(20, 8),
-         r.receivable::numeric(20, 8), r.created, null::numeric, null::timestamptz, null::text, null::numeric, null::numeric
-    from jsonb_array_elements(p_bookings) with ordinality as e
-    left join unnest(v_positions, v_outcomes, v_reasons, v_messages, v_event_ids, v_transaction_ids, v_costs, v_retails,
-                     v_developer_revenues, v_platform_shares, v_balances, v_receivables, v_created)
-         as r(position, outcome, reason, message, event_id, transaction_id, cost, retail, developer_revenue, platform_share,
-              balance, receivable, created)
-      on r.position = e.ordinality
-   order by e.ordinality;
 end
 $$;
