@@ -22,10 +22,11 @@ import {
   type PriceClass,
   type RatedUsage,
   type RatingSettings,
-  type ResolvedPrice,
   type UsageToRate,
 } from './index.ts';
 import type { PriceConstraint, TieredModelPrice, TieredPrice } from './price-types.ts';
+// Unchanged by the bigint rewrite: the reference resolves a price as rateUsage does.
+import { resolvePrice } from './rate-usage.ts';
 
 // ---- The reference: the money functions and the rating before they computed on bigints. ----
 
@@ -52,16 +53,6 @@ function referenceModelPriceAt(model: CatalogModel, at: Date, inputTokens: bigin
   return result;
 }
 
-const resolved = (price: ModelPrice): ResolvedPrice => ({
-  inputPerMillion: price.inputPerMillion,
-  outputPerMillion: price.outputPerMillion,
-  cachedInputPerMillion: price.cachedInputPerMillion ?? price.inputPerMillion,
-  cacheWritePerMillion: price.cacheWritePerMillion ?? price.inputPerMillion,
-  audioInputPerMillion: price.audioInputPerMillion ?? price.inputPerMillion,
-  audioOutputPerMillion: price.audioOutputPerMillion ?? price.outputPerMillion,
-  reasoningPerMillion: price.reasoningPerMillion ?? price.outputPerMillion,
-});
-
 /** The money of a valid call, as rateUsage computed it on dinero (the validation is unchanged code). */
 function referenceRating(usage: UsageToRate, feature: FeaturePricing, settings: RatingSettings, catalog: PriceCatalog) {
   const count = (value: number | undefined) => BigInt(value ?? 0);
@@ -69,7 +60,7 @@ function referenceRating(usage: UsageToRate, feature: FeaturePricing, settings: 
   const [cached, write, audioIn] = [count(usage.cachedInputTokens), count(usage.cacheWriteTokens), count(usage.audioInputTokens)];
   const [audioOut, reasoning] = [count(usage.audioOutputTokens), count(usage.reasoningTokens)];
   const costOf = (price: ModelPrice) => {
-    const rates = resolved(price);
+    const rates = resolvePrice(price);
     const exact = addUsd(
       priceTokensExact(rates.inputPerMillion, input - cached - write - audioIn),
       priceTokensExact(rates.cachedInputPerMillion, cached),
@@ -84,7 +75,7 @@ function referenceRating(usage: UsageToRate, feature: FeaturePricing, settings: 
   const catalogPrice = () => {
     const model = findModelPrice(catalog, usage.provider, usage.model);
     if (!model) throw new Error('the generated call names an unpriced model');
-    return resolved(referenceModelPriceAt(model, usage.pricedAt ?? new Date(), input));
+    return resolvePrice(referenceModelPriceAt(model, usage.pricedAt ?? new Date(), input));
   };
   const splitFee = (retailUsd: Usd) => {
     const platformShareUsd = applyBasisPoints(retailUsd, settings.platformFeeBps, 'up');
