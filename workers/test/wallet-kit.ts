@@ -2,11 +2,12 @@
  * Test support for wallet objects (issue 19): an env with leases on, the object a session token
  * names, a platform call and the usage its fake upstream reports.
  */
-import { env as workerEnv } from 'cloudflare:test';
+import { env as workerEnv, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { expect } from 'vitest';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
+import type { StoredCall } from '../gateway/src/wallet/lease-book.ts';
 import { formatUsd, parseDatabaseAmount, subtractUsd, usdToUnits } from '#shared/money/index.ts';
 import { auditUpstreamCalls } from '#shared/calls/upstream-audit.ts';
 import { reconcileLedger } from '#shared/ledger/reconcile.ts';
@@ -30,6 +31,22 @@ export function walletObjectOf(token: string): DurableObjectStub<WalletObjectCon
 }
 
 /** What the fake upstream reports for each call. */
+/**
+ * Time passes for one call the wallet object of `token` keeps: its deadline and grace are made past
+ * (in its storage, the object then restarted to read it as stored), and the object's alarm runs —
+ * it sweeps the call.
+ */
+export async function sweepCallNow(token: string, callId: string): Promise<void> {
+  await runInDurableObject(walletObjectOf(token), async (_instance, state) => {
+    const stored = (await state.storage.get<StoredCall>(`call:${callId}`)) as StoredCall;
+    await state.storage.put(`call:${callId}`, { ...stored, sweepAt: Date.now() - 1 });
+    await state.storage.sync();
+    state.abort('reload the call as stored');
+  }).catch(() => undefined);
+  // A new stub: the restart broke the one that made it.
+  expect(await runDurableObjectAlarm(walletObjectOf(token))).toBe(true);
+}
+
 export const reportedUsage = { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 };
 
 /** A platform-route call of the demo app's `chat` feature. */

@@ -14,8 +14,15 @@ import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake
 import { deliver, paidCheckout } from '../../../test/payments-kit.ts';
 import { chat, fund, fundedSession, gatewayWith, wallet } from '../../../test/gateway-kit.ts';
 import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
-import { expectBooksAgree, leasedTestEnv, unitsOf, platformCall, reportedUsage, walletObjectOf } from '../../../test/wallet-kit.ts';
-import type { StoredCall } from './lease-book.ts';
+import {
+  expectBooksAgree,
+  leasedTestEnv,
+  unitsOf,
+  platformCall,
+  reportedUsage,
+  sweepCallNow,
+  walletObjectOf,
+} from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -239,13 +246,7 @@ describe('a call its gateway never settled', () => {
     });
     expect(decision.outcome).toBe('authorized');
     // Time passes: the call's deadline and grace are behind it.
-    await runInDurableObject(object, async (_instance, state) => {
-      const stored = (await state.storage.get<StoredCall>(`call:${callId}`)) as StoredCall;
-      await state.storage.put(`call:${callId}`, { ...stored, sweepAt: Date.now() - 1 });
-      await state.storage.sync();
-      state.abort('reload the call as stored');
-    }).catch(() => undefined);
-    expect(await runDurableObjectAlarm(objectOf(session.token))).toBe(true);
+    await sweepCallNow(session.token, callId);
     const [usage] = await sql<{ estimated: boolean; input_tokens: number; output_tokens: number; n: string }>(
       testEnv,
       'select estimated, input_tokens, output_tokens, count(*) over () as n from usage_events where call_id = $1',

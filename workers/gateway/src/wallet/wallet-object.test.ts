@@ -10,7 +10,6 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
-import type { StoredCall } from './lease-book.ts';
 import { adminToken, api, call, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../test/fake-upstream.ts';
 import { createDatabase, observeStatements } from '#shared/db.ts';
@@ -23,6 +22,7 @@ import {
   reportedUsage,
   unitsOf,
   usdMinus,
+  sweepCallNow,
   walletObjectOf,
 } from '../../../test/wallet-kit.ts';
 
@@ -211,13 +211,7 @@ describe('a call the lease covers', () => {
     const object = objectOf(session.token);
     expect(await object.snapshot()).toMatchObject({ inFlight: 1, unflushed: 0 });
     // Time passes: the call's deadline and grace are behind it; the object's alarm sweeps it.
-    await runInDurableObject(object, async (_instance, state) => {
-      const stored = (await state.storage.get<StoredCall>(`call:${callId}`)) as StoredCall;
-      await state.storage.put(`call:${callId}`, { ...stored, sweepAt: Date.now() - 1 });
-      await state.storage.sync();
-      state.abort('reload the call as stored');
-    }).catch(() => undefined);
-    expect(await runDurableObjectAlarm(objectOf(session.token))).toBe(true);
+    await sweepCallNow(session.token, callId);
     const [booked] = await sql<{ retail_usd: string; estimated: boolean; n: string }>(
       testEnv,
       'select retail_usd::text, estimated, count(*) over () as n from usage_events where call_id = $1',
