@@ -70,7 +70,6 @@ declare
   v_wallet_id uuid;
   v_balance numeric;
   v_debit numeric;
-  v_row record;
   v_index integer;
   v_offset integer;
   v_single boolean;
@@ -178,28 +177,20 @@ begin
         v_offset := v_index - 1;
       end if;
       begin
-        for v_row in
-          select * from faucet_book_usage_locked(v_wallet_id, v_balance - v_debit,
-                                                 case when v_single then array[v_bookings[v_index]] else v_bookings end)
+        -- Each row is answered as it comes (the columns are this function's OUT variables).
+        for ordinal, request_id, outcome, reason, message, usage_event_id, ledger_transaction_id, upstream_cost_usd, retail_usd,
+            developer_revenue_usd, platform_share_usd, balance_usd, receivable_usd, created_at in
+          select v_positions[b.ordinal + v_offset], (v_bookings[b.ordinal + v_offset]).request_id,
+                 case b.outcome when 'duplicate' then 'already_booked' else b.outcome end, b.reason, b.message,
+                 b.usage_event_id, b.ledger_transaction_id, b.upstream_cost_usd::numeric(20, 8), b.retail_usd::numeric(20, 8),
+                 b.developer_revenue_usd::numeric(20, 8), b.platform_share_usd::numeric(20, 8), b.balance_usd::numeric(20, 8),
+                 b.receivable_usd::numeric(20, 8), b.created_at
+            from faucet_book_usage_locked(v_wallet_id, v_balance - v_debit,
+                                          case when v_single then array[v_bookings[v_index]] else v_bookings end) as b
         loop
-          if v_row.outcome = 'booked' then
-            v_debit := v_debit + v_row.retail_usd;
+          if outcome = 'booked' then
+            v_debit := v_debit + retail_usd;
           end if;
-          -- The answer's row (its columns are this function's OUT variables).
-          ordinal := v_positions[v_row.ordinal + v_offset];
-          request_id := (v_bookings[v_row.ordinal + v_offset]).request_id;
-          outcome := case v_row.outcome when 'duplicate' then 'already_booked' else v_row.outcome end;
-          reason := v_row.reason;
-          message := v_row.message;
-          usage_event_id := v_row.usage_event_id;
-          ledger_transaction_id := v_row.ledger_transaction_id;
-          upstream_cost_usd := v_row.upstream_cost_usd::numeric(20, 8);
-          retail_usd := v_row.retail_usd::numeric(20, 8);
-          developer_revenue_usd := v_row.developer_revenue_usd::numeric(20, 8);
-          platform_share_usd := v_row.platform_share_usd::numeric(20, 8);
-          balance_usd := v_row.balance_usd::numeric(20, 8);
-          receivable_usd := v_row.receivable_usd::numeric(20, 8);
-          created_at := v_row.created_at;
           return next;
         end loop;
       exception when data_exception or integrity_constraint_violation then

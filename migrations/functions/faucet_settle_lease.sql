@@ -100,7 +100,7 @@ declare
   v_reopen uuid[];
   v_booked numeric := 0;
   v_cast_ok boolean := true;
-  v_row record;
+  v_index integer;
 begin
   if p_end_user_id is null or p_lease_key is null or p_lease_key not like 'lease:_%' then
     raise exception 'a lease needs an end user and a key starting with lease:' using errcode = '22023';
@@ -277,27 +277,19 @@ begin
   lease_status := null;
   wallet_balance_usd := null;
   available_usd := null;
-  for v_row in select * from faucet_book_usage_batch(v_sent) loop
-    if v_row.outcome = 'booked' then
-      v_booked := v_booked + v_row.retail_usd;
-      if v_sent -> (v_row.ordinal - 1) ->> 'call_id' is not null then
-        v_booked_calls := v_booked_calls || (v_sent -> (v_row.ordinal - 1) ->> 'call_id')::uuid;
+  for v_index, ordinal, request_id, outcome, reason, message, usage_event_id, ledger_transaction_id, upstream_cost_usd,
+      retail_usd, developer_revenue_usd, platform_share_usd, balance_usd, receivable_usd, created_at in
+    select b.ordinal, v_sent_positions[b.ordinal], b.request_id, b.outcome, b.reason, b.message, b.usage_event_id,
+           b.ledger_transaction_id, b.upstream_cost_usd, b.retail_usd, b.developer_revenue_usd, b.platform_share_usd,
+           b.balance_usd, b.receivable_usd, b.created_at
+      from faucet_book_usage_batch(v_sent) as b
+  loop
+    if outcome = 'booked' then
+      v_booked := v_booked + retail_usd;
+      if v_sent -> (v_index - 1) ->> 'call_id' is not null then
+        v_booked_calls := v_booked_calls || (v_sent -> (v_index - 1) ->> 'call_id')::uuid;
       end if;
     end if;
-    ordinal := v_sent_positions[v_row.ordinal];
-    request_id := v_row.request_id;
-    outcome := v_row.outcome;
-    reason := v_row.reason;
-    message := v_row.message;
-    usage_event_id := v_row.usage_event_id;
-    ledger_transaction_id := v_row.ledger_transaction_id;
-    upstream_cost_usd := v_row.upstream_cost_usd;
-    retail_usd := v_row.retail_usd;
-    developer_revenue_usd := v_row.developer_revenue_usd;
-    platform_share_usd := v_row.platform_share_usd;
-    balance_usd := v_row.balance_usd;
-    receivable_usd := v_row.receivable_usd;
-    created_at := v_row.created_at;
     return next;
   end loop;
   -- The elements refused here.
