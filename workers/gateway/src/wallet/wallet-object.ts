@@ -40,7 +40,7 @@ import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.t
 import { committedUnits, covers, type Lease, type StoredCall, totalCommitted, units, usdString } from './lease-book.ts';
 import { boundBooking } from './bound-booking.ts';
 import { flushLease } from '#shared/wallet/settle-lease.ts';
-import { fetchCallContext, fetchCallContextWithLease, type CallContext } from './wallet-database.ts';
+import { fetchCallContext, fetchCallContextWithLease, type CallContext } from './call-context.ts';
 
 /** Context answers are used as they are for this long... */
 const freshMs = 2_000;
