@@ -14,15 +14,6 @@ import { refuseUnacceptedFields } from '../providers/accepted-fields.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { worstCaseInputTokens, worstCaseOutputTokens } from './worst-case-tokens.ts';
 
-/** What the platform route holds: the retail price of the worst-case tokens; null when the model has no price. */
-export function platformHoldAmount(env: Env, reference: ModelReference, request: ChatRequest): Usd | null {
-  const tokens = {
-    inputTokens: worstCaseInputTokens(request, reference),
-    outputTokens: worstCaseOutputTokens(request, reference.provider, currentPriceCatalog),
-  };
-  return worstCasePlatformRating(env, reference, tokens)?.retailUsd ?? null;
-}
-
 /**
  * The bounds the authorize statement needs to hold the worst case on every route: the platform price,
  * the developer_key price at cost (a feature without its own price charges the catalog cost), and the

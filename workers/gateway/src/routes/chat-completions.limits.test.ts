@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { addUsd, formatUsd, multiplyByRatio, parseWireAmount, type Usd } from '#shared/money/index.ts';
-import { platformHoldAmount } from '../metering/hold-bounds.ts';
+import { holdBounds } from '../metering/hold-bounds.ts';
 import { worstCaseInputTokens } from '../metering/worst-case-tokens.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { parseModel } from '../routing/parse-model.ts';
@@ -28,7 +28,7 @@ const ask = (content: string) => ({ model, max_tokens: maxTokens, messages: [use
 const reference = parseModel(model);
 const sent = (content: string): ChatRequest => ({ max_tokens: maxTokens, messages: [userMessage(content)], model: reference.model });
 /** The worst-case retail of `ask(content)` on the platform route: its hold. */
-const worstCase = (content = 'hello'): Usd => platformHoldAmount(testEnv, reference, sent(content))!;
+const worstCase = (content = 'hello'): Usd => holdBounds(testEnv, reference, sent(content)).platform!;
 const times = (amount: Usd, tenths: bigint) => formatUsd(multiplyByRatio(amount, tenths, 1n, 'down'));
 
 /**

@@ -4,7 +4,7 @@
  * real ledger. The last test searches everything this file produced for the raw keys.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { platformHoldAmount } from '../../src/metering/hold-bounds.ts';
+import { holdBounds } from '../../src/metering/hold-bounds.ts';
 import { parseModel } from '../../src/routing/parse-model.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith, newRequestId, wallet } from '../../../test/gateway-kit.ts';
@@ -234,8 +234,9 @@ describe('developer keys on the gateway', () => {
 
 describe('developer key budgets', () => {
   const reference = parseModel(hi.model);
-  /** What each developer-key call reserves: the platform hold's worst case for this request. */
-  const bound = () => platformHoldAmount(testEnv, reference, { ...hi, model: reference.model } as never)!;
+  /** What each developer-key call reserves: the platform hold's worst case for this request (as sent upstream: no `feature`). */
+  const { feature: _feature, ...sentUpstream } = hi;
+  const bound = () => holdBounds(testEnv, reference, { ...sentUpstream, model: reference.model } as never).platform!;
   /** What each call actually costs upstream (the fake upstream reports 11 + 7 tokens). */
   const actual = () =>
     rateUsage({ routeMode: 'developer_key', provider: 'openai', model: 'gpt-4o-mini', inputTokens: 11, outputTokens: 7, estimated: false })
