@@ -540,6 +540,40 @@ describe('the attacker', () => {
     expect((await chat(gateway, testEnv, victim.token, body)).status).toBe(200);
   });
 
+  it("a forged token sent while the victim's settlement is still unsent is refused; the victim's call is booked once, at its charge", async () => {
+    const victim = await fundedSession(testEnv, '1.00000000');
+    const attacker = await fundedSession(testEnv, '0.00000000');
+    const fake = upstream();
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    const ctx = createExecutionContext();
+    const answered = await gateway.fetch(
+      new Request('http://faucet.test/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${victim.token}`, 'x-request-id': newRequestId() },
+        body: JSON.stringify(body),
+      }),
+      testEnv,
+      ctx,
+    );
+    expect(answered.status).toBe(200);
+    const charged = ((await answered.json()) as { faucet: { charge: { amount_usd: string } } }).faucet.charge.amount_usd;
+    // At once, before the victim's settlement has left: the forged call takes it from this isolate
+    // and sends it to the victim's own object, then is refused there.
+    const forged = `fvs_w${walletOfToken(victim.token)}_${attacker.token.slice(-43)}`;
+    expect((await chat(gateway, testEnv, forged, body)).status).toBe(401);
+    await waitOnExecutionContext(ctx);
+    expect(fake.requests).toHaveLength(1);
+    const object = objectOf(victim.token);
+    expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 1, unflushedUsd: charged });
+    await object.flush();
+    const booked = await sql<{ retail_usd: string }>(testEnv, 'select retail_usd::text from usage_events where end_user_id = $1', [
+      victim.endUserId,
+    ]);
+    expect(booked).toEqual([{ retail_usd: charged }]);
+    expect(await countOf('select count(*) as n from usage_events where end_user_id = $1', [attacker.endUserId])).toBe(0);
+    await expectBooksAgree(testEnv, fake.requests);
+  });
+
   it('a session revoked by its developer is refused at once, though the object had it cached', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const fake = upstream();
