@@ -89,15 +89,7 @@ describe('a call the lease covers', () => {
     let deliver: () => void = () => undefined;
     const delivered = new Promise<void>((resolve) => (deliver = resolve));
     const ctx = createExecutionContext();
-    const answering = gateway.fetch(
-      new Request('http://faucet.test/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': newRequestId() },
-        body: JSON.stringify(body),
-      }),
-      withSettlementsAfter(delivered),
-      ctx,
-    );
+    const answering = gateway.fetch(platformCallRequest(session.token), withSettlementsAfter(delivered), ctx);
     // The settlement is held on its way to the object; the answer does not wait for it.
     const first = await Promise.race([answering, scheduler.wait(3000).then(() => null)]);
     expect(first?.status).toBe(200);
@@ -127,11 +119,7 @@ describe('a call the lease covers', () => {
     const events: string[] = [];
     const ctx = createExecutionContext();
     const answered = await gateway.fetch(
-      new Request('http://faucet.test/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': newRequestId() },
-        body: JSON.stringify(body),
-      }),
+      platformCallRequest(session.token),
       withSettlementsThrough(async () => void events.push('settlement sent')),
       ctx,
     );
@@ -152,11 +140,7 @@ describe('a call the lease covers', () => {
     let release: () => void = () => undefined;
     const probeCtx = createExecutionContext();
     const probed = await gatewayWith({ upstreamFetch: upstream().fetch }).fetch(
-      new Request('http://faucet.test/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${probe.token}`, 'x-request-id': newRequestId() },
-        body: JSON.stringify(body),
-      }),
+      platformCallRequest(probe.token),
       withSettlementsAfter(new Promise<void>((resolve) => (release = resolve))),
       probeCtx,
     );
@@ -171,16 +155,7 @@ describe('a call the lease covers', () => {
     const session = await fundedSession(testEnv, `${funded / 100_000_000n}.${String(funded % 100_000_000n).padStart(8, '0')}`);
     const fake = upstream();
     const gateway = gatewayWith({ upstreamFetch: fake.fetch });
-    const send = (ctx: ExecutionContext) =>
-      gateway.fetch(
-        new Request('http://faucet.test/v1/chat/completions', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': newRequestId() },
-          body: JSON.stringify(body),
-        }),
-        testEnv,
-        ctx,
-      );
+    const send = (ctx: ExecutionContext) => gateway.fetch(platformCallRequest(session.token), testEnv, ctx);
     const firstCtx = createExecutionContext();
     const first = await send(firstCtx);
     expect(first.status).toBe(200);
@@ -546,15 +521,7 @@ describe('the attacker', () => {
     const fake = upstream();
     const gateway = gatewayWith({ upstreamFetch: fake.fetch });
     const ctx = createExecutionContext();
-    const answered = await gateway.fetch(
-      new Request('http://faucet.test/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${victim.token}`, 'x-request-id': newRequestId() },
-        body: JSON.stringify(body),
-      }),
-      testEnv,
-      ctx,
-    );
+    const answered = await gateway.fetch(platformCallRequest(victim.token), testEnv, ctx);
     expect(answered.status).toBe(200);
     const charged = ((await answered.json()) as { faucet: { charge: { amount_usd: string } } }).faucet.charge.amount_usd;
     // At once, before the victim's settlement has left: the forged call takes it from this isolate
@@ -589,6 +556,15 @@ describe('the attacker', () => {
     expect(fake.requests).toHaveLength(1);
   });
 });
+
+/** The leased platform call (`body`) as a request of `token`, for a test that runs the gateway with its own execution context. */
+function platformCallRequest(token: string): Request {
+  return new Request('http://faucet.test/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-request-id': newRequestId() },
+    body: JSON.stringify(body),
+  });
+}
 
 /** The test env with every wallet object's `settle` held on its way until `delivered` settles (lost if it rejects). */
 function withSettlementsAfter(delivered: Promise<void>): TestEnv {
