@@ -212,7 +212,9 @@ begin
   -- 6. The spend limits: retail booked to the end user this UTC day / month (usage of any route), plus
   --    the worst case of each of their calls in flight — its hold, which on every route is the call's
   --    worst-case retail (0 exactly when the route can charge nothing: byok/local without an open fee,
-  --    a developer price of 0) — plus this call's worst case must stay within each limit. One
+  --    a developer price of 0) — plus their wallet object's lease (active, unexpired: what it may
+  --    spend without asking, faucet_settle_lease caps it by the same limits) plus this call's worst
+  --    case must stay within each limit. One
   --    statement, so one snapshot: a booking that commits meanwhile is counted once, as usage or as
   --    its hold. A call that can charge nothing is never refused by a spend limit.
   if v_outcome is null and v_hold > 0
@@ -221,6 +223,8 @@ begin
            coalesce(sum(u.retail_usd), 0),
            (select coalesce(sum(h.amount), 0) from gateway_calls g join balance_holds h on h.request_id = g.money_key
              where g.end_user_id = v_session.end_user_id and g.status = 'in_flight')
+           + (select coalesce(sum(h.amount), 0) from end_users e join balance_holds h on h.request_id = 'lease:' || e.wallet_object
+               where e.id = v_session.end_user_id and h.status = 'active' and h.expires_at > now())
       into v_spent_day, v_spent_month, v_in_flight
       from usage_events u
      where u.end_user_id = v_session.end_user_id

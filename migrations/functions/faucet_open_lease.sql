@@ -3,14 +3,15 @@
 -- docs/edge.md): renewed to p_target by faucet_settle_lease (no calls, keep) only when the call is
 -- leasable (p_outcome, faucet_lease_context's answer) and the session's end user is the one the
 -- object is named after (end_users.wallet_object, migration 0022). Otherwise nothing is run and no
--- row is returned: a token whose wallet part names another user's object leases nothing.
+-- row is returned: a token whose wallet part names another user's object leases nothing. The lease
+-- is capped by the app's spend limits; spend_limits says by how much (faucet_settle_lease).
 create or replace function faucet_open_lease(
   p_end_user_id uuid,
   p_outcome text,
   p_wallet_object text,
   p_target numeric,
   p_ttl_seconds integer
-) returns table (lease_amount_usd numeric, lease_expires_at timestamptz)
+) returns table (lease_amount_usd numeric, lease_expires_at timestamptz, spend_limits jsonb)
 language plpgsql as $$
 #variable_conflict use_column
 begin
@@ -19,7 +20,7 @@ begin
     return;
   end if;
   return query
-    select s.lease_amount_usd, s.lease_expires_at
+    select s.lease_amount_usd, s.lease_expires_at, s.spend_limits
       from faucet_settle_lease(p_end_user_id, 'lease:' || p_wallet_object, '[]'::jsonb, '[]'::jsonb, p_target, true, p_ttl_seconds) s
      where s.ordinal = 0;
 end

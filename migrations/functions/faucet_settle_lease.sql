@@ -22,16 +22,23 @@
 --      this money, so it does not count against them. Same outcomes per element as the batch
 --      (booked / already_booked / refused + reason); an element of another end user or under a
 --      lease key is refused here (invalid_request). A duplicate books nothing and reduces nothing.
---   c. the lease, from the balance the bookings left and every other active unexpired hold:
---      p_keep:     greatest(old − retail booked now, least(p_target, balance − other holds), 0) — the
---                  object's reservations made while this flush was in flight stay covered; old = the
---                  lease's amount if it was active and unexpired, else 0;
+--   c. the lease, from the balance the bookings left and every other active unexpired hold, and
+--      under the app's per-end-user spend limits (per UTC day / month) the room they leave: the limit
+--      less the end user's retail booked in that period (this flush's bookings included) and the holds
+--      of their per-call calls in flight (faucet_authorize_call's step 6 counts the lease as in flight
+--      in turn, so the lease and the per-call calls share each limit; with a limit the end user's row
+--      is locked first, as that step does, so the two never count without each other):
+--      p_keep:     greatest(old − retail booked now, least(p_target, balance − other holds, room), 0) —
+--                  the object's reservations made while this flush was in flight stay covered; old =
+--                  the lease's amount if it was active and unexpired, else 0;
 --      not p_keep: greatest(0, least(p_target, balance − other holds)) (a recall);
 --      expires now() + p_ttl_seconds; 'active', or 'released' when not p_keep and the amount is 0
 --      (p_target 0, p_keep false: the release). The hold row is created on first use and
 --      reactivated when it had expired or been released.
 -- Result: ordinal 0 is the lease (outcome 'lease', request_id = the lease key, lease_* columns, the
--- wallet's balance after and available = balance − all active holds incl. the lease); ordinals 1..n
+-- wallet's balance after, available = balance − all active holds incl. the lease, and spend_limits:
+-- null when the app sets none, else {"day"?: {"limit", "room"}, "month"?: {...}} as 8-decimal strings,
+-- room = what that limit allows the lease to hold in all, never below 0); ordinals 1..n
 -- are the elements, with the batch's columns (lease_* null). Rows come in no set order: read them by
 -- ordinal. A pure renewal returns the lease's row alone.
 -- Any error but the per-element refusals (a fault, a deadlock, a cut connection, a malformed
@@ -64,7 +71,8 @@ create or replace function faucet_settle_lease(
   lease_expires_at timestamptz,
   lease_status text,
   wallet_balance_usd numeric,
-  available_usd numeric
+  available_usd numeric,
+  spend_limits jsonb
 )
 language plpgsql
 -- Its statements keep one generic plan each: the call records' statement was planned again at every
@@ -82,6 +90,13 @@ declare
     'id', 'money_key', 'client_request_id', 'fingerprint', 'app_id', 'end_user_id', 'feature_key', 'route_mode', 'provider',
     'model', 'bound_input_tokens', 'bound_output_tokens', 'deadline_at', 'created_at', 'developer_share_bps'];
   v_app_id uuid;
+  v_limit_day numeric;
+  v_limit_month numeric;
+  v_spent_day numeric;
+  v_spent_month numeric;
+  v_in_flight numeric;
+  v_room numeric;
+  v_spend_limits jsonb;
   v_wallet_id uuid;
   v_balance numeric;
   v_lease balance_holds%rowtype;
@@ -121,11 +136,17 @@ begin
     raise exception 'every call record must be a JSON object with a uuid id' using errcode = '22023';
   end if;
 
-  -- The wallet, locked: every hold, booking and settle of it waits here.
-  select u.app_id into v_app_id from end_users u where u.id = p_end_user_id;
+  select u.app_id, a.limit_spend_per_day_usd, a.limit_spend_per_month_usd into v_app_id, v_limit_day, v_limit_month
+    from end_users u join apps a on a.id = u.app_id where u.id = p_end_user_id;
   if not found then
     raise exception 'no such end user' using errcode = 'P0002';
   end if;
+  -- Under a spend limit the end user's row first (faucet_authorize_call's step 3 takes it before the
+  -- wallet too): a per-call authorization counts this lease, or this statement counts its hold.
+  if v_limit_day is not null or v_limit_month is not null then
+    perform 1 from end_users u where u.id = p_end_user_id for no key update;
+  end if;
+  -- The wallet, locked: every hold, booking and settle of it waits here.
   select w.id, w.balance into v_wallet_id, v_balance from wallets w where w.end_user_id = p_end_user_id for no key update;
   if not found then
     v_wallet_id := faucet_user_wallet(p_end_user_id);
@@ -277,6 +298,7 @@ begin
   lease_status := null;
   wallet_balance_usd := null;
   available_usd := null;
+  spend_limits := null;
   for v_index, ordinal, request_id, outcome, reason, message, usage_event_id, ledger_transaction_id, upstream_cost_usd,
       retail_usd, developer_revenue_usd, platform_share_usd, balance_usd, receivable_usd, created_at in
     select b.ordinal, v_sent_positions[b.ordinal], b.request_id, b.outcome, b.reason, b.message, b.usage_event_id,
@@ -297,7 +319,7 @@ begin
   select e.ordinality::integer, e.value ->> 'request_id', 'refused'::text, 'invalid_request'::text,
          v_refusals[e.ordinality::integer], null::uuid, null::uuid, null::numeric, null::numeric, null::numeric, null::numeric,
          null::numeric, null::numeric, null::timestamptz, null::numeric, null::timestamptz, null::text, null::numeric,
-         null::numeric
+         null::numeric, null::jsonb
     from jsonb_array_elements(p_bookings) with ordinality as e
    where v_refusals[e.ordinality::integer] is not null;
 
@@ -311,8 +333,28 @@ begin
   -- c. The lease, from the balance the bookings left.
   select w.balance into v_balance from wallets w where w.id = v_wallet_id;
   v_others := faucet_held(v_wallet_id, p_lease_key);
+  -- The room the spend limits leave the lease (least ignores a limit not set).
+  if v_limit_day is not null or v_limit_month is not null then
+    select coalesce(sum(u.retail_usd) filter (where u.created_at >= date_trunc('day', now(), 'UTC')), 0),
+           coalesce(sum(u.retail_usd), 0)
+      into v_spent_day, v_spent_month
+      from usage_events u
+     where u.end_user_id = p_end_user_id
+       and u.created_at >= case when v_limit_month is null then date_trunc('day', now(), 'UTC') else faucet_month_start(now()) end;
+    select coalesce(sum(h.amount), 0) into v_in_flight
+      from gateway_calls g join balance_holds h on h.request_id = g.money_key
+     where g.end_user_id = p_end_user_id and g.status = 'in_flight';
+    v_room := least(v_limit_day - v_spent_day - v_in_flight, v_limit_month - v_spent_month - v_in_flight);
+    v_spend_limits := jsonb_strip_nulls(jsonb_build_object(
+      'day', case when v_limit_day is not null then jsonb_build_object(
+               'limit', v_limit_day::numeric(20, 8)::text,
+               'room', greatest(v_limit_day - v_spent_day - v_in_flight, 0)::numeric(20, 8)::text) end,
+      'month', case when v_limit_month is not null then jsonb_build_object(
+                 'limit', v_limit_month::numeric(20, 8)::text,
+                 'room', greatest(v_limit_month - v_spent_month - v_in_flight, 0)::numeric(20, 8)::text) end));
+  end if;
   if p_keep then
-    v_new := greatest(v_old - v_booked, least(p_target, v_balance - v_others), 0);
+    v_new := greatest(v_old - v_booked, least(p_target, v_balance - v_others, v_room), 0);
   else
     v_new := greatest(0, least(p_target, v_balance - v_others));
   end if;
@@ -337,6 +379,7 @@ begin
          null::numeric, null::numeric, null::numeric, null::numeric, null::timestamptz,
          v_lease.amount::numeric(20, 8), v_lease.expires_at, v_lease.status, v_balance::numeric(20, 8),
          (v_balance - v_others - case when v_lease.status = 'active' and v_lease.expires_at > now() then v_lease.amount else 0 end)
-           ::numeric(20, 8);
+           ::numeric(20, 8),
+         v_spend_limits;
 end
 $$;

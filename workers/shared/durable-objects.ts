@@ -94,7 +94,13 @@ export type WalletCallDecision =
     }
   | { outcome: 'database' }
   | { outcome: 'routing_changed'; routing: { aliases: Record<string, string>; fallbacks: string[] } }
-  | { outcome: 'refused'; refusal: string; featureKey: string | null };
+  | {
+      outcome: 'refused';
+      refusal: string;
+      featureKey: string | null;
+      /** On a spend-limit refusal: the limit (8-decimal USD) the message names. */
+      refusedLimit?: string;
+    };
 
 /** A settled call as the object stores and flushes it: the booking (faucet_usage_booking as JSON) and its retail. */
 export interface WalletSettlement {

@@ -65,25 +65,28 @@ export const usdMinus = (from: string, amount: string): string =>
   formatUsd(subtractUsd(parseDatabaseAmount(from), parseDatabaseAmount(amount)));
 
 /**
- * What every wallet test ends on: the upstream audit of the calls the fake upstream answered (each
- * reported `reportedUsage`) and reconciliation of the ledger.
+ * The invariant every wallet test ends on: each call the fake upstream answered billed once, at least
+ * as it reported (`reportedUsage`, or `usageOf` the call's request); the ledger reconciles.
  */
-/** The invariant every wallet test ends on: each upstream call billed once, at least as reported; the ledger reconciles. */
-export async function expectBooksAgree(testEnv: TestEnv, requests: RecordedRequest[]): Promise<void> {
-  const { audit, reconciliation } = await ledgerChecks(testEnv, requests);
+export async function expectBooksAgree(
+  testEnv: TestEnv,
+  requests: RecordedRequest[],
+  usageOf: (request: RecordedRequest) => typeof reportedUsage = () => reportedUsage,
+): Promise<void> {
+  const { audit, reconciliation } = await ledgerChecks(testEnv, requests, usageOf);
   expect(audit).toMatchObject({ ok: true, unbilledCalls: 0, doubleBilledCalls: 0 });
   expect(reconciliation.ok).toBe(true);
 }
 
-async function ledgerChecks(testEnv: TestEnv, requests: RecordedRequest[]) {
+async function ledgerChecks(testEnv: TestEnv, requests: RecordedRequest[], usageOf: (request: RecordedRequest) => typeof reportedUsage) {
   const database = openLedgerDatabase(testEnv, 2);
   try {
     const audit = await auditUpstreamCalls(
       database.db,
       requests.map((request) => ({
         callId: request.headers['x-client-request-id'] as string,
-        inputTokens: reportedUsage.prompt_tokens,
-        outputTokens: reportedUsage.completion_tokens,
+        inputTokens: usageOf(request).prompt_tokens,
+        outputTokens: usageOf(request).completion_tokens,
       })),
     );
     const reconciliation = await reconcileLedger(database.db);

@@ -90,6 +90,8 @@ interface Row extends BookingRow {
   lease_status: 'active' | 'released' | null;
   wallet_balance_usd: string | null;
   available_usd: string | null;
+  /** The lease row's: the app's spend limits and their room (JSON; null when it sets none). */
+  spend_limits: unknown;
 }
 
 /** A flush in the form the statement takes it: what a wallet object keeps, sent as it is. */
@@ -138,6 +140,8 @@ export interface LeaseFlushResult {
   results: LeaseFlushOutcome[];
   leaseUsd: string;
   leaseExpiresAt: Date;
+  /** As faucet_settle_lease answers it: null, or {day?: {limit, room}, month?: {limit, room}}. */
+  spendLimits: unknown;
 }
 
 /** The wallet object's flush (its alarm's one statement), on what it keeps as it keeps it. */
@@ -147,6 +151,7 @@ export async function flushLease(db: LedgerDatabase, flush: LeaseFlush): Promise
     results: bookings.map((row) => ({ outcome: row.outcome, reason: row.reason, message: row.message })),
     leaseUsd: lease.lease_amount_usd as string,
     leaseExpiresAt: new Date(lease.lease_expires_at as string),
+    spendLimits: lease.spend_limits,
   };
 }
 

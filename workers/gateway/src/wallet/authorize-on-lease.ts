@@ -2,7 +2,7 @@
  * The gateway's side of a leased call (docs/edge.md): a session token that names its wallet is
  * authorized by that wallet's object, with no Postgres round trip when the object's lease covers the
  * call. The object answers `database` for what it does not decide (byok and developer-key routes,
- * apps with per-end-user limits): those take the per-call path (routing/authorize-call.ts).
+ * apps with a requests-per-minute limit): those take the per-call path (routing/authorize-call.ts).
  */
 import type { Env } from '#shared/env.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
@@ -83,7 +83,7 @@ export async function authorizeOnLease(
   if (decision.outcome === 'refused') {
     throw refusal(decision.refusal as Exclude<Outcome, 'authorized' | 'routing_changed'>, input, {
       feature_key: decision.featureKey,
-      refused_limit: null,
+      refused_limit: decision.refusedLimit ?? null,
       retry_after_seconds: null,
     });
   }

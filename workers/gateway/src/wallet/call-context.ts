@@ -61,11 +61,13 @@ export async function fetchCallContextWithLease(
   database: LedgerDatabase,
   request: WalletCallRequest,
   lease: { wallet: string; targetUsd: string; ttlSeconds: number },
-): Promise<{ context: CallContext; lease: { leaseUsd: string; leaseExpiresAt: Date } | null }> {
-  const row = await queryOne<LeaseContextRow & { lease_amount_usd: string | null; lease_expires_at: Date | string | null }>(
+): Promise<{ context: CallContext; lease: { leaseUsd: string; leaseExpiresAt: Date; spendLimits: unknown } | null }> {
+  const row = await queryOne<
+    LeaseContextRow & { lease_amount_usd: string | null; lease_expires_at: Date | string | null; spend_limits: unknown }
+  >(
     database,
     // faucet_open_lease takes the lease only for a leasable call of the end user the object is named after.
-    sql`select c.*, l.lease_amount_usd, l.lease_expires_at
+    sql`select c.*, l.lease_amount_usd, l.lease_expires_at, l.spend_limits
           from ${leaseContextCall(contextInput(request))} c
           left join lateral faucet_open_lease(c.end_user_id, c.outcome, ${lease.wallet}, ${lease.targetUsd}::numeric,
                                               ${lease.ttlSeconds}::integer) l on true`,
@@ -73,7 +75,9 @@ export async function fetchCallContextWithLease(
   return {
     context: callContextOf(leaseContextOfRow(row)),
     lease:
-      row.lease_amount_usd === null ? null : { leaseUsd: row.lease_amount_usd, leaseExpiresAt: new Date(row.lease_expires_at as string) },
+      row.lease_amount_usd === null
+        ? null
+        : { leaseUsd: row.lease_amount_usd, leaseExpiresAt: new Date(row.lease_expires_at as string), spendLimits: row.spend_limits },
   };
 }
 

@@ -45,6 +45,37 @@ export interface Lease {
   units: bigint;
   /** Epoch ms; 0: no lease. */
   expiresAt: number;
+  /** The app's spend limits when Postgres last set the lease (absent: none). */
+  limits?: LeaseLimit[];
+}
+
+/** A per-end-user spend limit of the app and the room it leaves the lease in all (faucet_settle_lease's spend_limits). */
+export interface LeaseLimit {
+  period: 'month' | 'day';
+  /** The limit, an 8-decimal USD string (the refusal names it). */
+  limitUsd: string;
+  roomUnits: bigint;
+}
+
+/** The spend limits as faucet_settle_lease answers them (null: the app sets none), month first. */
+export function leaseLimits(spendLimits: unknown): LeaseLimit[] {
+  const parsed = typeof spendLimits === 'string' ? (JSON.parse(spendLimits) as unknown) : spendLimits;
+  if (parsed === null || parsed === undefined) return [];
+  const limits: LeaseLimit[] = [];
+  for (const period of ['month', 'day'] as const) {
+    const entry = (parsed as Record<string, { limit: string; room: string } | undefined>)[period];
+    if (entry !== undefined) limits.push({ period, limitUsd: entry.limit, roomUnits: units(entry.room) });
+  }
+  return limits;
+}
+
+/**
+ * Which spend limit refuses a call the lease cannot cover: the first (the month, then the day, as
+ * the per-call path names them) whose room is below what the lease would have to hold with the call;
+ * null: the balance is what falls short.
+ */
+export function refusingLimit(lease: Lease, committed: bigint, worst: bigint): LeaseLimit | null {
+  return lease.limits?.find((limit) => committed + worst > limit.roomUnits) ?? null;
 }
 
 export const units = (usd: string): bigint => usdToUnits(parseDatabaseAmount(usd));

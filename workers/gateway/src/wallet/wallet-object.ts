@@ -11,8 +11,10 @@
  *   (session, feature, model, route) for `freshMs`, refreshed in the background up to `staleMs`, and
  *   read again after that: a developer's suspension or an app's archive takes effect within seconds;
  *   a revoked session at once when the API pushes it (`revokeSessions`), else within the same bound.
- * - Only calls Postgres calls `leasable` are authorized here (platform route, app without per-user
- *   limits); the rest answer `database` and take the per-call path, which decides them exactly.
+ * - Only calls Postgres calls `leasable` are authorized here (platform route, app without a
+ *   requests-per-minute limit); the rest answer `database` and take the per-call path, which decides
+ *   them exactly. The app's spend limits cap the lease in Postgres, which counts it as spent against
+ *   them for the per-call calls: a call the capped lease cannot cover is refused naming the limit.
  * - The client's x-request-id is claimed in this object's storage (scoped to the wallet's end user).
  * - A call it cannot cover waits for one lease renewal (one statement), which also flushes.
  * - A call never settled (its isolate died) is booked at its bound once its deadline and grace pass.
@@ -37,7 +39,17 @@ import { createHttpDatabase } from '#shared/db.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { createLogger, type Logger } from '#shared/logger.ts';
 import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
-import { committedUnits, covers, type Lease, type StoredCall, totalCommitted, units, usdString } from './lease-book.ts';
+import {
+  committedUnits,
+  covers,
+  type Lease,
+  leaseLimits,
+  refusingLimit,
+  type StoredCall,
+  totalCommitted,
+  units,
+  usdString,
+} from './lease-book.ts';
 import { boundBooking } from './bound-booking.ts';
 import { flushLease } from '#shared/wallet/settle-lease.ts';
 import { fetchCallContext, fetchCallContextWithLease, type CallContext } from './call-context.ts';
@@ -148,7 +160,11 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       // One renewal (which also flushes what is settled); a call it still cannot cover is refused.
       await this.sync(worst);
       if (!covers(this.meta.lease, this.committed(), worst, until)) {
-        return { outcome: 'refused', refusal: 'insufficient_balance', featureKey: context.featureKey };
+        // Postgres capped the lease by the app's spend limit or by the balance: the refusal says which.
+        const limit = refusingLimit(this.meta.lease, this.committed(), worst);
+        return limit === null
+          ? { outcome: 'refused', refusal: 'insufficient_balance', featureKey: context.featureKey }
+          : { outcome: 'refused', refusal: `spend_limit_${limit.period}`, refusedLimit: limit.limitUsd, featureKey: context.featureKey };
       }
       // The renewal awaited Postgres: another call may have claimed the id meanwhile.
       const again = this.claims.get(call.clientRequestId);
@@ -420,7 +436,10 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     });
     for (const call of flushed) this.calls.delete(call.id);
     for (const call of refused) this.calls.set(call.id, call);
-    this.meta = { ...this.meta, lease: { units: units(result.leaseUsd), expiresAt: result.leaseExpiresAt.getTime() } };
+    this.meta = {
+      ...this.meta,
+      lease: { units: units(result.leaseUsd), expiresAt: result.leaseExpiresAt.getTime(), limits: leaseLimits(result.spendLimits) },
+    };
     // One implicit transaction: the flushed calls go, their request ids stay claimed on their own,
     // and the new lease is kept, together.
     await this.ctx.storage.delete(flushed.map((call) => `call:${call.id}`));
@@ -532,7 +551,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
           ...this.meta,
           wallet: request.wallet,
           endUserId: context.endUserId,
-          lease: { units: units(lease.leaseUsd), expiresAt: lease.leaseExpiresAt.getTime() },
+          lease: { units: units(lease.leaseUsd), expiresAt: lease.leaseExpiresAt.getTime(), limits: leaseLimits(lease.spendLimits) },
         };
         await this.ctx.storage.put('meta', this.meta);
       }

@@ -1,0 +1,194 @@
+/**
+ * Issue 19 with the app's per-end-user spend limits: the wallet object authorizes the calls of an
+ * app with a daily or monthly spend limit on its lease, which Postgres caps by the room the limits
+ * leave (faucet_settle_lease); the per-call routes count the lease as spent (faucet_authorize_call,
+ * step 6), so both share each limit. Written as the attacker: calls past the limit one by one and
+ * all at once, and a per-call route used to spend what the lease already reserved.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { addUsd, formatUsd, multiplyByRatio, type Usd } from '#shared/money/index.ts';
+import { createDatabase, observeStatements } from '#shared/db.ts';
+import type { Env } from '#shared/env.ts';
+import { holdBounds } from '../metering/hold-bounds.ts';
+import { worstCaseInputTokens } from '../metering/worst-case-tokens.ts';
+import type { ChatRequest } from '../openai/chat-schemas.ts';
+import { parseModel } from '../routing/parse-model.ts';
+import { sql, type TestEnv } from '../../../test/harness.ts';
+import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from '../../../test/fake-upstream.ts';
+import { chat, gatewayWith, userMessage } from '../../../test/gateway-kit.ts';
+import { endUserSpend, limitedApp } from '../../../test/limits-kit.ts';
+import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
+import { expectBooksAgree, leasedTestEnv, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
+
+let testEnv: TestEnv;
+beforeAll(async () => {
+  testEnv = await leasedTestEnv();
+});
+
+const model = 'openai:gpt-4o-mini';
+const maxTokens = 40;
+const reference = parseModel(model);
+const ask = (content = 'hello') => ({ model, max_tokens: maxTokens, messages: [userMessage(content)] });
+const sent = (content: string): ChatRequest => ({ max_tokens: maxTokens, messages: [userMessage(content)], model: reference.model });
+/** A platform call's worst case (its hold, and its charge: the upstream below reports the worst-case tokens). */
+const worst = (): Usd => holdBounds(testEnv, reference, sent('hello')).platform as Usd;
+const tenthsOf = (amount: Usd, tenths: bigint): Usd => multiplyByRatio(amount, tenths, 1n, 'down');
+
+/** The usage the upstream reports: the request's worst case, so each platform call is charged exactly its hold. */
+function worstUsage(request: RecordedRequest) {
+  const content = (request.body as { messages: Array<{ content: string }> }).messages[0]!.content;
+  const prompt = worstCaseInputTokens(sent(content), reference);
+  return { prompt_tokens: prompt, completion_tokens: maxTokens, total_tokens: prompt + maxTokens };
+}
+
+function worstCaseUpstream() {
+  return fakeUpstream((request) => jsonResponse(openAiCompletion('x', worstUsage(request))));
+}
+
+/** The gateway, counting the Postgres statements it runs itself (the object's are its own). */
+function countingGateway(upstreamFetch: ReturnType<typeof fakeUpstream>['fetch']) {
+  const counted = { statements: 0 };
+  const gateway = gatewayWith({
+    upstreamFetch,
+    openDatabase: (env: Env) =>
+      observeStatements(createDatabase(env), (run) => {
+        counted.statements++;
+        return run();
+      }),
+  });
+  return { gateway, counted };
+}
+
+async function errorOf(response: Response) {
+  const body = (await response.json()) as { error: { code: string; message: string } };
+  return { status: response.status, code: body.error.code, message: body.error.message };
+}
+
+async function routeOf(response: Response) {
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { faucet: { route_mode: string; charge: { amount_usd: string } } }).faucet;
+}
+
+async function leaseHold(walletId: string): Promise<string | undefined> {
+  const [row] = await sql<{ amount: string }>(
+    testEnv,
+    `select amount::text from balance_holds where wallet_id = $1 and request_id like 'lease:%' and status = 'active'`,
+    [walletId],
+  );
+  return row?.amount;
+}
+
+describe('a daily spend limit caps the lease', () => {
+  it('serves the calls that fit on the lease with no gateway statement, then refuses 402 naming the daily limit; nothing sent, booked + held within it', async () => {
+    const limit = formatUsd(tenthsOf(worst(), 25n));
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
+    const session = await limited.session('1.00000000');
+    const upstream = worstCaseUpstream();
+    const { gateway, counted } = countingGateway(upstream.fetch);
+
+    // Two calls fit (2 × worst ≤ 2.5 × worst): both on the lease, which Postgres capped at the limit
+    // (the chunk, 1 USD, would be far more).
+    for (let index = 0; index < 2; index++)
+      expect((await routeOf(await chat(gateway, testEnv, session.token, ask()))).route_mode).toBe('platform');
+    expect(counted.statements).toBe(0);
+    expect(await leaseHold(session.walletId)).toBe(limit);
+
+    // The third would pass it: refused after one renewal, naming the limit; nothing sent upstream.
+    const refused = await errorOf(await chat(gateway, testEnv, session.token, ask()));
+    expect(refused).toMatchObject({ status: 402, code: 'budget_exceeded' });
+    expect(refused.message).toContain(`spend limit per user of ${limit} USD per day`);
+    expect(upstream.requests).toHaveLength(2);
+    expect(counted.statements).toBe(0);
+
+    await walletObjectOf(session.token).flush();
+    const spend = await endUserSpend(testEnv, session.endUserId);
+    expect(spend.booked).toBe(formatUsd(addUsd(worst(), worst())));
+    expect(unitsOf(spend.booked) + unitsOf(spend.held)).toBeLessThanOrEqual(unitsOf(limit));
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+
+  it('names the monthly limit when it is the one a call would pass, as the per-call path does', async () => {
+    const month = formatUsd(tenthsOf(worst(), 15n));
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: formatUsd(tenthsOf(worst(), 100n)), spendPerMonthUsd: month });
+    const session = await limited.session('1.00000000');
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+    await routeOf(await chat(gateway, testEnv, session.token, ask()));
+    const refused = await errorOf(await chat(gateway, testEnv, session.token, ask()));
+    expect(refused).toMatchObject({ status: 402, code: 'budget_exceeded' });
+    expect(refused.message).toContain(`spend limit per user of ${month} USD per calendar month`);
+    expect(upstream.requests).toHaveLength(1);
+    await walletObjectOf(session.token).flush();
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+
+  it('a balance short of the limit is refused as insufficient_balance, not as the limit', async () => {
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: '1.00000000' });
+    const session = await limited.session(formatUsd(tenthsOf(worst(), 15n)));
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+    await routeOf(await chat(gateway, testEnv, session.token, ask()));
+    expect(await errorOf(await chat(gateway, testEnv, session.token, ask()))).toMatchObject({ status: 402, code: 'insufficient_balance' });
+    await walletObjectOf(session.token).flush();
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+});
+
+describe('an attacker against a spend limit on the lease', () => {
+  it('20 concurrent calls against a daily limit of 5 worst cases: exactly 5 served, the rest 402 before the upstream', async () => {
+    const limit = formatUsd(tenthsOf(worst(), 50n));
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
+    const session = await limited.session('1.00000000');
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+    const responses = await Promise.all(Array.from({ length: 20 }, () => chat(gateway, testEnv, session.token, ask())));
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.filter((status) => status === 200)).toHaveLength(5);
+    expect(statuses.filter((status) => status === 402)).toHaveLength(15);
+    expect(upstream.requests).toHaveLength(5);
+    await walletObjectOf(session.token).flush();
+    const spend = await endUserSpend(testEnv, session.endUserId);
+    expect(spend.booked).toBe(limit);
+    expect(unitsOf(spend.booked) + unitsOf(spend.held)).toBeLessThanOrEqual(unitsOf(limit));
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+
+  it('a per-call route cannot spend what the lease reserved: a byok call with an open fee counts the lease as spent', async () => {
+    const limit = formatUsd(tenthsOf(worst(), 20n));
+    const fee = formatUsd(tenthsOf(worst(), 5n));
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
+    await sql(testEnv, `update app_features set open_fee_usd = $2 where app_id = $1`, [limited.appId, fee]);
+    const session = await limited.session('1.00000000');
+    const key = await send(testEnv, '/v1/user/provider-keys', {
+      json: { provider: 'openai', api_key: fakeOpenAiKey() },
+      token: session.token,
+    });
+    expect(key.status).toBe(201);
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+
+    // A platform call on the lease, which holds the whole limit (2 × worst) until it is given back.
+    expect((await routeOf(await chat(gateway, testEnv, session.token, ask()))).route_mode).toBe('platform');
+    expect(await leaseHold(session.walletId)).toBe(limit);
+    // The byok call's fee fits the limit less what is booked, but not less the lease as well.
+    const byok = { ...ask(), route_mode: 'byok' };
+    const refused = await errorOf(await chat(gateway, testEnv, session.token, byok));
+    expect(refused).toMatchObject({ status: 402, code: 'budget_exceeded' });
+    expect(refused.message).toContain(`spend limit per user of ${limit} USD per day`);
+    expect(upstream.requests).toHaveLength(1);
+
+    // The lease given back (the first call booked): the fee fits and is charged.
+    const object = walletObjectOf(session.token);
+    await object.recall();
+    await object.resume();
+    const served = await routeOf(await chat(gateway, testEnv, session.token, byok));
+    expect(served).toMatchObject({ route_mode: 'byok', charge: { amount_usd: fee } });
+    // Booked: worst + fee; a platform call (worst) would pass the limit: the renewed lease holds only the room.
+    expect(await errorOf(await chat(gateway, testEnv, session.token, ask()))).toMatchObject({ status: 402, code: 'budget_exceeded' });
+    expect(upstream.requests).toHaveLength(2);
+    await object.flush();
+    const spend = await endUserSpend(testEnv, session.endUserId);
+    expect(unitsOf(spend.booked) + unitsOf(spend.held)).toBeLessThanOrEqual(unitsOf(limit));
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+});
