@@ -5,6 +5,7 @@
  * past what the wallet has, and never anything of another end user.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Pool } from '@neondatabase/serverless';
 import { createTestEnv, sql, type TestEnv } from '../../test/harness.ts';
 import {
   balanceOf,
@@ -239,6 +240,77 @@ describe('settleLease: the lease', () => {
     expect([formatUsd(renewed.lease.amount), renewed.lease.status]).toEqual(['0.20000000', 'active']);
     expect((await leaseRow(key))?.closed_at).toBeNull();
     expect(await availableOf(user)).toBe('0.80000000');
+  });
+});
+
+describe("settleLease: under the app's spend limits", () => {
+  /** A new app of the demo developer with these limits, and one funded end user of it. */
+  async function limitedUser(limits: { day: string | null; month: string | null }): Promise<TestUser> {
+    const demo = await createTestUser(testEnv);
+    const [row] = await sql<{ app_id: string; end_user_id: string; wallet_id: string }>(
+      testEnv,
+      `with app as (insert into apps (developer_id, public_app_id, name, default_feature_key, limit_spend_per_day_usd, limit_spend_per_month_usd)
+                    select developer_id, 'app_lease_limits_' || $2, 'Limited', 'chat', $3, $4 from apps where id = $1 returning id),
+            feature as (insert into app_features (app_id, feature_key, name, default_model) select id, 'chat', 'Chat', 'mock:echo' from app),
+            u as (insert into end_users (app_id, external_user_hash) select id, $2 from app returning id, app_id)
+       insert into wallets (kind, end_user_id) select 'user', id from u
+       returning end_user_id, id as wallet_id, (select app_id from u) as app_id`,
+      [demo.appId, crypto.randomUUID().replace(/-/g, ''), limits.day, limits.month],
+    );
+    const user = { endUserId: row!.end_user_id, walletId: row!.wallet_id, appId: row!.app_id };
+    await fund(database, user.walletId, '1.00000000');
+    return user;
+  }
+
+  async function spendLimitsOf(user: TestUser, key: string, target: string) {
+    const [row] = await sql<{ amount: string; spend_limits: unknown }>(
+      testEnv,
+      `select lease_amount_usd::text as amount, spend_limits from faucet_settle_lease($1, $2, '[]', '[]', $3, true, 120) where ordinal = 0`,
+      [user.endUserId, key, target],
+    );
+    return row!;
+  }
+
+  it("caps the lease by the room each limit leaves (the limit less this period's bookings) and says so", async () => {
+    const user = await limitedUser({ day: '0.30000000', month: '0.50000000' });
+    const key = leaseKey();
+    const call = leasedCall(user, 0);
+    const retail = formatUsd(call.booking.rated.retailUsd);
+    await settleLease(database.db, flush(user, key, [call], '0.00000000'));
+    const capped = await spendLimitsOf(user, key, '5.00000000');
+    const dayRoom = formatUsd(subtractUsd(usd('0.30000000'), call.booking.rated.retailUsd));
+    expect(capped.amount).toBe(dayRoom);
+    expect(capped.spend_limits).toEqual({
+      day: { limit: '0.30000000', room: dayRoom },
+      month: { limit: '0.50000000', room: formatUsd(subtractUsd(usd('0.50000000'), usd(retail))) },
+    });
+    // A target below the room is granted as asked; an app without limits answers none.
+    expect((await spendLimitsOf(user, key, '0.01000000')).amount).toBe(dayRoom);
+    const free = await createTestUser(testEnv);
+    await fund(database, free.walletId, '1.00000000');
+    expect(await spendLimitsOf(free, leaseKey(), '0.70000000')).toEqual({ amount: '0.70000000', spend_limits: null });
+  });
+
+  it("waits for a per-call authorization holding the end user's row, so the two never count without each other", async () => {
+    const user = await limitedUser({ day: '0.30000000', month: null });
+    const pool = new Pool({ connectionString: testEnv.DATABASE_URL, max: 1 });
+    const client = await pool.connect();
+    try {
+      await client.query('begin');
+      await client.query('select 1 from end_users where id = $1 for no key update', [user.endUserId]);
+      let done = false;
+      const renewal = settleLease(database.db, flush(user, leaseKey(), [], '0.10000000')).then((result) => {
+        done = true;
+        return result;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(done).toBe(false);
+      await client.query('commit');
+      expect(formatUsd((await renewal).lease.amount)).toBe('0.10000000');
+    } finally {
+      client.release();
+      await pool.end();
+    }
   });
 });
 
