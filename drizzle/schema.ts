@@ -261,6 +261,8 @@ export const balanceHolds = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     createdAt: createdAt(),
     closedAt: timestamp('closed_at', { withTimezone: true }),
+    /** A wallet object's lease under a requests-per-minute limit: the calls it may hold unrecorded (migration 0023). */
+    callSlots: integer('call_slots'),
   },
   (table) => [index('balance_holds_wallet_active').on(table.walletId).where(sql`${table.status} = 'active'`)],
 );

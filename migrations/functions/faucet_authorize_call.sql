@@ -74,6 +74,7 @@ declare
   v_budget text;
   v_outcome text;
   v_recent integer;
+  v_slots integer := 0;
   v_retry_after integer;
   v_spent_day numeric;
   v_spent_month numeric;
@@ -120,8 +121,13 @@ begin
     perform 1 from end_users u where u.id = v_session.end_user_id for no key update;
   end if;
   if v_app.limit_requests_per_minute is not null then
+    -- The window counts the call slots of the end user's wallet object too (its lease, active and
+    -- unexpired): calls it may authorize, or has, whose records Postgres does not have yet.
     select count(*)::integer into v_recent from gateway_calls g
      where g.end_user_id = v_session.end_user_id and g.route_mode is not null and g.created_at > now() - interval '60 seconds';
+    select coalesce(sum(h.call_slots), 0)::integer into v_slots from end_users e join balance_holds h on h.request_id = 'lease:' || e.wallet_object
+     where e.id = v_session.end_user_id and h.status = 'active' and h.expires_at > now();
+    v_recent := v_recent + v_slots;
     if v_recent >= v_app.limit_requests_per_minute then
       -- A call is allowed again once the window holds one call fewer than the limit. At most 60 s: a
       -- call of a transaction that began after this one committed first can be later than now().
@@ -129,9 +135,12 @@ begin
         from gateway_calls g
        where g.end_user_id = v_session.end_user_id and g.route_mode is not null and g.created_at > now() - interval '60 seconds'
        order by g.created_at offset v_recent - v_app.limit_requests_per_minute limit 1;
+      -- None when the object's slots are what fill the window: they are given back within its flush
+      -- or its idle release, at the latest as its calls leave the window (60 s).
       return query select 'rate_limited'::text, v_session.app_id, v_session.end_user_id, v_session.developer_share_bps,
         null::numeric, null::numeric, null::text, null::uuid, null::text, null::text, null::integer, null::numeric,
-        v_feature.feature_key::text, null::integer, v_app.limit_requests_per_minute::numeric, greatest(coalesce(v_retry_after, 1), 1),
+        v_feature.feature_key::text, null::integer, v_app.limit_requests_per_minute::numeric,
+        greatest(coalesce(v_retry_after, case when v_slots > 0 then 60 else 1 end), 1),
         null::jsonb, null::jsonb, null::jsonb;
       return;
     end if;

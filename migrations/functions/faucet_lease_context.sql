@@ -6,10 +6,10 @@
 -- It runs the checks of faucet_authorize_call's steps 1–2 (faucet_call_context, the one definition
 -- both use) and the route choice of its step 5 without its side effects. outcome:
 --   leasable  the call would take the platform route (no end user's byok key taken first, no
---             active developer key of the provider, a platform price known, the pool available) and
---             the app sets no requests-per-minute limit (its spend limits cap the lease instead);
---   database  anything else that is not a refusal: the byok or developer_key route, an app with a
---             requests-per-minute limit, an unpriced model, no pool. The gateway then takes the per-call path
+--             active developer key of the provider, a platform price known, the pool available);
+--             the app's per-end-user limits cap the lease instead (faucet_settle_lease);
+--   database  anything else that is not a refusal: the byok or developer_key route, an unpriced
+--             model, no pool. The gateway then takes the per-call path
 --             (faucet_authorize_call), which gives the exact answer (a refusal included).
 --             A developer key of the provider makes it 'database' even when the per-call path would
 --             find its budget spent and fall back to the platform (deciding that needs the budget
@@ -79,9 +79,6 @@ begin
             where k.owner_type = 'developer' and k.developer_id = v_context.developer_id and k.provider = p_provider
               and k.status = 'active') then 'database'
     when p_platform_hold is null or p_pool_available is not true then 'database'
-    -- A requests-per-minute limit is counted per call by faucet_authorize_call (step 3): a sliding
-    -- window over every route's calls. The spend limits cap the lease itself (faucet_settle_lease).
-    when v_context.limit_requests_per_minute is not null then 'database'
     else 'leasable'
   end;
   return query select v_outcome, v_context.app_id, v_context.end_user_id,

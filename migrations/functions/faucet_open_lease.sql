@@ -4,14 +4,16 @@
 -- leasable (p_outcome, faucet_lease_context's answer) and the session's end user is the one the
 -- object is named after (end_users.wallet_object, migration 0022). Otherwise nothing is run and no
 -- row is returned: a token whose wallet part names another user's object leases nothing. The lease
--- is capped by the app's spend limits; spend_limits says by how much (faucet_settle_lease).
+-- is capped by the app's spend limits, its call slots by its requests-per-minute limit; spend_limits
+-- and rate_limit say by how much (faucet_settle_lease).
 create or replace function faucet_open_lease(
   p_end_user_id uuid,
   p_outcome text,
   p_wallet_object text,
   p_target numeric,
-  p_ttl_seconds integer
-) returns table (lease_amount_usd numeric, lease_expires_at timestamptz, spend_limits jsonb)
+  p_ttl_seconds integer,
+  p_call_slots integer default null
+) returns table (lease_amount_usd numeric, lease_expires_at timestamptz, spend_limits jsonb, rate_limit jsonb)
 language plpgsql as $$
 #variable_conflict use_column
 begin
@@ -20,8 +22,9 @@ begin
     return;
   end if;
   return query
-    select s.lease_amount_usd, s.lease_expires_at, s.spend_limits
-      from faucet_settle_lease(p_end_user_id, 'lease:' || p_wallet_object, '[]'::jsonb, '[]'::jsonb, p_target, true, p_ttl_seconds) s
+    select s.lease_amount_usd, s.lease_expires_at, s.spend_limits, s.rate_limit
+      from faucet_settle_lease(p_end_user_id, 'lease:' || p_wallet_object, '[]'::jsonb, '[]'::jsonb, p_target, true, p_ttl_seconds,
+                               p_call_slots) s
      where s.ordinal = 0;
 end
 $$;

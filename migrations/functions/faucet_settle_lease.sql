@@ -38,7 +38,9 @@
 -- Result: ordinal 0 is the lease (outcome 'lease', request_id = the lease key, lease_* columns, the
 -- wallet's balance after, available = balance − all active holds incl. the lease, and spend_limits:
 -- null when the app sets none, else {"day"?: {"limit", "room"}, "month"?: {...}} as 8-decimal strings,
--- room = what that limit allows the lease to hold in all, never below 0); ordinals 1..n
+-- room = what that limit allows the lease to hold in all, never below 0), and rate_limit: null
+-- without a requests-per-minute limit, else {"limit", "slots" (see c), "window": the epoch ms of the
+-- oldest calls of the end user's 60 s window, at most the limit}); ordinals 1..n
 -- are the elements, with the batch's columns (lease_* null). Rows come in no set order: read them by
 -- ordinal. A pure renewal returns the lease's row alone.
 -- Any error but the per-element refusals (a fault, a deadlock, a cut connection, a malformed
@@ -51,7 +53,10 @@ create or replace function faucet_settle_lease(
   p_bookings jsonb,
   p_target numeric,
   p_keep boolean,
-  p_ttl_seconds integer
+  p_ttl_seconds integer,
+  -- Under a requests-per-minute limit: the calls the object wants to be able to hold unflushed (its
+  -- calls in flight and settled but not in this flush, plus a few to come); ignored without one.
+  p_call_slots integer default null
 ) returns table (
   ordinal integer,
   request_id text,
@@ -72,7 +77,8 @@ create or replace function faucet_settle_lease(
   lease_status text,
   wallet_balance_usd numeric,
   available_usd numeric,
-  spend_limits jsonb
+  spend_limits jsonb,
+  rate_limit jsonb
 )
 language plpgsql
 -- Its statements keep one generic plan each: the call records' statement was planned again at every
@@ -97,6 +103,12 @@ declare
   v_in_flight numeric;
   v_room numeric;
   v_spend_limits jsonb;
+  v_limit_rpm integer;
+  v_written integer := 0;
+  v_old_slots integer := 0;
+  v_window integer;
+  v_slots integer;
+  v_rate_limit jsonb;
   v_wallet_id uuid;
   v_balance numeric;
   v_lease balance_holds%rowtype;
@@ -136,14 +148,15 @@ begin
     raise exception 'every call record must be a JSON object with a uuid id' using errcode = '22023';
   end if;
 
-  select u.app_id, a.limit_spend_per_day_usd, a.limit_spend_per_month_usd into v_app_id, v_limit_day, v_limit_month
+  select u.app_id, a.limit_spend_per_day_usd, a.limit_spend_per_month_usd, a.limit_requests_per_minute
+    into v_app_id, v_limit_day, v_limit_month, v_limit_rpm
     from end_users u join apps a on a.id = u.app_id where u.id = p_end_user_id;
   if not found then
     raise exception 'no such end user' using errcode = 'P0002';
   end if;
-  -- Under a spend limit the end user's row first (faucet_authorize_call's step 3 takes it before the
-  -- wallet too): a per-call authorization counts this lease, or this statement counts its hold.
-  if v_limit_day is not null or v_limit_month is not null then
+  -- Under a limit the end user's row first (faucet_authorize_call's step 3 takes it before the wallet
+  -- too): a per-call authorization counts this lease, or this statement counts its hold and its call.
+  if v_limit_day is not null or v_limit_month is not null or v_limit_rpm is not null then
     perform 1 from end_users u where u.id = p_end_user_id for no key update;
   end if;
   -- The wallet, locked: every hold, booking and settle of it waits here.
@@ -160,6 +173,7 @@ begin
     end if;
     if v_lease.status = 'active' and v_lease.expires_at > now() then
       v_old := v_lease.amount;
+      v_old_slots := coalesce(v_lease.call_slots, 0);
     end if;
     -- b. The lease reserved the money of these bookings: it does not count against them.
     update balance_holds h set amount = 0 where h.id = v_lease.id;
@@ -252,8 +266,9 @@ begin
         returning id, status
       )
       select coalesce(jsonb_object_agg(j.id::text, 'the call record ' || j.refusal) filter (where j.refusal is not null), '{}'::jsonb),
-             (select array_agg(w.id) from written w where w.status = 'settled')
-        into v_refused_calls, v_closed_calls
+             (select array_agg(w.id) from written w where w.status = 'settled'),
+             (select count(*)::integer from written)
+        into v_refused_calls, v_closed_calls, v_written
         from judged j;
       exit;
     exception when data_exception then
@@ -299,6 +314,7 @@ begin
   wallet_balance_usd := null;
   available_usd := null;
   spend_limits := null;
+  rate_limit := null;
   for v_index, ordinal, request_id, outcome, reason, message, usage_event_id, ledger_transaction_id, upstream_cost_usd,
       retail_usd, developer_revenue_usd, platform_share_usd, balance_usd, receivable_usd, created_at in
     select b.ordinal, v_sent_positions[b.ordinal], b.request_id, b.outcome, b.reason, b.message, b.usage_event_id,
@@ -319,7 +335,7 @@ begin
   select e.ordinality::integer, e.value ->> 'request_id', 'refused'::text, 'invalid_request'::text,
          v_refusals[e.ordinality::integer], null::uuid, null::uuid, null::numeric, null::numeric, null::numeric, null::numeric,
          null::numeric, null::numeric, null::timestamptz, null::numeric, null::timestamptz, null::text, null::numeric,
-         null::numeric, null::jsonb
+         null::numeric, null::jsonb, null::jsonb
     from jsonb_array_elements(p_bookings) with ordinality as e
    where v_refusals[e.ordinality::integer] is not null;
 
@@ -353,6 +369,24 @@ begin
                  'limit', v_limit_month::numeric(20, 8)::text,
                  'room', greatest(v_limit_month - v_spent_month - v_in_flight, 0)::numeric(20, 8)::text) end));
   end if;
+  -- The call slots under a requests-per-minute limit: how many calls the object may hold that
+  -- Postgres has no record of yet (faucet_authorize_call's step 3 counts them as in the window).
+  -- Kept: never below the old slots less the records written now (the object's calls authorized
+  -- while this ran stay counted), else the slots asked for as far as the window leaves room;
+  -- released: the slots asked for (the calls in flight, authorized already).
+  if v_limit_rpm is not null then
+    select count(*)::integer into v_window from gateway_calls g
+     where g.end_user_id = p_end_user_id and g.route_mode is not null and g.created_at > now() - interval '60 seconds';
+    v_slots := case when p_keep then greatest(v_old_slots - v_written, least(coalesce(p_call_slots, 0), v_limit_rpm - v_window), 0)
+                    else greatest(coalesce(p_call_slots, 0), 0) end;
+    -- The oldest calls of the window (at most the limit, as epoch ms): when the object refuses a call,
+    -- it tells the seconds until one leaves it, with its own calls counted.
+    v_rate_limit := jsonb_build_object('limit', v_limit_rpm, 'slots', v_slots, 'window', (
+      select coalesce(jsonb_agg(w.at order by w.at), '[]'::jsonb)
+        from (select (extract(epoch from g.created_at) * 1000)::bigint as at from gateway_calls g
+               where g.end_user_id = p_end_user_id and g.route_mode is not null and g.created_at > now() - interval '60 seconds'
+               order by g.created_at limit v_limit_rpm) w));
+  end if;
   if p_keep then
     v_new := greatest(v_old - v_booked, least(p_target, v_balance - v_others, v_room), 0);
   else
@@ -360,14 +394,14 @@ begin
   end if;
   v_status := case when not p_keep and v_new = 0 then 'released' else 'active' end;
   if v_lease.id is null then
-    insert into balance_holds (wallet_id, request_id, amount, status, expires_at, closed_at)
+    insert into balance_holds (wallet_id, request_id, amount, status, expires_at, closed_at, call_slots)
     values (v_wallet_id, p_lease_key, v_new, v_status, now() + make_interval(secs => p_ttl_seconds),
-            case when v_status = 'released' then now() end)
+            case when v_status = 'released' then now() end, v_slots)
     returning * into v_lease;
   else
     update balance_holds h
        set amount = v_new, status = v_status, expires_at = now() + make_interval(secs => p_ttl_seconds),
-           closed_at = case when v_status = 'released' then now() end
+           closed_at = case when v_status = 'released' then now() end, call_slots = v_slots
      where h.id = v_lease.id
     returning * into v_lease;
   end if;
@@ -380,6 +414,6 @@ begin
          v_lease.amount::numeric(20, 8), v_lease.expires_at, v_lease.status, v_balance::numeric(20, 8),
          (v_balance - v_others - case when v_lease.status = 'active' and v_lease.expires_at > now() then v_lease.amount else 0 end)
            ::numeric(20, 8),
-         v_spend_limits;
+         v_spend_limits, v_rate_limit;
 end
 $$;

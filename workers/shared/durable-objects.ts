@@ -98,8 +98,10 @@ export type WalletCallDecision =
       outcome: 'refused';
       refusal: string;
       featureKey: string | null;
-      /** On a spend-limit refusal: the limit (8-decimal USD) the message names. */
+      /** On a limit's refusal: the limit the message names (8-decimal USD, or calls per minute). */
       refusedLimit?: string;
+      /** On `rate_limited`: seconds until a call leaves the window. */
+      retryAfterSeconds?: number;
     };
 
 /** A settled call as the object stores and flushes it: the booking (faucet_usage_booking as JSON) and its retail. */

@@ -92,6 +92,8 @@ interface Row extends BookingRow {
   available_usd: string | null;
   /** The lease row's: the app's spend limits and their room (JSON; null when it sets none). */
   spend_limits: unknown;
+  /** The lease row's: the requests-per-minute limit, the call slots and the window (JSON; null when none). */
+  rate_limit: unknown;
 }
 
 /** A flush in the form the statement takes it: what a wallet object keeps, sent as it is. */
@@ -105,6 +107,8 @@ export interface LeaseFlush {
   targetUsd: string;
   keep: boolean;
   ttlSeconds: number;
+  /** Under a requests-per-minute limit: the calls the object wants to hold unrecorded (else ignored). */
+  callSlots?: number;
 }
 
 /** The statement itself: row 0 the lease, rows 1..n the bookings in order. Throws when nothing was written. */
@@ -113,7 +117,7 @@ async function settleLeaseRows(db: LedgerDatabase, flush: LeaseFlush): Promise<{
     db,
     sql`select * from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
       ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
-      ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer)`,
+      ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer, ${flush.callSlots ?? null}::integer)`,
   );
   const lease = rows.find((row) => row.ordinal === 0);
   if (lease === undefined || lease.lease_amount_usd === null) throw new Error('faucet_settle_lease returned no lease row');
@@ -142,6 +146,8 @@ export interface LeaseFlushResult {
   leaseExpiresAt: Date;
   /** As faucet_settle_lease answers it: null, or {day?: {limit, room}, month?: {limit, room}}. */
   spendLimits: unknown;
+  /** As faucet_settle_lease answers it: null, or {limit, slots, window}. */
+  rateLimit: unknown;
 }
 
 /** The wallet object's flush (its alarm's one statement), on what it keeps as it keeps it. */
@@ -152,6 +158,7 @@ export async function flushLease(db: LedgerDatabase, flush: LeaseFlush): Promise
     leaseUsd: lease.lease_amount_usd as string,
     leaseExpiresAt: new Date(lease.lease_expires_at as string),
     spendLimits: lease.spend_limits,
+    rateLimit: lease.rate_limit,
   };
 }
 

@@ -1,8 +1,8 @@
 /**
  * The gateway's side of a leased call (docs/edge.md): a session token that names its wallet is
  * authorized by that wallet's object, with no Postgres round trip when the object's lease covers the
- * call. The object answers `database` for what it does not decide (byok and developer-key routes,
- * apps with a requests-per-minute limit): those take the per-call path (routing/authorize-call.ts).
+ * call. The object answers `database` for what it does not decide (the byok and developer-key
+ * routes): those take the per-call path (routing/authorize-call.ts).
  */
 import type { Env } from '#shared/env.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
@@ -84,7 +84,7 @@ export async function authorizeOnLease(
     throw refusal(decision.refusal as Exclude<Outcome, 'authorized' | 'routing_changed'>, input, {
       feature_key: decision.featureKey,
       refused_limit: decision.refusedLimit ?? null,
-      retry_after_seconds: null,
+      retry_after_seconds: decision.retryAfterSeconds ?? null,
     });
   }
   return {

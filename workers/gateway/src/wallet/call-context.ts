@@ -60,24 +60,37 @@ export async function fetchCallContext(database: LedgerDatabase, request: Wallet
 export async function fetchCallContextWithLease(
   database: LedgerDatabase,
   request: WalletCallRequest,
-  lease: { wallet: string; targetUsd: string; ttlSeconds: number },
-): Promise<{ context: CallContext; lease: { leaseUsd: string; leaseExpiresAt: Date; spendLimits: unknown } | null }> {
+  lease: { wallet: string; targetUsd: string; ttlSeconds: number; callSlots: number },
+): Promise<{
+  context: CallContext;
+  lease: { leaseUsd: string; leaseExpiresAt: Date; spendLimits: unknown; rateLimit: unknown } | null;
+}> {
   const row = await queryOne<
-    LeaseContextRow & { lease_amount_usd: string | null; lease_expires_at: Date | string | null; spend_limits: unknown }
+    LeaseContextRow & {
+      lease_amount_usd: string | null;
+      lease_expires_at: Date | string | null;
+      spend_limits: unknown;
+      rate_limit: unknown;
+    }
   >(
     database,
     // faucet_open_lease takes the lease only for a leasable call of the end user the object is named after.
-    sql`select c.*, l.lease_amount_usd, l.lease_expires_at, l.spend_limits
+    sql`select c.*, l.lease_amount_usd, l.lease_expires_at, l.spend_limits, l.rate_limit
           from ${leaseContextCall(contextInput(request))} c
           left join lateral faucet_open_lease(c.end_user_id, c.outcome, ${lease.wallet}, ${lease.targetUsd}::numeric,
-                                              ${lease.ttlSeconds}::integer) l on true`,
+                                              ${lease.ttlSeconds}::integer, ${lease.callSlots}::integer) l on true`,
   );
   return {
     context: callContextOf(leaseContextOfRow(row)),
     lease:
       row.lease_amount_usd === null
         ? null
-        : { leaseUsd: row.lease_amount_usd, leaseExpiresAt: new Date(row.lease_expires_at as string), spendLimits: row.spend_limits },
+        : {
+            leaseUsd: row.lease_amount_usd,
+            leaseExpiresAt: new Date(row.lease_expires_at as string),
+            spendLimits: row.spend_limits,
+            rateLimit: row.rate_limit,
+          },
   };
 }
 

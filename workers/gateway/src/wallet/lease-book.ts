@@ -47,6 +47,42 @@ export interface Lease {
   expiresAt: number;
   /** The app's spend limits when Postgres last set the lease (absent: none). */
   limits?: LeaseLimit[];
+  /** The app's requests-per-minute limit when Postgres last set the lease (absent: none). */
+  rate?: LeaseRate;
+}
+
+/**
+ * Under a requests-per-minute limit (faucet_settle_lease's rate_limit): how many calls the object may
+ * hold that Postgres has no record of (in flight, or settled and not flushed), and the end user's
+ * 60 s window as Postgres had it (epoch ms, oldest first, at most `limit`).
+ */
+export interface LeaseRate {
+  limit: number;
+  slots: number;
+  windowMs: number[];
+}
+
+export function leaseRate(rateLimit: unknown): LeaseRate | undefined {
+  const parsed = typeof rateLimit === 'string' ? (JSON.parse(rateLimit) as unknown) : rateLimit;
+  if (parsed === null || parsed === undefined) return undefined;
+  const { limit, slots, window } = parsed as { limit: number; slots: number; window: Array<number | string> };
+  return { limit: Number(limit), slots: Number(slots), windowMs: window.map(Number) };
+}
+
+/** Whether one more call fits the lease's call slots (always, without a requests-per-minute limit). */
+export function hasCallSlot(lease: Lease, unrecordedCalls: number): boolean {
+  return lease.rate === undefined || unrecordedCalls + 1 <= lease.rate.slots;
+}
+
+/**
+ * Seconds until one more call fits the window — when the oldest call whose leaving brings the window
+ * (Postgres's, with the object's unrecorded calls, `callTimes`) below the limit is 60 s old; 1 to 60.
+ */
+export function retryAfterSeconds(rate: LeaseRate, callTimes: number[], now: number): number {
+  const times = [...rate.windowMs, ...callTimes].filter((at) => at > now - 60_000).sort((a, b) => a - b);
+  if (times.length < rate.limit) return 1;
+  const leaving = times[Math.min(times.length - rate.limit, times.length - 1)] as number;
+  return Math.min(Math.max(Math.ceil((leaving + 60_000 - now) / 1000), 1), 60);
 }
 
 /** A per-end-user spend limit of the app and the room it leaves the lease in all (faucet_settle_lease's spend_limits). */

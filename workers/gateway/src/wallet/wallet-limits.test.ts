@@ -192,3 +192,87 @@ describe('an attacker against a spend limit on the lease', () => {
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 });
+
+describe('a requests-per-minute limit on the lease', () => {
+  it('serves the limit on the lease with no gateway statement, then 429 with retry-after; the window slides', async () => {
+    const limited = await limitedApp(testEnv, { requestsPerMinute: 3 });
+    const session = await limited.session('1.00000000');
+    const upstream = worstCaseUpstream();
+    const { gateway, counted } = countingGateway(upstream.fetch);
+    for (let index = 0; index < 3; index++) await routeOf(await chat(gateway, testEnv, session.token, ask()));
+    expect(counted.statements).toBe(0);
+
+    const refusedResponse = await chat(gateway, testEnv, session.token, ask());
+    const retryAfter = Number(refusedResponse.headers.get('retry-after'));
+    const refused = await errorOf(refusedResponse);
+    expect(refused).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(refused.message).toContain('This app allows 3 calls per minute per user');
+    // The first call is a moment old: about a minute until it leaves the window.
+    expect(retryAfter).toBeGreaterThanOrEqual(50);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(upstream.requests).toHaveLength(3);
+    expect(counted.statements).toBe(0);
+
+    // A minute later (the records moved back), the window has room again: served on a renewed lease.
+    const object = walletObjectOf(session.token);
+    await object.flush();
+    await sql(testEnv, `update gateway_calls set created_at = created_at - interval '61 seconds' where end_user_id = $1`, [
+      session.endUserId,
+    ]);
+    await routeOf(await chat(gateway, testEnv, session.token, ask()));
+    expect(upstream.requests).toHaveLength(4);
+    await object.flush();
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+
+  it('a per-call route counts the call slots the lease holds: a byok call is refused 429 while they fill the window', async () => {
+    const limited = await limitedApp(testEnv, { requestsPerMinute: 2 });
+    const session = await limited.session('1.00000000');
+    const key = await send(testEnv, '/v1/user/provider-keys', {
+      json: { provider: 'openai', api_key: fakeOpenAiKey() },
+      token: session.token,
+    });
+    expect(key.status).toBe(201);
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+
+    // One platform call on the lease: its slots (the call, and one more to come) fill the window of 2.
+    expect((await routeOf(await chat(gateway, testEnv, session.token, ask()))).route_mode).toBe('platform');
+    const byok = { ...ask(), route_mode: 'byok' };
+    expect(await errorOf(await chat(gateway, testEnv, session.token, byok))).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(upstream.requests).toHaveLength(1);
+
+    // The lease given back (the call recorded, no slot kept): the byok call is the window's second.
+    const object = walletObjectOf(session.token);
+    await object.recall();
+    await object.resume();
+    expect((await routeOf(await chat(gateway, testEnv, session.token, byok))).route_mode).toBe('byok');
+    // The window is full: the object's renewal grants no slot.
+    expect(await errorOf(await chat(gateway, testEnv, session.token, ask()))).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(upstream.requests).toHaveLength(2);
+    await object.flush();
+    expect(
+      await sql(testEnv, 'select route_mode from gateway_calls where end_user_id = $1 order by created_at', [session.endUserId]),
+    ).toEqual([{ route_mode: 'platform' }, { route_mode: 'byok' }]);
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+
+  it('20 concurrent calls against a limit of 5 per minute: exactly 5 served, 15 get 429 with retry-after, none sent', async () => {
+    const limited = await limitedApp(testEnv, { requestsPerMinute: 5 });
+    const session = await limited.session('1.00000000');
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+    const responses = await Promise.all(Array.from({ length: 20 }, () => chat(gateway, testEnv, session.token, ask())));
+    const refused = responses.filter((response) => response.status === 429);
+    expect(responses.filter((response) => response.status === 200)).toHaveLength(5);
+    expect(refused).toHaveLength(15);
+    for (const response of refused) {
+      const retryAfter = Number(response.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+    }
+    expect(upstream.requests).toHaveLength(5);
+    await walletObjectOf(session.token).flush();
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+});

@@ -11,10 +11,11 @@
  *   (session, feature, model, route) for `freshMs`, refreshed in the background up to `staleMs`, and
  *   read again after that: a developer's suspension or an app's archive takes effect within seconds;
  *   a revoked session at once when the API pushes it (`revokeSessions`), else within the same bound.
- * - Only calls Postgres calls `leasable` are authorized here (platform route, app without a
- *   requests-per-minute limit); the rest answer `database` and take the per-call path, which decides
- *   them exactly. The app's spend limits cap the lease in Postgres, which counts it as spent against
- *   them for the per-call calls: a call the capped lease cannot cover is refused naming the limit.
+ * - Only calls Postgres calls `leasable` are authorized here (the platform route); the rest answer
+ *   `database` and take the per-call path, which decides them exactly. The app's per-end-user limits
+ *   cap the lease in Postgres, which counts it against them for the per-call calls: its amount as
+ *   spent (spend limits), its call slots as calls in the window (requests per minute). A call the
+ *   capped lease cannot cover is refused naming the limit.
  * - The client's x-request-id is claimed in this object's storage (scoped to the wallet's end user).
  * - A call it cannot cover waits for one lease renewal (one statement), which also flushes.
  * - A call never settled (its isolate died) is booked at its bound once its deadline and grace pass.
@@ -42,9 +43,12 @@ import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.t
 import {
   committedUnits,
   covers,
+  hasCallSlot,
   type Lease,
   leaseLimits,
+  leaseRate,
   refusingLimit,
+  retryAfterSeconds,
   type StoredCall,
   totalCommitted,
   units,
@@ -66,6 +70,11 @@ const idleReleaseMs = 120_000;
 const recallPauseMs = 3_000;
 /** How long a claimed x-request-id stays claimed after its call. */
 const claimTtlMs = 24 * 3600_000;
+/**
+ * Under a requests-per-minute limit, the call slots asked for beyond the calls held unrecorded: a
+ * burst of this many more needs no renewal; the per-call routes see this many fewer meanwhile.
+ */
+const callSlotChunk = 2;
 
 interface Meta {
   wallet: string | null;
@@ -132,7 +141,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const until = Date.now() + (limits.maxDurationSeconds + limits.settleGraceSeconds) * 1000;
     // A lease that falls short: the session's context and the lease come in one statement when the
     // context has to be read anyway (the first call of a wallet waits on one round trip).
-    const leaseShort = request.platformHold !== null && !covers(this.meta.lease, this.committed(), worst, until);
+    const leaseShort = request.platformHold !== null && !this.leaseCovers(worst, until);
     const context = await this.context(request, leaseShort ? worst : null);
     const routing = { aliases: context.aliases, fallbacks: context.fallbacks };
     if (context.outcome === 'database') return { outcome: 'database' };
@@ -156,9 +165,21 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
 
     // While a recall is under way the lease in memory is not what Postgres will hold: the release
     // keeps only the calls in flight when it began. A call then waits for the debit and a renewal.
-    if (this.recalling() || !covers(this.meta.lease, this.committed(), worst, until)) {
+    if (this.recalling() || !this.leaseCovers(worst, until)) {
       // One renewal (which also flushes what is settled); a call it still cannot cover is refused.
       await this.sync(worst);
+      const { rate } = this.meta.lease;
+      if (rate !== undefined && !hasCallSlot(this.meta.lease, this.unrecordedCalls())) {
+        // The window is full (the per-call path checks it first too).
+        const callTimes = [...this.calls.values()].filter((call) => call.state !== 'refused').map((call) => call.rating.authorizedAt);
+        return {
+          outcome: 'refused',
+          refusal: 'rate_limited',
+          refusedLimit: String(rate.limit),
+          retryAfterSeconds: retryAfterSeconds(rate, callTimes, Date.now()),
+          featureKey: context.featureKey,
+        };
+      }
       if (!covers(this.meta.lease, this.committed(), worst, until)) {
         // Postgres capped the lease by the app's spend limit or by the balance: the refusal says which.
         const limit = refusingLimit(this.meta.lease, this.committed(), worst);
@@ -362,6 +383,18 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     return totalCommitted(this.calls.values());
   }
 
+  /** Calls Postgres has no record of yet: in flight, or settled and not flushed (a refused one's record is written). */
+  private unrecordedCalls(): number {
+    let count = 0;
+    for (const call of this.calls.values()) if (call.state !== 'refused') count += 1;
+    return count;
+  }
+
+  /** The lease holds one more call of `worst` until `until`, and a call slot for it under a rate limit. */
+  private leaseCovers(worst: bigint, until: number): boolean {
+    return covers(this.meta.lease, this.committed(), worst, until) && hasCallSlot(this.meta.lease, this.unrecordedCalls());
+  }
+
   private hasUnflushed(): boolean {
     for (const call of this.calls.values()) if (call.state === 'settled') return true;
     return false;
@@ -414,6 +447,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const batchRetail = batch.reduce((sum, call) => sum + call.retailUnits, 0n);
     const afterBatch = this.committed() - batchRetail;
     const target = release ? this.committedInFlight() : afterBatch + need + this.chunk();
+    const inFlight = [...this.calls.values()].filter((call) => call.state === 'in_flight').length;
+    const callSlots = release ? inFlight : this.unrecordedCalls() - batch.length + callSlotChunk;
     const result = await flushLease(this.openDatabase(), {
       endUserId,
       leaseKey: `lease:${this.meta.wallet}`,
@@ -422,6 +457,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       targetUsd: usdString(target),
       keep: !release,
       ttlSeconds: this.leaseTtlSeconds(),
+      callSlots,
     });
     const flushed: StoredCall[] = [];
     const refused: StoredCall[] = [];
@@ -438,7 +474,12 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     for (const call of refused) this.calls.set(call.id, call);
     this.meta = {
       ...this.meta,
-      lease: { units: units(result.leaseUsd), expiresAt: result.leaseExpiresAt.getTime(), limits: leaseLimits(result.spendLimits) },
+      lease: {
+        units: units(result.leaseUsd),
+        expiresAt: result.leaseExpiresAt.getTime(),
+        limits: leaseLimits(result.spendLimits),
+        rate: leaseRate(result.rateLimit),
+      },
     };
     // One implicit transaction: the flushed calls go, their request ids stay claimed on their own,
     // and the new lease is kept, together.
@@ -543,6 +584,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         wallet: request.wallet,
         targetUsd: usdString(this.committed() + need + this.chunk()),
         ttlSeconds: this.leaseTtlSeconds(),
+        callSlots: this.unrecordedCalls() + callSlotChunk,
       });
       if (lease !== null) {
         // A lease is granted only for the end user this object is named after: the object is theirs
@@ -551,7 +593,12 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
           ...this.meta,
           wallet: request.wallet,
           endUserId: context.endUserId,
-          lease: { units: units(lease.leaseUsd), expiresAt: lease.leaseExpiresAt.getTime(), limits: leaseLimits(lease.spendLimits) },
+          lease: {
+            units: units(lease.leaseUsd),
+            expiresAt: lease.leaseExpiresAt.getTime(),
+            limits: leaseLimits(lease.spendLimits),
+            rate: leaseRate(lease.rateLimit),
+          },
         };
         await this.ctx.storage.put('meta', this.meta);
       }
