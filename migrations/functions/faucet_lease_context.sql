@@ -6,10 +6,14 @@
 -- It runs the checks of faucet_authorize_call's steps 1–2 (faucet_call_context, the one definition
 -- both use) and the route choice of its step 5 without its side effects. outcome:
 --   leasable  the call would take the platform route (no end user's byok key taken first, no
---             active developer key of the provider, a platform price known, the pool available);
---             the app's per-end-user limits cap the lease instead (faucet_settle_lease);
---   database  anything else that is not a refusal: the byok or developer_key route, an unpriced
---             model, no pool. The gateway then takes the per-call path
+--             active developer key of the provider, a platform price known, the pool available) or
+--             the byok route (asked for, or the feature puts it first, and the end user has an active
+--             key of the provider: route_mode 'byok' with that key — id, ciphertext, iv, key_version,
+--             its registered root — and, when p_fallbacks is given, their key of each other fallback
+--             provider, as faucet_authorize_call answers them); the app's per-end-user limits cap the
+--             lease instead (faucet_settle_lease);
+--   database  anything else that is not a refusal: the developer_key route, byok asked for without
+--             a key (the per-call path refuses it), an unpriced model, no pool. The gateway then takes the per-call path
 --             (faucet_authorize_call), which gives the exact answer (a refusal included).
 --             A developer key of the provider makes it 'database' even when the per-call path would
 --             find its budget spent and fall back to the platform (deciding that needs the budget
@@ -45,35 +49,50 @@ create or replace function faucet_lease_context(
   max_output_tokens integer,
   model_aliases jsonb,
   fallback_models jsonb,
-  session_expires_at timestamptz
+  session_expires_at timestamptz,
+  -- On 'leasable': 'platform' or 'byok'; on 'byok' the end user's key, its root and fallback keys.
+  route_mode text,
+  credential_id uuid,
+  ciphertext text,
+  iv text,
+  key_version integer,
+  base_url text,
+  fallback_keys jsonb
 )
 language plpgsql stable as $$
 #variable_conflict use_column
 declare
   v_context record;
   v_outcome text;
+  v_key record;
 begin
+  select null::uuid as id, null::text as ciphertext, null::text as iv, null::integer as key_version, null::text as base_url into v_key;
   select * into v_context from faucet_call_context(p_token_hash, p_feature_key, p_provider, p_model, p_alias, p_fallbacks);
   if v_context.outcome in ('unauthorized', 'developer_suspended') then
     return query select v_context.outcome, null::uuid, null::uuid, null::uuid, null::integer, null::numeric, null::numeric,
-      null::text, null::integer, null::jsonb, null::jsonb, null::timestamptz;
+      null::text, null::integer, null::jsonb, null::jsonb, null::timestamptz,
+      null::text, null::uuid, null::text, null::text, null::integer, null::text, null::jsonb;
     return;
   end if;
   if v_context.outcome is not null then
     return query select v_context.outcome, v_context.app_id, v_context.end_user_id, null::uuid, v_context.developer_share_bps,
       null::numeric, null::numeric, v_context.feature_key, null::integer,
       case when p_fallbacks is not null then v_context.model_aliases end,
-      case when p_fallbacks is not null then v_context.fallback_models end, null::timestamptz;
+      case when p_fallbacks is not null then v_context.fallback_models end, null::timestamptz,
+      null::text, null::uuid, null::text, null::text, null::integer, null::text, null::jsonb;
     return;
   end if;
 
-  -- The route of faucet_authorize_call's step 5, read-only: anything but the platform is 'database'.
+  -- The route of faucet_authorize_call's step 5, read-only: the end user's byok key when asked for or
+  -- the feature puts it first (the same key that step takes); the developer_key route is 'database'.
+  if p_requested_route = 'byok' or (p_requested_route is null and v_context.route_policy = 'byok_first') then
+    select k.id, k.ciphertext, k.iv, k.key_version, k.base_url into v_key from provider_credentials k
+     where k.owner_type = 'end_user' and k.end_user_id = v_context.end_user_id and k.provider = p_provider and k.status = 'active'
+     order by k.created_at desc limit 1;
+  end if;
   v_outcome := case
+    when v_key.id is not null then 'leasable'
     when p_requested_route is not null and p_requested_route <> 'platform' then 'database'
-    when p_requested_route is null and v_context.route_policy = 'byok_first' and exists (
-           select 1 from provider_credentials k
-            where k.owner_type = 'end_user' and k.end_user_id = v_context.end_user_id and k.provider = p_provider
-              and k.status = 'active') then 'database'
     when p_requested_route is null and exists (
            select 1 from provider_credentials k
             where k.owner_type = 'developer' and k.developer_id = v_context.developer_id and k.provider = p_provider
@@ -87,6 +106,18 @@ begin
     v_context.open_fee_usd::numeric(20, 8), v_context.feature_key, v_context.max_output_tokens,
     case when p_fallbacks is not null then v_context.model_aliases end,
     case when p_fallbacks is not null then v_context.fallback_models end,
-    v_context.session_expires_at;
+    v_context.session_expires_at,
+    case when v_outcome <> 'leasable' then null when v_key.id is not null then 'byok' else 'platform' end,
+    v_key.id, v_key.ciphertext, v_key.iv, v_key.key_version, v_key.base_url,
+    -- On the byok route a fallback to another provider uses the end user's key of that provider
+    -- (faucet_authorize_call's answer, the same statement); none: that candidate is skipped.
+    case when v_key.id is not null and p_fallbacks is not null then (
+      select coalesce(jsonb_object_agg(k.provider, jsonb_build_object('id', k.id, 'ciphertext', k.ciphertext, 'iv', k.iv,
+                                                                       'key_version', k.key_version)), '{}'::jsonb)
+        from (select distinct on (pk.provider) pk.* from provider_credentials pk
+               where pk.owner_type = 'end_user' and pk.end_user_id = v_context.end_user_id and pk.status = 'active'
+                 and pk.provider <> p_provider
+                 and pk.provider in (select split_part(m, ':', 1) from jsonb_array_elements_text(p_fallbacks) m)
+               order by pk.provider, pk.created_at desc) k) end;
 end
 $$;

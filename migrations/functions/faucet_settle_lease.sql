@@ -224,8 +224,12 @@ begin
                         case
                           when (x.c).end_user_id <> p_end_user_id then 'is not of this wallet''s end user'
                           when (x.c).app_id <> v_app_id then 'is not of the end user''s app'
-                          when (x.c).route_mode <> 'platform' or (x.c).provider_credential_id is not null
-                            then 'is not a platform call (only those are leased)'
+                          when not ((x.c).route_mode = 'platform' and (x.c).provider_credential_id is null)
+                               and not ((x.c).route_mode = 'byok' and exists (
+                                 select 1 from provider_credentials k
+                                  where k.id = (x.c).provider_credential_id and k.owner_type = 'end_user'
+                                    and k.end_user_id = p_end_user_id offset 0))
+                            then 'is not a platform call, or a byok call with a key of this end user (only those are leased)'
                           when (x.c).money_key like 'lease:%' then 'has a lease key as money key'
                           when exists (select 1 from gateway_calls g where g.money_key = (x.c).money_key offset 0)
                             then 'has the money key of another call'

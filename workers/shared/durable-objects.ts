@@ -2,6 +2,7 @@
  * What the API and the gateway call on the metrics worker's Durable Objects (bound by `script_name`).
  * The objects implement these; shared code knows only the contract, never the worker.
  */
+import type { StoredKey } from './wallet/lease-context.ts';
 
 export interface WindowDecision {
   allowed: boolean;
@@ -91,6 +92,11 @@ export type WalletCallDecision =
       openFeeUsd: string | null;
       maxOutputTokens: number | null;
       routing: { aliases: Record<string, string>; fallbacks: string[] };
+      /** The route: the platform pool, or the end user's own key (still encrypted; the gateway opens it). */
+      routeMode: 'platform' | 'byok';
+      byokKey: StoredKey | null;
+      /** On the byok route: the end user's key of each other fallback provider. */
+      fallbackKeys: Record<string, { id: string; ciphertext: string; iv: string; key_version: number }>;
     }
   | { outcome: 'database' }
   | { outcome: 'routing_changed'; routing: { aliases: Record<string, string>; fallbacks: string[] } }
@@ -134,6 +140,8 @@ export interface WalletObjectContract extends Rpc.DurableObjectBranded {
   abandon(callId: string): Promise<void>;
   /** Refuses these sessions from now on (null: every session of this wallet); the API pushes revocations. */
   revokeSessions(tokenHashes: string[] | null): Promise<void>;
+  /** The end user's byok keys changed (added, disabled): what was read of them is read again. */
+  forgetContexts(): Promise<void>;
   /**
    * Before money leaves the wallet outside the gateway (a debit adjustment, a chargeback): books
    * every settled call and gives back all of the lease but the worst cases of calls in flight, and

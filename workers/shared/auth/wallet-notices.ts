@@ -31,6 +31,22 @@ export async function pushRevocations(
 }
 
 /**
+ * An end user's byok keys changed (added or disabled): their wallet object reads the routing of its
+ * calls again, so the next call takes a new key, and never one disabled. Best effort: an object that
+ * cannot be reached reads it again within its cache's bound (seconds).
+ */
+export async function pushKeyChange(env: Env, endUserId: string, logger?: Logger): Promise<void> {
+  const namespace = env.WALLET;
+  if (namespace === undefined || env.WALLET_LEASES === 'off') return;
+  try {
+    const name = await walletName(env.SESSION_HASH_SECRET, endUserId);
+    await namespace.get(namespace.idFromName(name)).forgetContexts();
+  } catch {
+    logger?.warn('a wallet object was not told of a key change');
+  }
+}
+
+/**
  * Read your own writes: before an end user's wallet or usage is read, their wallet object books what
  * it settled (nothing to do, no statement), so the balance and the calls listed include every call
  * already answered. Best effort: an object that cannot be reached books them within a second anyway.

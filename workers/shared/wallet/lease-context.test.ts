@@ -142,28 +142,39 @@ describe('leaseContext', () => {
     expect(await writtenRows()).toEqual(before);
   });
 
-  it('is database for every call the per-call path must decide, writing nothing', async () => {
+  it('is database for every call the per-call path must decide, leasable with its route otherwise, writing nothing', async () => {
     const before = await writtenRows();
-    const outcome = async (target: World, overrides: Partial<LeaseContextInput> = {}) =>
-      (await leaseContext(database.db, input(target, overrides))).outcome;
+    const outcome = async (target: World, overrides: Partial<LeaseContextInput> = {}) => {
+      const context = await leaseContext(database.db, input(target, overrides));
+      return context.outcome === 'leasable' ? `leasable ${context.routeMode}` : context.outcome;
+    };
 
-    // The end user's byok key, on a byok_first feature: the byok route.
+    // The end user's byok key, on a byok_first feature or asked for: the byok route, on the lease,
+    // with the key the per-call path takes (their newest active key of the provider).
     const byok = await world();
     await addKey({ endUserId: byok.endUserId });
-    expect(await outcome(byok)).toBe('leasable'); // platform_first: the byok key is not taken first
+    expect(await outcome(byok)).toBe('leasable platform'); // platform_first: the byok key is not taken first
+    expect(await outcome(byok, { requestedRoute: 'byok' })).toBe('leasable byok');
     await sql(testEnv, `update app_features set route_policy = 'byok_first' where app_id = $1`, [byok.appId]);
-    expect(await outcome(byok)).toBe('database');
-    expect(await outcome(byok, { provider: 'anthropic', model: 'claude-3-5-haiku' })).toBe('leasable'); // no key of that provider
-    expect(await outcome(byok, { requestedRoute: 'platform' })).toBe('leasable');
+    expect(await outcome(byok)).toBe('leasable byok');
+    const [newest] = await sql<{ id: string }>(
+      testEnv,
+      `select id from provider_credentials where end_user_id = $1 and status = 'active' order by created_at desc limit 1`,
+      [byok.endUserId],
+    );
+    const context = await leaseContext(database.db, input(byok));
+    expect(context.outcome === 'leasable' && context.byokKey?.id).toBe(newest!.id);
+    expect(await outcome(byok, { provider: 'anthropic', model: 'claude-3-5-haiku' })).toBe('leasable platform'); // no key of that provider
+    expect(await outcome(byok, { requestedRoute: 'platform' })).toBe('leasable platform');
 
     // The developer's key of the provider: the developer_key route (within its budget).
     const developer = await world();
     await addKey({ developerId: developer.developerId });
     expect(await outcome(developer)).toBe('database');
-    expect(await outcome(developer, { requestedRoute: 'platform' })).toBe('leasable');
-    expect(await outcome(developer, { provider: 'anthropic', model: 'claude-3-5-haiku' })).toBe('leasable');
+    expect(await outcome(developer, { requestedRoute: 'platform' })).toBe('leasable platform');
+    expect(await outcome(developer, { provider: 'anthropic', model: 'claude-3-5-haiku' })).toBe('leasable platform');
 
-    // A route asked for that is not the platform: the per-call path answers it (or refuses it).
+    // byok asked for without a key, or the developer_key route: the per-call path answers it (or refuses it).
     const plain = await world();
     expect(await outcome(plain, { requestedRoute: 'byok' })).toBe('database');
     expect(await outcome(plain, { requestedRoute: 'developer_key' })).toBe('database');
@@ -175,7 +186,7 @@ describe('leaseContext', () => {
     for (const limit of ['limit_requests_per_minute = 10', 'limit_spend_per_day_usd = 5', 'limit_spend_per_month_usd = 50']) {
       const limited = await world();
       await sql(testEnv, `update apps set ${limit} where id = $1`, [limited.appId]);
-      expect(await outcome(limited)).toBe('leasable');
+      expect(await outcome(limited)).toBe('leasable platform');
     }
     expect(await writtenRows()).toMatchObject({ calls: before.calls, holds: before.holds, reservations: 0, usage: before.usage });
   });

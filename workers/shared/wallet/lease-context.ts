@@ -3,8 +3,9 @@
  * (issue 19, docs/edge.md)? `faucet_lease_context` answers with the checks of the per-call
  * authorization (session, developer, app, feature, model, routing — one SQL definition of them,
  * faucet_call_context) and its route choice, writing nothing: `leasable` when the call would take
- * the platform route and the app has no per-end-user limit, `database` when the per-call path
- * (faucet_authorize_call) must decide, or the per-call path's refusal.
+ * the platform route, or the byok route with the end user's key (the app's per-end-user limits cap
+ * the lease), `database` when the per-call path (faucet_authorize_call) must decide (the developer
+ * key route), or the per-call path's refusal.
  */
 import { type SQL, sql } from 'drizzle-orm';
 import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
@@ -55,6 +56,22 @@ export interface LeaseContextFields {
   modelAliases: Record<string, string> | null;
   fallbackModels: string[] | null;
   sessionExpiresAt: Date;
+  /** On `leasable`: the route; null on `database`. */
+  routeMode: 'platform' | 'byok' | null;
+  /** On the byok route: the end user's key of the call's provider (still encrypted) and its registered root. */
+  byokKey: StoredKey | null;
+  /** On the byok route (routing given): the end user's key of each other fallback provider. */
+  fallbackKeys: Record<string, { id: string; ciphertext: string; iv: string; key_version: number }> | null;
+}
+
+/** A stored provider key as the object keeps it: plain data, still encrypted. */
+export interface StoredKey {
+  id: string;
+  ciphertext: string;
+  iv: string;
+  keyVersion: number;
+  /** The root registered with it (azure, custom); null: the catalog's. */
+  baseUrl: string | null;
 }
 
 export type LeaseContext =
@@ -85,6 +102,13 @@ export interface LeaseContextRow {
   model_aliases: Record<string, string> | null;
   fallback_models: string[] | null;
   session_expires_at: Date | string | null;
+  route_mode: 'platform' | 'byok' | null;
+  credential_id: string | null;
+  ciphertext: string | null;
+  iv: string | null;
+  key_version: number | null;
+  base_url: string | null;
+  fallback_keys: Record<string, { id: string; ciphertext: string; iv: string; key_version: number }> | null;
 }
 
 const amount = (value: string | null): Usd | null => (value === null ? null : parseDatabaseAmount(value));
@@ -125,5 +149,17 @@ export function leaseContextOfRow(row: LeaseContextRow): LeaseContext {
     featureKey: row.feature_key as string,
     maxOutputTokens: row.max_output_tokens,
     sessionExpiresAt: new Date(row.session_expires_at as string),
+    routeMode: row.route_mode,
+    byokKey:
+      row.credential_id === null
+        ? null
+        : {
+            id: row.credential_id,
+            ciphertext: row.ciphertext as string,
+            iv: row.iv as string,
+            keyVersion: row.key_version as number,
+            baseUrl: row.base_url,
+          },
+    fallbackKeys: row.fallback_keys,
   };
 }

@@ -645,7 +645,7 @@ describe('settleLease: what it refuses', () => {
     expect(rows.slice(2).map((row) => row.message)).toEqual([
       "the booking is not of this wallet's end user",
       "the call record is not of this wallet's end user",
-      'the call record is not a platform call (only those are leased)',
+      'the call record is not a platform call, or a byok call with a key of this end user (only those are leased)',
       "the call record is not of the end user's app",
       'the call record has an unknown field status',
       'a booking cannot use a lease key',

@@ -5,6 +5,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
+import { pushKeyChange } from '#shared/auth/wallet-notices.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { createProviderKey } from '#shared/provider-keys/create-provider-key.ts';
 import { disableProviderKey } from '#shared/provider-keys/disable-provider-key.ts';
@@ -61,6 +62,7 @@ export function registerUserProviderKeyRoutes(app: ServiceApp, options: { fetch?
       },
       { env: c.env, fetch: fetchForLiveCheck },
     );
+    await pushKeyChange(c.env, c.var.session.endUserId, c.var.logger);
     return c.json(toView(row), 201);
   });
 
@@ -71,6 +73,8 @@ export function registerUserProviderKeyRoutes(app: ServiceApp, options: { fetch?
 
   app.openapi(disableKey, async (c) => {
     const row = await disableProviderKey(c.var.database().db, ownerOf(c.var.session.endUserId), c.req.valid('param').id, c.var.requestId);
+    // Disabled in Postgres first: the object then reads its calls' routing again (never this key).
+    await pushKeyChange(c.env, c.var.session.endUserId, c.var.logger);
     return c.json(toView(row), 200);
   });
 }

@@ -1,8 +1,9 @@
 /**
  * The gateway's side of a leased call (docs/edge.md): a session token that names its wallet is
  * authorized by that wallet's object, with no Postgres round trip when the object's lease covers the
- * call. The object answers `database` for what it does not decide (the byok and developer-key
- * routes): those take the per-call path (routing/authorize-call.ts).
+ * call: the platform route, or the byok route with the end user's own key. The object answers
+ * `database` for what it does not decide (the developer-key route): that takes the per-call path
+ * (routing/authorize-call.ts).
  */
 import type { Env } from '#shared/env.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
@@ -12,6 +13,8 @@ import { featurePricingFromRow, ratingSettingsFor } from '#shared/rating/index.t
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { Candidate } from '../fallback/hold-candidates.ts';
 import { takeUnsent } from './unsent-settlements.ts';
+import { openStoredKey } from '#shared/provider-keys/open-stored-key.ts';
+import { loopbackAllowance } from '#shared/upstream/loopback-allowance.ts';
 import { platformPoolCredential } from '../routing/platform-pool.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
 import { refusal, RoutingChanged, type AuthorizeInput, type CallPlan, type Outcome } from '../routing/authorize-call.ts';
@@ -87,6 +90,32 @@ export async function authorizeOnLease(
       retry_after_seconds: decision.retryAfterSeconds ?? null,
     });
   }
+  let credential = pool as ProviderCredential;
+  let providerCredentialId: string | null = null;
+  if (decision.routeMode === 'byok') {
+    // The end user's own key, opened here as the per-call path opens it; at the root registered with
+    // it for providers without a common one (azure, custom).
+    const key = decision.byokKey as NonNullable<typeof decision.byokKey>;
+    try {
+      const apiKey = await openStoredKey(env, {
+        credentialId: key.id,
+        provider: reference.provider,
+        ciphertext: key.ciphertext,
+        iv: key.iv,
+        keyVersion: key.keyVersion,
+      });
+      credential = {
+        apiKey,
+        baseUrl: reference.entry.baseUrl !== '' ? reference.entry.baseUrl : (key.baseUrl ?? ''),
+        allowLoopback: loopbackAllowance(env),
+      };
+    } catch (error) {
+      // A key that cannot be opened: nothing will be called, so nothing stays reserved.
+      await wallet.stub.abandon(keys.callId).catch(() => undefined);
+      throw error;
+    }
+    providerCredentialId = key.id;
+  }
   return {
     keys,
     appId: decision.appId,
@@ -96,11 +125,11 @@ export async function authorizeOnLease(
     featurePricing: featurePricingFromRow({ developerPricePerMtokUsd: decision.developerPricePerMtokUsd, openFeeUsd: decision.openFeeUsd }),
     ratingSettings: { ...settings, channelShareBps: ratingSettingsFor(env, decision.developerShareBps).channelShareBps },
     pricedAt,
-    routeMode: 'platform',
-    credential: pool as ProviderCredential,
-    providerCredentialId: null,
+    routeMode: decision.routeMode,
+    credential,
+    providerCredentialId,
     routing: decision.routing,
-    fallbackKeys: {},
+    fallbackKeys: decision.fallbackKeys,
     wallet,
   };
 }

@@ -27,7 +27,8 @@ export function boundBooking(env: Env, call: StoredCall): WalletSettlement {
     const outputTokens = Math.min(candidate.boundOutputTokens, rating.maxOutputTokens ?? candidate.boundOutputTokens);
     const rated = rateUsage(
       {
-        routeMode: 'platform',
+        // On the byok route the bound is the open fee, whatever the tokens.
+        routeMode: rating.routeMode ?? 'platform',
         provider: candidate.provider,
         model: candidate.model,
         inputTokens: candidate.boundInputTokens,
@@ -50,7 +51,7 @@ export function boundBooking(env: Env, call: StoredCall): WalletSettlement {
       endUserId: rating.endUserId,
       featureKey: rating.featureKey,
       rated: costliest,
-      providerCredentialId: null,
+      providerCredentialId: rating.providerCredentialId ?? null,
       allowReceivable: true,
       metadata: { feature_pricing: featurePricingMetadata(rating.featureKey, featurePricing), swept: true },
     }),

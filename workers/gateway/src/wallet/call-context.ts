@@ -14,6 +14,7 @@ import {
   type LeaseContext,
   type LeaseContextInput,
   type LeaseContextRow,
+  type StoredKey,
 } from '#shared/wallet/lease-context.ts';
 import type { WalletCallRequest } from '#shared/durable-objects.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
@@ -32,6 +33,11 @@ export interface CallContext {
   fallbacks: string[];
   /** Epoch ms. */
   sessionExpiresAt: number | null;
+  /** On `leasable`: the route the call takes. */
+  routeMode: 'platform' | 'byok' | null;
+  /** On the byok route: the end user's key (encrypted) and the fallback providers' keys. */
+  byokKey: StoredKey | null;
+  fallbackKeys: Record<string, { id: string; ciphertext: string; iv: string; key_version: number }>;
 }
 
 function contextInput(request: WalletCallRequest): LeaseContextInput {
@@ -106,6 +112,9 @@ function callContextOf(context: LeaseContext): CallContext {
     aliases: {},
     fallbacks: [],
     sessionExpiresAt: null,
+    routeMode: null,
+    byokKey: null,
+    fallbackKeys: {},
   };
   if (!('appId' in context)) return { ...none, outcome: context.outcome };
   const routing = { aliases: context.modelAliases ?? {}, fallbacks: context.fallbackModels ?? [] };
@@ -130,5 +139,8 @@ function callContextOf(context: LeaseContext): CallContext {
     maxOutputTokens: context.maxOutputTokens,
     ...routing,
     sessionExpiresAt: context.sessionExpiresAt.getTime(),
+    routeMode: context.routeMode,
+    byokKey: context.byokKey,
+    fallbackKeys: context.fallbackKeys ?? {},
   };
 }

@@ -34,6 +34,10 @@ export interface StoredCall {
     appId: string;
     endUserId: string;
     candidates: Array<{ provider: string; model: string; boundInputTokens: number; boundOutputTokens: number }>;
+    /** Absent on calls stored before the byok route was leased: platform. */
+    routeMode?: 'platform' | 'byok';
+    /** On the byok route: the end user's key the call used. */
+    providerCredentialId?: string | null;
   };
   /** The booking (faucet_usage_booking as JSON), once settled. */
   booking: Record<string, unknown> | null;

@@ -2,8 +2,8 @@
  * Issue 19 with the app's per-end-user spend limits: the wallet object authorizes the calls of an
  * app with a daily or monthly spend limit on its lease, which Postgres caps by the room the limits
  * leave (faucet_settle_lease); the per-call routes count the lease as spent (faucet_authorize_call,
- * step 6), so both share each limit. Written as the attacker: calls past the limit one by one and
- * all at once, and a per-call route used to spend what the lease already reserved.
+ * steps 3 and 6), so both share each limit. Written as the attacker: calls past the limit one by
+ * one and all at once, and a per-call route used to spend what the lease already reserved.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { addUsd, formatUsd, multiplyByRatio, type Usd } from '#shared/money/index.ts';
@@ -67,6 +67,19 @@ async function errorOf(response: Response) {
 async function routeOf(response: Response) {
   expect(response.status).toBe(200);
   return ((await response.json()) as { faucet: { route_mode: string; charge: { amount_usd: string } } }).faucet;
+}
+
+/** A platform call asked for by name, and a developer-key one (the per-call path: its budget spans every end user). */
+const onPlatform = { ...ask(), route_mode: 'platform' };
+const onDeveloperKey = { ...ask(), route_mode: 'developer_key' };
+
+/** The app's developer registers an openai key of their own. */
+async function developerKeyOf(developerKey: string): Promise<void> {
+  const key = await send(testEnv, '/v1/developer/provider-keys', {
+    json: { provider: 'openai', api_key: fakeOpenAiKey(), monthly_budget_usd: '100.00000000' },
+    token: developerKey,
+  });
+  expect(key.status).toBe(201);
 }
 
 async function leaseHold(walletId: string): Promise<string | undefined> {
@@ -153,38 +166,31 @@ describe('an attacker against a spend limit on the lease', () => {
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 
-  it('a per-call route cannot spend what the lease reserved: a byok call with an open fee counts the lease as spent', async () => {
+  it('a per-call route cannot spend what the lease reserved: a developer-key call counts the lease as spent', async () => {
     const limit = formatUsd(tenthsOf(worst(), 20n));
-    const fee = formatUsd(tenthsOf(worst(), 5n));
     const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
-    await sql(testEnv, `update app_features set open_fee_usd = $2 where app_id = $1`, [limited.appId, fee]);
+    await developerKeyOf(limited.developerKey);
     const session = await limited.session('1.00000000');
-    const key = await send(testEnv, '/v1/user/provider-keys', {
-      json: { provider: 'openai', api_key: fakeOpenAiKey() },
-      token: session.token,
-    });
-    expect(key.status).toBe(201);
     const upstream = worstCaseUpstream();
     const { gateway } = countingGateway(upstream.fetch);
 
     // A platform call on the lease, which holds the whole limit (2 × worst) until it is given back.
-    expect((await routeOf(await chat(gateway, testEnv, session.token, ask()))).route_mode).toBe('platform');
+    expect((await routeOf(await chat(gateway, testEnv, session.token, onPlatform))).route_mode).toBe('platform');
     expect(await leaseHold(session.walletId)).toBe(limit);
-    // The byok call's fee fits the limit less what is booked, but not less the lease as well.
-    const byok = { ...ask(), route_mode: 'byok' };
-    const refused = await errorOf(await chat(gateway, testEnv, session.token, byok));
+    // The developer-key call's worst case (its catalog cost, below the platform's) fits the limit less
+    // what is booked, but not less the lease as well.
+    const refused = await errorOf(await chat(gateway, testEnv, session.token, onDeveloperKey));
     expect(refused).toMatchObject({ status: 402, code: 'budget_exceeded' });
     expect(refused.message).toContain(`spend limit per user of ${limit} USD per day`);
     expect(upstream.requests).toHaveLength(1);
 
-    // The lease given back (the first call booked): the fee fits and is charged.
+    // The lease given back (the first call booked): the developer-key call fits and is served.
     const object = walletObjectOf(session.token);
     await object.recall();
     await object.resume();
-    const served = await routeOf(await chat(gateway, testEnv, session.token, byok));
-    expect(served).toMatchObject({ route_mode: 'byok', charge: { amount_usd: fee } });
-    // Booked: worst + fee; a platform call (worst) would pass the limit: the renewed lease holds only the room.
-    expect(await errorOf(await chat(gateway, testEnv, session.token, ask()))).toMatchObject({ status: 402, code: 'budget_exceeded' });
+    expect((await routeOf(await chat(gateway, testEnv, session.token, onDeveloperKey))).route_mode).toBe('developer_key');
+    // Booked: worst + that call's charge; a platform call (worst) would pass the limit: the renewed lease holds only the room.
+    expect(await errorOf(await chat(gateway, testEnv, session.token, onPlatform))).toMatchObject({ status: 402, code: 'budget_exceeded' });
     expect(upstream.requests).toHaveLength(2);
     await object.flush();
     const spend = await endUserSpend(testEnv, session.endUserId);
@@ -225,35 +231,30 @@ describe('a requests-per-minute limit on the lease', () => {
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 
-  it('a per-call route counts the call slots the lease holds: a byok call is refused 429 while they fill the window', async () => {
+  it('a per-call route counts the call slots the lease holds: a developer-key call is refused 429 while they fill the window', async () => {
     const limited = await limitedApp(testEnv, { requestsPerMinute: 2 });
+    await developerKeyOf(limited.developerKey);
     const session = await limited.session('1.00000000');
-    const key = await send(testEnv, '/v1/user/provider-keys', {
-      json: { provider: 'openai', api_key: fakeOpenAiKey() },
-      token: session.token,
-    });
-    expect(key.status).toBe(201);
     const upstream = worstCaseUpstream();
     const { gateway } = countingGateway(upstream.fetch);
 
     // One platform call on the lease: its slots (the call, and one more to come) fill the window of 2.
-    expect((await routeOf(await chat(gateway, testEnv, session.token, ask()))).route_mode).toBe('platform');
-    const byok = { ...ask(), route_mode: 'byok' };
-    expect(await errorOf(await chat(gateway, testEnv, session.token, byok))).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect((await routeOf(await chat(gateway, testEnv, session.token, onPlatform))).route_mode).toBe('platform');
+    expect(await errorOf(await chat(gateway, testEnv, session.token, onDeveloperKey))).toMatchObject({ status: 429, code: 'rate_limited' });
     expect(upstream.requests).toHaveLength(1);
 
-    // The lease given back (the call recorded, no slot kept): the byok call is the window's second.
+    // The lease given back (the call recorded, no slot kept): the developer-key call is the window's second.
     const object = walletObjectOf(session.token);
     await object.recall();
     await object.resume();
-    expect((await routeOf(await chat(gateway, testEnv, session.token, byok))).route_mode).toBe('byok');
+    expect((await routeOf(await chat(gateway, testEnv, session.token, onDeveloperKey))).route_mode).toBe('developer_key');
     // The window is full: the object's renewal grants no slot.
-    expect(await errorOf(await chat(gateway, testEnv, session.token, ask()))).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(await errorOf(await chat(gateway, testEnv, session.token, onPlatform))).toMatchObject({ status: 429, code: 'rate_limited' });
     expect(upstream.requests).toHaveLength(2);
     await object.flush();
     expect(
       await sql(testEnv, 'select route_mode from gateway_calls where end_user_id = $1 order by created_at', [session.endUserId]),
-    ).toEqual([{ route_mode: 'platform' }, { route_mode: 'byok' }]);
+    ).toEqual([{ route_mode: 'platform' }, { route_mode: 'developer_key' }]);
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 

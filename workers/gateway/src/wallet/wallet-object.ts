@@ -137,12 +137,12 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     this.adoptDatabaseUrl(request.databaseUrl);
     if (this.revoked.has(request.tokenHash)) return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
     const limits = callLimits(this.env);
-    const worst = request.platformHold === null ? 0n : units(request.platformHold);
+    const platformWorst = request.platformHold === null ? 0n : units(request.platformHold);
     const until = Date.now() + (limits.maxDurationSeconds + limits.settleGraceSeconds) * 1000;
     // A lease that falls short: the session's context and the lease come in one statement when the
     // context has to be read anyway (the first call of a wallet waits on one round trip).
-    const leaseShort = request.platformHold !== null && !this.leaseCovers(worst, until);
-    const context = await this.context(request, leaseShort ? worst : null);
+    const leaseShort = !this.leaseCovers(platformWorst, until);
+    const context = await this.context(request, leaseShort ? platformWorst : null);
     const routing = { aliases: context.aliases, fallbacks: context.fallbacks };
     if (context.outcome === 'database') return { outcome: 'database' };
     if (context.outcome === 'routing_changed') return { outcome: 'routing_changed', routing };
@@ -157,7 +157,10 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       this.meta = { ...this.meta, wallet: request.wallet, endUserId };
       await this.ctx.storage.put('meta', this.meta);
     }
-    if (request.platformHold === null) return { outcome: 'database' };
+    const byok = context.routeMode === 'byok';
+    if (!byok && request.platformHold === null) return { outcome: 'database' };
+    // The call's worst case on its route: the platform price, or on the byok route the open fee.
+    const worst = byok ? units(context.openFeeUsd ?? '0.00000000') : platformWorst;
 
     const { call } = request;
     const claimed = this.claims.get(call.clientRequestId);
@@ -208,10 +211,10 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         app_id: context.appId,
         end_user_id: endUserId,
         feature_key: context.featureKey,
-        route_mode: 'platform',
+        route_mode: byok ? 'byok' : 'platform',
         provider: request.provider,
         model: request.model,
-        provider_credential_id: null,
+        provider_credential_id: byok ? context.byokKey?.id : null,
         bound_input_tokens: call.boundInputTokens,
         bound_output_tokens: Math.min(call.boundOutputTokens, context.maxOutputTokens ?? call.boundOutputTokens),
         deadline_at: new Date(call.authorizedAt + call.maxDurationSeconds * 1000).toISOString(),
@@ -235,6 +238,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         appId: context.appId as string,
         endUserId,
         candidates: call.candidates,
+        routeMode: byok ? 'byok' : 'platform',
+        providerCredentialId: byok ? (context.byokKey?.id ?? null) : null,
       },
       booking: null,
       refusal: null,
@@ -257,6 +262,9 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       openFeeUsd: context.openFeeUsd,
       maxOutputTokens: context.maxOutputTokens,
       routing,
+      routeMode: byok ? 'byok' : 'platform',
+      byokKey: byok ? context.byokKey : null,
+      fallbackKeys: byok ? context.fallbackKeys : {},
     };
   }
 
@@ -292,6 +300,11 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       for (const hash of tokenHashes) this.revoked.add(hash);
       await this.ctx.storage.put(Object.fromEntries(tokenHashes.map((hash) => [`revoked:${hash}`, Date.now()])));
     }
+  }
+
+  async forgetContexts(): Promise<void> {
+    this.generation += 1;
+    this.contexts.clear();
   }
 
   async recall(): Promise<WalletSnapshot> {
