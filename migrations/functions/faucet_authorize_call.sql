@@ -275,15 +275,7 @@ begin
     v_hold::numeric(20, 8), v_feature.feature_key::text, v_feature.max_output_tokens::integer, null::numeric, null::integer,
     case when p_fallbacks is not null then v_feature.model_aliases end,
     case when p_fallbacks is not null then v_feature.fallback_models end,
-    -- On the byok route a fallback to another provider uses the end user's key of that provider (the
-    -- hold, the open fee, is the same for every model); none: that candidate is skipped.
-    case when v_route = 'byok' and p_fallbacks is not null then (
-      select coalesce(jsonb_object_agg(k.provider, jsonb_build_object('id', k.id, 'ciphertext', k.ciphertext, 'iv', k.iv,
-                                                                       'key_version', k.key_version)), '{}'::jsonb)
-        from (select distinct on (pk.provider) pk.* from provider_credentials pk
-               where pk.owner_type = 'end_user' and pk.end_user_id = v_session.end_user_id and pk.status = 'active'
-                 and pk.provider <> p_provider
-                 and pk.provider in (select split_part(m, ':', 1) from jsonb_array_elements_text(p_fallbacks) m)
-               order by pk.provider, pk.created_at desc) k) end;
+    -- On the byok route the end user's keys of the other fallback providers.
+    case when v_route = 'byok' and p_fallbacks is not null then faucet_byok_fallback_keys(v_session.end_user_id, p_provider, p_fallbacks) end;
 end
 $$;

@@ -109,15 +109,7 @@ begin
     v_context.session_expires_at,
     case when v_outcome <> 'leasable' then null when v_key.id is not null then 'byok' else 'platform' end,
     v_key.id, v_key.ciphertext, v_key.iv, v_key.key_version, v_key.base_url,
-    -- On the byok route a fallback to another provider uses the end user's key of that provider
-    -- (faucet_authorize_call's answer, the same statement); none: that candidate is skipped.
-    case when v_key.id is not null and p_fallbacks is not null then (
-      select coalesce(jsonb_object_agg(k.provider, jsonb_build_object('id', k.id, 'ciphertext', k.ciphertext, 'iv', k.iv,
-                                                                       'key_version', k.key_version)), '{}'::jsonb)
-        from (select distinct on (pk.provider) pk.* from provider_credentials pk
-               where pk.owner_type = 'end_user' and pk.end_user_id = v_context.end_user_id and pk.status = 'active'
-                 and pk.provider <> p_provider
-                 and pk.provider in (select split_part(m, ':', 1) from jsonb_array_elements_text(p_fallbacks) m)
-               order by pk.provider, pk.created_at desc) k) end;
+    -- On the byok route the end user's keys of the other fallback providers (faucet_authorize_call's answer).
+    case when v_key.id is not null and p_fallbacks is not null then faucet_byok_fallback_keys(v_context.end_user_id, p_provider, p_fallbacks) end;
 end
 $$;

@@ -5,7 +5,9 @@
 import { env as workerEnv, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { expect } from 'vitest';
 import { walletOfToken } from '#shared/auth/session-token.ts';
-import type { WalletObjectContract } from '#shared/durable-objects.ts';
+import { sha256Hex } from '#shared/crypto.ts';
+import { createDatabase, observeStatements } from '#shared/db.ts';
+import type { WalletCallDecision, WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
 import type { StoredCall } from '../gateway/src/wallet/lease-book.ts';
 import { formatUsd, parseDatabaseAmount, subtractUsd, usdToUnits } from '#shared/money/index.ts';
@@ -13,7 +15,7 @@ import { auditUpstreamCalls } from '#shared/calls/upstream-audit.ts';
 import { reconcileLedger } from '#shared/ledger/reconcile.ts';
 import { createTestEnv, type TestEnv } from './harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from './fake-upstream.ts';
-import { userMessage } from './gateway-kit.ts';
+import { gatewayWith, userMessage } from './gateway-kit.ts';
 import { openLedgerDatabase } from './ledger-kit.ts';
 
 const namespace = (workerEnv as unknown as Env).WALLET as DurableObjectNamespace<WalletObjectContract>;
@@ -94,4 +96,55 @@ async function ledgerChecks(testEnv: TestEnv, requests: RecordedRequest[], usage
   } finally {
     await database.close();
   }
+}
+
+/** The gateway, counting the Postgres statements it runs itself (a wallet object's are its own). */
+export function countingGateway(upstreamFetch: ReturnType<typeof fakeUpstream>['fetch']) {
+  const counted = { statements: 0 };
+  const gateway = gatewayWith({
+    upstreamFetch,
+    openDatabase: (env: Env) =>
+      observeStatements(createDatabase(env), (run) => {
+        counted.statements++;
+        return run();
+      }),
+  });
+  return { gateway, counted };
+}
+
+/**
+ * What the gateway asks the wallet object of `token` before it calls the upstream — for a call whose
+ * isolate then dies, so that no settlement ever comes (gpt-4o-mini, 100 + 500 tokens at most).
+ */
+export async function authorizeOnly(
+  testEnv: TestEnv,
+  token: string,
+  call: { id: string; clientRequestId: string; requestedRoute?: 'byok' | null },
+): Promise<WalletCallDecision> {
+  return walletObjectOf(token).authorize({
+    wallet: walletOfToken(token) as string,
+    tokenHash: await sha256Hex(token),
+    featureKey: 'chat',
+    requestedRoute: call.requestedRoute ?? null,
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    alias: null,
+    fallbacks: [],
+    platformHold: '0.00100000',
+    poolAvailable: true,
+    call: {
+      id: call.id,
+      moneyKey: `call:${call.id}`,
+      clientRequestId: call.clientRequestId,
+      fingerprint: 'f'.repeat(64),
+      boundInputTokens: 100,
+      boundOutputTokens: 500,
+      maxDurationSeconds: 60,
+      platformMarkupBps: 2000,
+      platformFeeBps: 1000,
+      authorizedAt: Date.now(),
+      candidates: [{ provider: 'openai', model: 'gpt-4o-mini', boundInputTokens: 100, boundOutputTokens: 500 }],
+    },
+    databaseUrl: testEnv.DATABASE_URL,
+  });
 }

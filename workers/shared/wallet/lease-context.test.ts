@@ -165,6 +165,20 @@ describe('leaseContext', () => {
     const context = await leaseContext(database.db, input(byok));
     expect(context.outcome === 'leasable' && context.byokKey?.id).toBe(newest!.id);
     expect(await outcome(byok, { provider: 'anthropic', model: 'claude-3-5-haiku' })).toBe('leasable platform'); // no key of that provider
+    // With the feature's fallbacks: their key of each other fallback provider, as the per-call path answers them.
+    await addKey({ endUserId: byok.endUserId }, 'anthropic');
+    const fallbacks = ['anthropic:claude-3-5-haiku'];
+    await sql(testEnv, `update app_features set fallback_models = $2::jsonb where app_id = $1`, [byok.appId, JSON.stringify(fallbacks)]);
+    const withFallbacks = await leaseContext(database.db, input(byok, { routing: { alias: null, fallbacks } }));
+    const [anthropicKey] = await sql<{ id: string }>(
+      testEnv,
+      `select id from provider_credentials where end_user_id = $1 and provider = 'anthropic'`,
+      [byok.endUserId],
+    );
+    expect(withFallbacks.outcome === 'leasable' && withFallbacks.fallbackKeys).toEqual({
+      anthropic: { id: anthropicKey!.id, ciphertext: 'x', iv: 'x', key_version: 1 },
+    });
+    await sql(testEnv, `update app_features set fallback_models = '[]' where app_id = $1`, [byok.appId]);
     expect(await outcome(byok, { requestedRoute: 'platform' })).toBe('leasable platform');
 
     // The developer's key of the provider: the developer_key route (within its budget).

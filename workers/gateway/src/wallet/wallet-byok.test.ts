@@ -8,15 +8,13 @@
  */
 import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sha256Hex } from '#shared/crypto.ts';
-import { walletOfToken } from '#shared/auth/session-token.ts';
-import { createDatabase, observeStatements } from '#shared/db.ts';
-import type { Env } from '#shared/env.ts';
 import { sql, type TestEnv } from '../../../test/harness.ts';
-import { chat, fundedSession, gatewayWith } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession } from '../../../test/gateway-kit.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 import {
   answeringUpstream,
+  authorizeOnly,
+  countingGateway,
   expectBooksAgree,
   leasedTestEnv,
   platformCall,
@@ -31,20 +29,6 @@ beforeAll(async () => {
 
 const fee = '0.00200000';
 const byokCall = { ...platformCall, route_mode: 'byok' };
-
-/** The gateway, counting the Postgres statements it runs itself (the object's are its own). */
-function countingGateway(upstreamFetch: ReturnType<typeof answeringUpstream>['fetch']) {
-  const counted = { statements: 0 };
-  const gateway = gatewayWith({
-    upstreamFetch,
-    openDatabase: (env: Env) =>
-      observeStatements(createDatabase(env), (run) => {
-        counted.statements++;
-        return run();
-      }),
-  });
-  return { gateway, counted };
-}
 
 async function faucetOf(response: Response) {
   expect(response.status).toBe(200);
@@ -124,31 +108,10 @@ describe('a byok call on the lease', () => {
     const key = await addKey(session.token);
     const object = walletObjectOf(session.token);
     const callId = crypto.randomUUID();
-    const decision = await object.authorize({
-      wallet: walletOfToken(session.token) as string,
-      tokenHash: await sha256Hex(session.token),
-      featureKey: 'chat',
+    const decision = await authorizeOnly(testEnv, session.token, {
+      id: callId,
+      clientRequestId: 'req_byok_never_settled',
       requestedRoute: 'byok',
-      provider: 'openai',
-      model: 'gpt-4o-mini',
-      alias: null,
-      fallbacks: [],
-      platformHold: '0.00100000',
-      poolAvailable: true,
-      call: {
-        id: callId,
-        moneyKey: `call:${callId}`,
-        clientRequestId: 'req_byok_never_settled',
-        fingerprint: 'f'.repeat(64),
-        boundInputTokens: 100,
-        boundOutputTokens: 500,
-        maxDurationSeconds: 60,
-        platformMarkupBps: 2000,
-        platformFeeBps: 1000,
-        authorizedAt: Date.now(),
-        candidates: [{ provider: 'openai', model: 'gpt-4o-mini', boundInputTokens: 100, boundOutputTokens: 500 }],
-      },
-      databaseUrl: testEnv.DATABASE_URL,
     });
     expect(decision).toMatchObject({ outcome: 'authorized', routeMode: 'byok', byokKey: { id: key.id } });
     // Its worst case in flight is the open fee.

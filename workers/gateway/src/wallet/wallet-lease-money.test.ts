@@ -5,7 +5,6 @@
  */
 import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sha256Hex } from '#shared/crypto.ts';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import { reconcileLedger } from '#shared/ledger/reconcile.ts';
 import { chargeRefundedEvent } from '../../../../scripts/lib/stripe-events.ts';
@@ -15,6 +14,7 @@ import { deliver, paidCheckout } from '../../../test/payments-kit.ts';
 import { chat, fund, fundedSession, gatewayWith, wallet } from '../../../test/gateway-kit.ts';
 import { openLedgerDatabase } from '../../../test/ledger-kit.ts';
 import {
+  authorizeOnly,
   expectBooksAgree,
   leasedTestEnv,
   unitsOf,
@@ -215,35 +215,9 @@ describe('money outside the gateway', () => {
 describe('a call its gateway never settled', () => {
   it('is booked at its bound, estimated, once its deadline and grace have passed', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
-    const object = objectOf(session.token);
     const callId = crypto.randomUUID();
     // What the gateway asks before it calls the upstream; then its isolate dies: no settle ever comes.
-    const decision = await object.authorize({
-      wallet: walletOfToken(session.token) as string,
-      tokenHash: await sha256Hex(session.token),
-      featureKey: 'chat',
-      requestedRoute: null,
-      provider: 'openai',
-      model: 'gpt-4o-mini',
-      alias: null,
-      fallbacks: [],
-      platformHold: '0.00100000',
-      poolAvailable: true,
-      call: {
-        id: callId,
-        moneyKey: `call:${callId}`,
-        clientRequestId: 'req_never_settled',
-        fingerprint: 'f'.repeat(64),
-        boundInputTokens: 100,
-        boundOutputTokens: 500,
-        maxDurationSeconds: 60,
-        platformMarkupBps: 2000,
-        platformFeeBps: 1000,
-        authorizedAt: Date.now(),
-        candidates: [{ provider: 'openai', model: 'gpt-4o-mini', boundInputTokens: 100, boundOutputTokens: 500 }],
-      },
-      databaseUrl: testEnv.DATABASE_URL,
-    });
+    const decision = await authorizeOnly(testEnv, session.token, { id: callId, clientRequestId: 'req_never_settled' });
     expect(decision.outcome).toBe('authorized');
     // Time passes: the call's deadline and grace are behind it.
     await sweepCallNow(session.token, callId);

@@ -7,18 +7,16 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { addUsd, formatUsd, multiplyByRatio, type Usd } from '#shared/money/index.ts';
-import { createDatabase, observeStatements } from '#shared/db.ts';
-import type { Env } from '#shared/env.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
 import { worstCaseInputTokens } from '../metering/worst-case-tokens.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { parseModel } from '../routing/parse-model.ts';
 import { sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from '../../../test/fake-upstream.ts';
-import { chat, gatewayWith, userMessage } from '../../../test/gateway-kit.ts';
+import { chat, userMessage } from '../../../test/gateway-kit.ts';
 import { endUserSpend, limitedApp } from '../../../test/limits-kit.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
-import { expectBooksAgree, leasedTestEnv, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
+import { countingGateway, expectBooksAgree, leasedTestEnv, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -43,20 +41,6 @@ function worstUsage(request: RecordedRequest) {
 
 function worstCaseUpstream() {
   return fakeUpstream((request) => jsonResponse(openAiCompletion('x', worstUsage(request))));
-}
-
-/** The gateway, counting the Postgres statements it runs itself (the object's are its own). */
-function countingGateway(upstreamFetch: ReturnType<typeof fakeUpstream>['fetch']) {
-  const counted = { statements: 0 };
-  const gateway = gatewayWith({
-    upstreamFetch,
-    openDatabase: (env: Env) =>
-      observeStatements(createDatabase(env), (run) => {
-        counted.statements++;
-        return run();
-      }),
-  });
-  return { gateway, counted };
 }
 
 async function errorOf(response: Response) {
