@@ -5,6 +5,7 @@
  * (seconds). The API never creates an object: an object lives where it is first called, next to the
  * end user's first gateway call, not next to the developer's backend.
  */
+import type { WalletObjectContract } from '../durable-objects.ts';
 import type { Env } from '../env.ts';
 import type { Logger } from '../logger.ts';
 import { walletName } from './session-token.ts';
@@ -35,15 +36,8 @@ export async function pushRevocations(
  * calls again, so the next call takes a new key, and never one disabled. Best effort: an object that
  * cannot be reached reads it again within its cache's bound (seconds).
  */
-export async function pushKeyChange(env: Env, endUserId: string, logger?: Logger): Promise<void> {
-  const namespace = env.WALLET;
-  if (namespace === undefined || env.WALLET_LEASES === 'off') return;
-  try {
-    const name = await walletName(env.SESSION_HASH_SECRET, endUserId);
-    await namespace.get(namespace.idFromName(name)).forgetContexts();
-  } catch {
-    logger?.warn('a wallet object was not told of a key change');
-  }
+export function pushKeyChange(env: Env, endUserId: string, logger?: Logger): Promise<void> {
+  return tellWalletObject(env, endUserId, (object) => object.forgetContexts(), 'a wallet object was not told of a key change', logger);
 }
 
 /**
@@ -51,13 +45,24 @@ export async function pushKeyChange(env: Env, endUserId: string, logger?: Logger
  * it settled (nothing to do, no statement), so the balance and the calls listed include every call
  * already answered. Best effort: an object that cannot be reached books them within a second anyway.
  */
-export async function bookOwnCalls(env: Env, endUserId: string, logger?: Logger): Promise<void> {
+export function bookOwnCalls(env: Env, endUserId: string, logger?: Logger): Promise<void> {
+  return tellWalletObject(env, endUserId, (object) => object.flush(), 'a wallet object was not asked to book before a read', logger);
+}
+
+/** One message to an end user's wallet object when leases are on; a failure is logged, never thrown. */
+async function tellWalletObject(
+  env: Env,
+  endUserId: string,
+  message: (object: DurableObjectStub<WalletObjectContract>) => Promise<unknown>,
+  warning: string,
+  logger?: Logger,
+): Promise<void> {
   const namespace = env.WALLET;
   if (namespace === undefined || env.WALLET_LEASES === 'off') return;
   try {
     const name = await walletName(env.SESSION_HASH_SECRET, endUserId);
-    await namespace.get(namespace.idFromName(name)).flush();
+    await message(namespace.get(namespace.idFromName(name)));
   } catch {
-    logger?.warn('a wallet object was not asked to book before a read');
+    logger?.warn(warning);
   }
 }
