@@ -119,7 +119,7 @@ export function countingGateway(upstreamFetch: ReturnType<typeof fakeUpstream>['
 export async function authorizeOnly(
   testEnv: TestEnv,
   token: string,
-  call: { id: string; clientRequestId: string; requestedRoute?: 'byok' | null },
+  call: { id: string; clientRequestId: string; requestedRoute?: 'byok' | null; authorizedAt?: number },
 ): Promise<WalletCallDecision> {
   return walletObjectOf(token).authorize({
     wallet: walletOfToken(token) as string,
@@ -142,7 +142,7 @@ export async function authorizeOnly(
       maxDurationSeconds: 60,
       platformMarkupBps: 2000,
       platformFeeBps: 1000,
-      authorizedAt: Date.now(),
+      authorizedAt: call.authorizedAt ?? Date.now(),
       candidates: [{ provider: 'openai', model: 'gpt-4o-mini', boundInputTokens: 100, boundOutputTokens: 500 }],
     },
     databaseUrl: testEnv.DATABASE_URL,

@@ -16,7 +16,7 @@ import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } fr
 import { chat, userMessage } from '../../../test/gateway-kit.ts';
 import { endUserSpend, limitedApp } from '../../../test/limits-kit.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
-import { countingGateway, expectBooksAgree, leasedTestEnv, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
+import { authorizeOnly, countingGateway, expectBooksAgree, leasedTestEnv, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -131,6 +131,35 @@ describe('a daily spend limit caps the lease', () => {
   });
 });
 
+describe('the byok route on a lease capped by a spend limit', () => {
+  it('at the limit a byok call without an open fee is still served (it cannot add spend); with a fee it counts', async () => {
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: formatUsd(worst()) });
+    const session = await limited.session('1.00000000');
+    const key = await send(testEnv, '/v1/user/provider-keys', {
+      json: { provider: 'openai', api_key: fakeOpenAiKey() },
+      token: session.token,
+    });
+    expect(key.status).toBe(201);
+    const upstream = worstCaseUpstream();
+    const { gateway, counted } = countingGateway(upstream.fetch);
+    expect((await routeOf(await chat(gateway, testEnv, session.token, ask()))).route_mode).toBe('platform');
+    expect(await errorOf(await chat(gateway, testEnv, session.token, ask()))).toMatchObject({ status: 402, code: 'budget_exceeded' });
+    const byok = { ...ask(), route_mode: 'byok' };
+    expect(await routeOf(await chat(gateway, testEnv, session.token, byok))).toMatchObject({
+      route_mode: 'byok',
+      charge: { amount_usd: '0.00000000' },
+    });
+    expect(counted.statements).toBe(0);
+    // An open fee: the byok call's worst case, past the limit now.
+    await sql(testEnv, `update app_features set open_fee_usd = 0.00000001 where app_id = $1`, [limited.appId]);
+    await walletObjectOf(session.token).forgetContexts();
+    expect(await errorOf(await chat(gateway, testEnv, session.token, byok))).toMatchObject({ status: 402, code: 'budget_exceeded' });
+    expect(upstream.requests).toHaveLength(2);
+    await walletObjectOf(session.token).flush();
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+});
+
 describe('an attacker against a spend limit on the lease', () => {
   it('20 concurrent calls against a daily limit of 5 worst cases: exactly 5 served, the rest 402 before the upstream', async () => {
     const limit = formatUsd(tenthsOf(worst(), 50n));
@@ -239,6 +268,28 @@ describe('a requests-per-minute limit on the lease', () => {
     expect(
       await sql(testEnv, 'select route_mode from gateway_calls where end_user_id = $1 order by created_at', [session.endUserId]),
     ).toEqual([{ route_mode: 'platform' }, { route_mode: 'developer_key' }]);
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+
+  it('a call in flight for more than a minute has left the window, as on the per-call path: it takes no call slot', async () => {
+    const limited = await limitedApp(testEnv, { requestsPerMinute: 1 });
+    const session = await limited.session('1.00000000');
+    // A long call, authorized 61 s ago and still streaming.
+    const longCall = crypto.randomUUID();
+    const decision = await authorizeOnly(testEnv, session.token, {
+      id: longCall,
+      clientRequestId: 'req_long_call',
+      authorizedAt: Date.now() - 61_000,
+    });
+    expect(decision.outcome).toBe('authorized');
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+    await routeOf(await chat(gateway, testEnv, session.token, ask()));
+    // The window now holds that call: the next one waits for it to leave.
+    expect(await errorOf(await chat(gateway, testEnv, session.token, ask()))).toMatchObject({ status: 429, code: 'rate_limited' });
+    const object = walletObjectOf(session.token);
+    await object.abandon(longCall);
+    await object.flush();
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 

@@ -174,6 +174,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       const { rate } = this.meta.lease;
       if (rate !== undefined && !hasCallSlot(this.meta.lease, this.unrecordedCalls())) {
         // The window is full (the per-call path checks it first too).
+        // retryAfterSeconds keeps those of the last minute.
         const callTimes = [...this.calls.values()].filter((call) => call.state !== 'refused').map((call) => call.rating.authorizedAt);
         return {
           outcome: 'refused',
@@ -396,10 +397,19 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     return totalCommitted(this.calls.values());
   }
 
-  /** Calls Postgres has no record of yet: in flight, or settled and not flushed (a refused one's record is written). */
-  private unrecordedCalls(): number {
+  /**
+   * Calls in the end user's 60 s window that Postgres has no record of yet: authorized in the last
+   * minute, in flight or settled and not flushed (a refused one's record is written), but for
+   * `excluded` (a flush's batch, whose records it writes) — the per-call path's window counts a call
+   * by when it was authorized, so a call in flight for longer than a minute has left it.
+   */
+  private unrecordedCalls(excluded: ReadonlySet<string> = new Set(), state?: StoredCall['state']): number {
+    const since = Date.now() - 60_000;
     let count = 0;
-    for (const call of this.calls.values()) if (call.state !== 'refused') count += 1;
+    for (const call of this.calls.values()) {
+      if (call.state === 'refused' || call.rating.authorizedAt <= since || excluded.has(call.id)) continue;
+      if (state === undefined || call.state === state) count += 1;
+    }
     return count;
   }
 
@@ -460,8 +470,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const batchRetail = batch.reduce((sum, call) => sum + call.retailUnits, 0n);
     const afterBatch = this.committed() - batchRetail;
     const target = release ? this.committedInFlight() : afterBatch + need + this.chunk();
-    const inFlight = [...this.calls.values()].filter((call) => call.state === 'in_flight').length;
-    const callSlots = release ? inFlight : this.unrecordedCalls() - batch.length + callSlotChunk;
+    const flushing = new Set(batch.map((call) => call.id));
+    const callSlots = release ? this.unrecordedCalls(flushing, 'in_flight') : this.unrecordedCalls(flushing) + callSlotChunk;
     const result = await flushLease(this.openDatabase(), {
       endUserId,
       leaseKey: `lease:${this.meta.wallet}`,
