@@ -13,6 +13,7 @@ import { createApp } from '#shared/apps/create-app.ts';
 import { listApps } from '#shared/apps/list-apps.ts';
 import { FEATURE_KEY_PATTERN, maxNameLength } from '#shared/apps/names.ts';
 import { updateApp } from '#shared/apps/update-app.ts';
+import { recallAppLeases } from '#shared/auth/recall-lease.ts';
 import { wireAmountSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
@@ -161,7 +162,11 @@ export function registerDeveloperAppRoutes(app: ServiceApp): void {
       actor: { type: 'developer', id: developerId },
       requestId: c.var.requestId,
     });
-    return c.json(appJson(await getOwnedApp(db, developerId, publicAppId)), 200);
+    const updated = await getOwnedApp(db, developerId, publicAppId);
+    // The new limits hold for the next call of every end user: their wallet objects give back leases
+    // granted under the old ones (docs/edge.md).
+    if (body.limits !== undefined) await recallAppLeases(c.env, db, updated.id, c.var.logger);
+    return c.json(appJson(updated), 200);
   });
 
   app.openapi(archive, async (c) => {

@@ -131,6 +131,31 @@ describe('a daily spend limit caps the lease', () => {
   });
 });
 
+describe('a limit the developer changes', () => {
+  it('holds for the next call: the leases granted under the old limit are given back', async () => {
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: formatUsd(tenthsOf(worst(), 100n)) });
+    const session = await limited.session('1.00000000');
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+    await routeOf(await chat(gateway, testEnv, session.token, ask()));
+    // The lease holds 10 worst cases less the one in it; the developer lowers the limit to one.
+    const lowered = formatUsd(worst());
+    const patched = await send(testEnv, `/v1/developer/apps/${limited.publicAppId}`, {
+      method: 'PATCH',
+      json: { limits: { spend_per_day_usd: lowered } },
+      token: limited.developerKey,
+    });
+    expect(patched.status).toBe(200);
+    // Spent: one worst case, the new limit: the next call is refused (it was served on the old lease).
+    const refused = await errorOf(await chat(gateway, testEnv, session.token, ask()));
+    expect(refused).toMatchObject({ status: 402, code: 'budget_exceeded' });
+    expect(refused.message).toContain(`spend limit per user of ${lowered} USD per day`);
+    expect(upstream.requests).toHaveLength(1);
+    await walletObjectOf(session.token).flush();
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+});
+
 describe('the byok route on a lease capped by a spend limit', () => {
   it('at the limit a byok call without an open fee is still served (it cannot add spend); with a fee it counts', async () => {
     const limited = await limitedApp(testEnv, { spendPerDayUsd: formatUsd(worst()) });
