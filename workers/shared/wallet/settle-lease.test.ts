@@ -243,19 +243,20 @@ describe('settleLease: the lease', () => {
   });
 });
 
-describe("settleLease: under the app's spend limits", () => {
+describe("settleLease: under the app's per-end-user limits", () => {
   /** A new app of the demo developer with these limits, and one funded end user of it. */
-  async function limitedUser(limits: { day: string | null; month: string | null }): Promise<TestUser> {
+  async function limitedUser(limits: { day: string | null; month: string | null; rpm?: number }): Promise<TestUser> {
     const demo = await createTestUser(testEnv);
     const [row] = await sql<{ app_id: string; end_user_id: string; wallet_id: string }>(
       testEnv,
-      `with app as (insert into apps (developer_id, public_app_id, name, default_feature_key, limit_spend_per_day_usd, limit_spend_per_month_usd)
-                    select developer_id, 'app_lease_limits_' || $2, 'Limited', 'chat', $3, $4 from apps where id = $1 returning id),
+      `with app as (insert into apps (developer_id, public_app_id, name, default_feature_key, limit_spend_per_day_usd, limit_spend_per_month_usd,
+                                      limit_requests_per_minute)
+                    select developer_id, 'app_lease_limits_' || $2, 'Limited', 'chat', $3, $4, $5 from apps where id = $1 returning id),
             feature as (insert into app_features (app_id, feature_key, name, default_model) select id, 'chat', 'Chat', 'mock:echo' from app),
             u as (insert into end_users (app_id, external_user_hash) select id, $2 from app returning id, app_id)
        insert into wallets (kind, end_user_id) select 'user', id from u
        returning end_user_id, id as wallet_id, (select app_id from u) as app_id`,
-      [demo.appId, crypto.randomUUID().replace(/-/g, ''), limits.day, limits.month],
+      [demo.appId, crypto.randomUUID().replace(/-/g, ''), limits.day, limits.month, limits.rpm ?? null],
     );
     const user = { endUserId: row!.end_user_id, walletId: row!.wallet_id, appId: row!.app_id };
     await fund(database, user.walletId, '1.00000000');
@@ -289,6 +290,35 @@ describe("settleLease: under the app's spend limits", () => {
     const free = await createTestUser(testEnv);
     await fund(database, free.walletId, '1.00000000');
     expect(await spendLimitsOf(free, leaseKey(), '0.70000000')).toEqual({ amount: '0.70000000', spend_limits: null });
+  });
+
+  it('keeps call slots under a requests-per-minute limit: granted within the window, never below the old less the records written', async () => {
+    const user = await limitedUser({ day: null, month: null, rpm: 5 });
+    const key = leaseKey();
+    const slotsOf = async (calls: LeasedCall[], asked: number) =>
+      (await settleLease(database.db, { ...flush(user, key, calls, '0.10000000'), bookings: [], callSlots: asked })).rateLimit as {
+        limit: number;
+        slots: number;
+        window: number[];
+      };
+    // Asked for 3 of an empty window: 3.
+    expect(await slotsOf([], 3)).toEqual({ limit: 5, slots: 3, window: [] });
+    // Two of them flushed (their records written, bookings to come), none asked for: the old 3 less
+    // the 2 written stays granted (a call the object authorized meanwhile keeps its slot).
+    const flushed = [leasedCall(user, 0), leasedCall(user, 1)];
+    const kept = await slotsOf(flushed, 0);
+    expect(kept.slots).toBe(1);
+    expect(kept.window).toHaveLength(2);
+    // Asked for more than the window leaves (5 − 2): 3.
+    expect((await slotsOf([], 9)).slots).toBe(3);
+    // The per-call path counts them: the window (2) + the slots (3) is the limit.
+    const [counted] = await sql<{ n: number }>(
+      testEnv,
+      `select (select count(*) from gateway_calls where end_user_id = $1)::int
+            + (select call_slots from balance_holds where request_id = $2) as n`,
+      [user.endUserId, key],
+    );
+    expect(counted!.n).toBe(5);
   });
 
   it("waits for a per-call authorization holding the end user's row, so the two never count without each other", async () => {

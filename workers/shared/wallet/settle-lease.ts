@@ -65,6 +65,8 @@ export interface SettleLeaseInput {
    */
   keep: boolean;
   ttlSeconds: number;
+  /** Under a requests-per-minute limit: the calls the object wants to hold unrecorded (else ignored). */
+  callSlots?: number;
 }
 
 export interface LeaseState {
@@ -82,6 +84,8 @@ export interface SettleLeaseResult {
   balanceUsd: Usd;
   /** Balance − every active unexpired hold, the lease included. */
   availableUsd: Usd;
+  /** As faucet_settle_lease answers it: null, or {limit, slots, window}. */
+  rateLimit: unknown;
 }
 
 interface Row extends BookingRow {
@@ -210,6 +214,7 @@ export async function settleLease(db: LedgerDatabase, input: SettleLeaseInput): 
     targetUsd: usdParameter(input.target, 'target'),
     keep: input.keep,
     ttlSeconds: input.ttlSeconds,
+    callSlots: input.callSlots,
   });
   bookings.forEach((row, position) => {
     const item = sent[position] as (typeof sent)[number];
@@ -227,5 +232,6 @@ export async function settleLease(db: LedgerDatabase, input: SettleLeaseInput): 
     },
     balanceUsd: parseDatabaseAmount(lease.wallet_balance_usd ?? ''),
     availableUsd: parseDatabaseAmount(lease.available_usd ?? ''),
+    rateLimit: lease.rate_limit,
   };
 }
