@@ -5,6 +5,7 @@
  * steps 3 and 6), so both share each limit. Written as the attacker: calls past the limit one by
  * one and all at once, and a per-call route used to spend what the lease already reserved.
  */
+import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { addUsd, formatUsd, multiplyByRatio, type Usd } from '#shared/money/index.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
@@ -315,6 +316,36 @@ describe('a requests-per-minute limit on the lease', () => {
     const object = walletObjectOf(session.token);
     await object.abandon(longCall);
     await object.flush();
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+
+  it('an idle object gives back call slots even when its lease holds no money (an unfunded byok user)', async () => {
+    const limited = await limitedApp(testEnv, { requestsPerMinute: 3 });
+    const session = await limited.session('0.00000000');
+    const key = await send(testEnv, '/v1/user/provider-keys', {
+      json: { provider: 'openai', api_key: fakeOpenAiKey() },
+      token: session.token,
+    });
+    expect(key.status).toBe(201);
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+    expect((await routeOf(await chat(gateway, testEnv, session.token, { ...ask(), route_mode: 'byok' }))).route_mode).toBe('byok');
+    const object = walletObjectOf(session.token);
+    await object.flush();
+    const leaseRow = () =>
+      sql<{ amount: string; call_slots: number; status: string }>(
+        testEnv,
+        `select h.amount::text, h.call_slots, h.status from balance_holds h join wallets w on w.id = h.wallet_id
+          where w.end_user_id = $1 and h.request_id like 'lease:%'`,
+        [session.endUserId],
+      );
+    expect(await leaseRow()).toEqual([{ amount: '0.00000000', call_slots: 2, status: 'active' }]);
+    // Two minutes without a call: the alarm gives the slots back, so the per-call routes have the window.
+    await runInDurableObject(object, async (instance) => {
+      (instance as unknown as { meta: { lastActivity: number } }).meta.lastActivity = Date.now() - 600_000;
+    });
+    expect(await runDurableObjectAlarm(object)).toBe(true);
+    expect(await leaseRow()).toEqual([{ amount: '0.00000000', call_slots: 0, status: 'released' }]);
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 

@@ -362,7 +362,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     try {
       await this.sweep();
       const idle = this.calls.size === 0 && Date.now() - this.meta.lastActivity >= idleReleaseMs;
-      if (this.hasUnflushed() || this.leaseNeedsRenewal() || (idle && this.meta.lease.units > 0n)) {
+      if (this.hasUnflushed() || this.leaseNeedsRenewal() || (idle && this.holdsLease())) {
         await this.sync(0n, { release: idle });
       }
       this.forgetOldClaims();
@@ -423,10 +423,15 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     return false;
   }
 
+  /** The lease holds money, or call slots (which the per-call path counts against the end user's window). */
+  private holdsLease(): boolean {
+    return this.meta.lease.units > 0n || (this.meta.lease.rate?.slots ?? 0) > 0;
+  }
+
   /** The lease is renewed once half its life is gone while the wallet is in use. */
   private leaseNeedsRenewal(): boolean {
     const { lease } = this.meta;
-    if (lease.units === 0n) return false;
+    if (!this.holdsLease()) return false;
     const ttl = this.leaseTtlSeconds() * 1000;
     return lease.expiresAt - Date.now() < ttl / 2 && Date.now() - this.meta.lastActivity < idleReleaseMs;
   }
@@ -548,7 +553,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const times: number[] = [];
     if (this.hasUnflushed()) times.push(now + intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000));
     for (const call of this.calls.values()) if (call.state === 'in_flight') times.push(call.sweepAt);
-    if (this.meta.lease.units > 0n) {
+    if (this.holdsLease()) {
       times.push(this.meta.lease.expiresAt - (this.leaseTtlSeconds() * 1000) / 2);
       times.push(this.meta.lastActivity + idleReleaseMs);
     }
