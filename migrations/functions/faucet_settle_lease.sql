@@ -267,11 +267,12 @@ begin
           from accepted r
          where r.copy = 1
          order by r.ordinality
-        returning id, status
+        returning id, status, created_at
       )
       select coalesce(jsonb_object_agg(j.id::text, 'the call record ' || j.refusal) filter (where j.refusal is not null), '{}'::jsonb),
              (select array_agg(w.id) from written w where w.status = 'settled'),
-             (select count(*)::integer from written)
+             -- The records written now that are in the end user's 60 s window (the object's slots held them).
+             (select count(*)::integer from written w where w.created_at > now() - interval '60 seconds')
         into v_refused_calls, v_closed_calls, v_written
         from judged j;
       exit;
@@ -375,7 +376,7 @@ begin
   end if;
   -- The call slots under a requests-per-minute limit: how many calls the object may hold that
   -- Postgres has no record of yet (faucet_authorize_call's step 3 counts them as in the window).
-  -- Kept: never below the old slots less the records written now (the object's calls authorized
+  -- Kept: never below the old slots less the records of the window written now (the object's calls authorized
   -- while this ran stay counted), else the slots asked for as far as the window leaves room;
   -- released: the slots asked for (the calls in flight, authorized already).
   if v_limit_rpm is not null then

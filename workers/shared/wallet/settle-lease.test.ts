@@ -319,6 +319,11 @@ describe("settleLease: under the app's per-end-user limits", () => {
       [user.endUserId, key],
     );
     expect(counted!.n).toBe(5);
+    // A record written now of a call authorized two minutes ago is outside the window: it held no
+    // slot, so only the recent one is taken off the 3 (and the window leaves none to ask for).
+    const old = leasedCall(user, 2);
+    old.record = { ...old.record, createdAt: new Date(Date.now() - 120_000) };
+    expect((await slotsOf([old, leasedCall(user, 3)], 0)).slots).toBe(2);
   });
 
   it("waits for a per-call authorization holding the end user's row, so the two never count without each other", async () => {

@@ -11,8 +11,9 @@
  *   (session, feature, model, route) for `freshMs`, refreshed in the background up to `staleMs`, and
  *   read again after that: a developer's suspension or an app's archive takes effect within seconds;
  *   a revoked session at once when the API pushes it (`revokeSessions`), else within the same bound.
- * - Only calls Postgres calls `leasable` are authorized here (the platform route); the rest answer
- *   `database` and take the per-call path, which decides them exactly. The app's per-end-user limits
+ * - Only calls Postgres calls `leasable` are authorized here (the platform route, and the byok route
+ *   with the end user's key); the rest (the developer-key route) answer `database` and take the
+ *   per-call path, which decides them exactly. The app's per-end-user limits
  *   cap the lease in Postgres, which counts it against them for the per-call calls: its amount as
  *   spent (spend limits), its call slots as calls in the window (requests per minute). A call the
  *   capped lease cannot cover is refused naming the limit.
