@@ -13,8 +13,9 @@
 --             provider, as faucet_authorize_call answers them); the app's per-end-user limits cap the
 --             lease instead (faucet_settle_lease);
 --   database  anything else that is not a refusal: the developer_key route, byok asked for without
---             a key (the per-call path refuses it), an unpriced model, no pool. The gateway then takes the per-call path
---             (faucet_authorize_call), which gives the exact answer (a refusal included).
+--             a key (the per-call path refuses it), an unpriced model, no pool. The gateway then
+--             takes the per-call path (faucet_authorize_call), which gives the exact answer (a
+--             refusal included).
 --             A developer key of the provider makes it 'database' even when the per-call path would
 --             find its budget spent and fall back to the platform (deciding that needs the budget
 --             reservation this function must not make);

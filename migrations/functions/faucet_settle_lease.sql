@@ -376,9 +376,9 @@ begin
   end if;
   -- The call slots under a requests-per-minute limit: how many calls the object may hold that
   -- Postgres has no record of yet (faucet_authorize_call's step 3 counts them as in the window).
-  -- Kept: never below the old slots less the records of the window written now (the object's calls authorized
-  -- while this ran stay counted), else the slots asked for as far as the window leaves room;
-  -- released: the slots asked for (the calls in flight, authorized already).
+  -- Kept: never below the old slots less the records of the window written now (the object's calls
+  -- authorized while this ran stay counted), else the slots asked for as far as the window leaves
+  -- room; released: the slots asked for (the calls in flight, authorized already).
   if v_limit_rpm is not null then
     select count(*)::integer into v_window from gateway_calls g
      where g.end_user_id = p_end_user_id and g.route_mode is not null and g.created_at > now() - interval '60 seconds';
