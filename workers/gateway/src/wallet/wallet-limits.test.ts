@@ -205,6 +205,27 @@ describe('an attacker against a spend limit on the lease', () => {
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 
+  it('10 leased and 10 developer-key calls at once against a daily limit of 5 worst cases: booked + held never above it', async () => {
+    const limit = formatUsd(tenthsOf(worst(), 50n));
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
+    await developerKeyOf(limited.developerKey);
+    // The lease takes a chunk of the balance (WALLET_LEASE_USD, 1 USD); the per-call holds use the rest.
+    const session = await limited.session('5.00000000');
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+    const bodies = Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? onPlatform : onDeveloperKey));
+    const responses = await Promise.all(bodies.map((body) => chat(gateway, testEnv, session.token, body)));
+    const served = responses.filter((response) => response.status === 200).length;
+    expect(served).toBeGreaterThan(0);
+    expect(responses.filter((response) => response.status !== 200).every((response) => response.status === 402)).toBe(true);
+    expect(upstream.requests).toHaveLength(served);
+    await walletObjectOf(session.token).flush();
+    const spend = await endUserSpend(testEnv, session.endUserId);
+    expect(spend.calls).toBe(served);
+    expect(unitsOf(spend.booked) + unitsOf(spend.held)).toBeLessThanOrEqual(unitsOf(limit));
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+
   it('a per-call route cannot spend what the lease reserved: a developer-key call counts the lease as spent', async () => {
     const limit = formatUsd(tenthsOf(worst(), 20n));
     const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
@@ -294,6 +315,30 @@ describe('a requests-per-minute limit on the lease', () => {
     expect(
       await sql(testEnv, 'select route_mode from gateway_calls where end_user_id = $1 order by created_at', [session.endUserId]),
     ).toEqual([{ route_mode: 'platform' }, { route_mode: 'developer_key' }]);
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+
+  it('10 leased and 10 developer-key calls at once against 5 per minute: never more than 5 in the window', async () => {
+    const limited = await limitedApp(testEnv, { requestsPerMinute: 5 });
+    await developerKeyOf(limited.developerKey);
+    // The lease takes a chunk of the balance (WALLET_LEASE_USD, 1 USD); the per-call holds use the rest.
+    const session = await limited.session('5.00000000');
+    const upstream = worstCaseUpstream();
+    const { gateway } = countingGateway(upstream.fetch);
+    const bodies = Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? onPlatform : onDeveloperKey));
+    const responses = await Promise.all(bodies.map((body) => chat(gateway, testEnv, session.token, body)));
+    const served = responses.filter((response) => response.status === 200).length;
+    expect(served).toBeGreaterThan(0);
+    expect(served).toBeLessThanOrEqual(5);
+    expect(responses.filter((response) => response.status !== 200).every((response) => response.status === 429)).toBe(true);
+    expect(upstream.requests).toHaveLength(served);
+    await walletObjectOf(session.token).flush();
+    const [window] = await sql<{ n: number }>(
+      testEnv,
+      `select count(*)::int as n from gateway_calls where end_user_id = $1 and route_mode is not null`,
+      [session.endUserId],
+    );
+    expect(window!.n).toBe(served);
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 
