@@ -5,20 +5,24 @@
 --
 -- It runs the checks of faucet_authorize_call's steps 1–2 (faucet_call_context, the one definition
 -- both use) and the route choice of its step 5 without its side effects. outcome:
---   leasable  the call would take the platform route (no end user's byok key taken first, no
---             active developer key of the provider, a platform price known, the pool available) or
---             the byok route (asked for, or the feature puts it first, and the end user has an active
---             key of the provider: route_mode 'byok' with that key — id, ciphertext, iv, key_version,
---             its registered root — and, when p_fallbacks is given, their key of each other fallback
---             provider, as faucet_authorize_call answers them); the app's per-end-user limits cap the
---             lease instead (faucet_settle_lease);
---   database  anything else that is not a refusal: the developer_key route, byok asked for without
---             a key (the per-call path refuses it), an unpriced model, no pool. The gateway then
+--   leasable  the call would take
+--             - the byok route (asked for, or the feature puts it first, and the end user has an
+--               active key of the provider): route_mode 'byok' with that key — id, ciphertext, iv,
+--               key_version, its registered root — and, when p_fallbacks is given, their key of each
+--               other fallback provider, as faucet_authorize_call answers them;
+--             - else the developer_key route (asked for, or nothing asked for, and the app's developer
+--               has an active key of the provider, the call's worst-case upstream cost p_catalog_cost
+--               known — or a custom server's model at the feature's developer price, which reserves
+--               0): route_mode 'developer_key' with that key and its root. Whether the key's monthly
+--               budget has room is not decided here: the wallet object leases part of that budget
+--               (faucet_settle_lease's p_budgets), and a call its budget lease cannot cover takes the
+--               per-call path, which falls back to the platform route or refuses as it always has;
+--             - else the platform route (a platform price known, the pool available);
+--             the app's per-end-user limits cap the lease instead (faucet_settle_lease);
+--   database  anything else that is not a refusal: byok or developer_key asked for without a key, a
+--             developer key with no catalog price, an unpriced model, no pool. The gateway then
 --             takes the per-call path (faucet_authorize_call), which gives the exact answer (a
---             refusal included).
---             A developer key of the provider makes it 'database' even when the per-call path would
---             find its budget spent and fall back to the platform (deciding that needs the budget
---             reservation this function must not make);
+--             refusal included);
 --   or the refusals of faucet_call_context ('unauthorized', 'developer_suspended', 'app_archived',
 --   'no_default_feature', 'unknown_feature', 'feature_archived', 'routing_changed', 'model_not_allowed').
 -- The columns are filled in as faucet_authorize_call fills them for the same outcome; model_aliases
@@ -37,7 +41,10 @@ create or replace function faucet_lease_context(
   p_platform_hold numeric,
   p_pool_available boolean,
   p_alias text default null,
-  p_fallbacks jsonb default null
+  p_fallbacks jsonb default null,
+  -- The call's worst-case upstream cost at catalog price (faucet_authorize_call's p_catalog_cost);
+  -- null when unpriced.
+  p_catalog_cost numeric default null
 ) returns table (
   outcome text,
   app_id uuid,
@@ -51,7 +58,8 @@ create or replace function faucet_lease_context(
   model_aliases jsonb,
   fallback_models jsonb,
   session_expires_at timestamptz,
-  -- On 'leasable': 'platform' or 'byok'; on 'byok' the end user's key, its root and fallback keys.
+  -- On 'leasable': 'platform', 'byok' or 'developer_key'; on the last two the route's key and its
+  -- root, on 'byok' the end user's fallback keys.
   route_mode text,
   credential_id uuid,
   ciphertext text,
@@ -66,6 +74,7 @@ declare
   v_context record;
   v_outcome text;
   v_key record;
+  v_route text;
 begin
   select null::uuid as id, null::text as ciphertext, null::text as iv, null::integer as key_version, null::text as base_url into v_key;
   select * into v_context from faucet_call_context(p_token_hash, p_feature_key, p_provider, p_model, p_alias, p_fallbacks);
@@ -85,15 +94,34 @@ begin
   end if;
 
   -- The route of faucet_authorize_call's step 5, read-only: the end user's byok key when asked for or
-  -- the feature puts it first (the same key that step takes); the developer_key route is 'database'.
+  -- the feature puts it first (the same key that step takes); else the developer's key when that step
+  -- would try it, without its budget reservation.
   if p_requested_route = 'byok' or (p_requested_route is null and v_context.route_policy = 'byok_first') then
     select k.id, k.ciphertext, k.iv, k.key_version, k.base_url into v_key from provider_credentials k
      where k.owner_type = 'end_user' and k.end_user_id = v_context.end_user_id and k.provider = p_provider and k.status = 'active'
      order by k.created_at desc limit 1;
+    if v_key.id is not null then
+      v_route := 'byok';
+    end if;
+  end if;
+  if v_route is null and (p_requested_route is null or p_requested_route = 'developer_key') then
+    select k.id, k.ciphertext, k.iv, k.key_version, k.base_url into v_key from provider_credentials k
+     where k.owner_type = 'developer' and k.developer_id = v_context.developer_id and k.provider = p_provider and k.status = 'active'
+     order by k.created_at desc limit 1;
+    if v_key.id is not null then
+      -- Priced (its cost counted against the budget), or a custom server's at the feature's price.
+      v_route := case when p_catalog_cost is not null or (p_provider = 'custom' and v_context.developer_price_per_mtok_usd is not null)
+                      then 'developer_key' end;
+      if v_route is null then
+        select null::uuid as id, null::text as ciphertext, null::text as iv, null::integer as key_version, null::text as base_url
+          into v_key;
+      end if;
+    end if;
   end if;
   v_outcome := case
-    when v_key.id is not null then 'leasable'
+    when v_route is not null then 'leasable'
     when p_requested_route is not null and p_requested_route <> 'platform' then 'database'
+    -- A developer key the call cannot use (unpriced): the per-call path decides.
     when p_requested_route is null and exists (
            select 1 from provider_credentials k
             where k.owner_type = 'developer' and k.developer_id = v_context.developer_id and k.provider = p_provider
@@ -108,9 +136,9 @@ begin
     case when p_fallbacks is not null then v_context.model_aliases end,
     case when p_fallbacks is not null then v_context.fallback_models end,
     v_context.session_expires_at,
-    case when v_outcome <> 'leasable' then null when v_key.id is not null then 'byok' else 'platform' end,
+    case when v_outcome = 'leasable' then coalesce(v_route, 'platform') end,
     v_key.id, v_key.ciphertext, v_key.iv, v_key.key_version, v_key.base_url,
     -- On the byok route the end user's keys of the other fallback providers (faucet_authorize_call's answer).
-    case when v_key.id is not null and p_fallbacks is not null then faucet_byok_fallback_keys(v_context.end_user_id, p_provider, p_fallbacks) end;
+    case when v_route = 'byok' and p_fallbacks is not null then faucet_byok_fallback_keys(v_context.end_user_id, p_provider, p_fallbacks) end;
 end
 $$;

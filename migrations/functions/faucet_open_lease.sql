@@ -5,15 +5,18 @@
 -- object is named after (end_users.wallet_object, migration 0022). Otherwise nothing is run and no
 -- row is returned: a token whose wallet part names another user's object leases nothing. The lease
 -- is capped by the app's spend limits, its call slots by its requests-per-minute limit; spend_limits
--- and rate_limit say by how much (faucet_settle_lease).
+-- and rate_limit say by how much (faucet_settle_lease). On the developer_key route p_budgets (the
+-- key's id and the budget wanted, as faucet_settle_lease takes it) leases part of the key's monthly
+-- budget in the same statement (key_budgets).
 create or replace function faucet_open_lease(
   p_end_user_id uuid,
   p_outcome text,
   p_wallet_object text,
   p_target numeric,
   p_ttl_seconds integer,
-  p_call_slots integer default null
-) returns table (lease_amount_usd numeric, lease_expires_at timestamptz, spend_limits jsonb, rate_limit jsonb)
+  p_call_slots integer default null,
+  p_budgets jsonb default null
+) returns table (lease_amount_usd numeric, lease_expires_at timestamptz, spend_limits jsonb, rate_limit jsonb, key_budgets jsonb)
 language plpgsql as $$
 #variable_conflict use_column
 begin
@@ -22,9 +25,9 @@ begin
     return;
   end if;
   return query
-    select s.lease_amount_usd, s.lease_expires_at, s.spend_limits, s.rate_limit
+    select s.lease_amount_usd, s.lease_expires_at, s.spend_limits, s.rate_limit, s.key_budgets
       from faucet_settle_lease(p_end_user_id, 'lease:' || p_wallet_object, '[]'::jsonb, '[]'::jsonb, p_target, true, p_ttl_seconds,
-                               p_call_slots) s
+                               p_call_slots, p_budgets) s
      where s.ordinal = 0;
 end
 $$;

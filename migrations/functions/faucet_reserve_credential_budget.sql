@@ -1,5 +1,6 @@
 -- The current definition of faucet_reserve_credential_budget (migrations/README.md: edit it here; the runner re-applies a changed file).
--- Reserve `p_amount` of a developer key's monthly budget for one call. One statement for the
+-- Reserve `p_amount` of a developer key's monthly budget for one call. Every reservation counts: the
+-- calls' own and the wallet objects' budget leases (until they expire). One statement for the
 -- caller; inside, the key's row is locked first, so concurrent reservations of the same key run
 -- one after another, and each sees every reservation and usage event committed before it.
 -- outcome: 'reserved' | 'budget_exceeded' | 'duplicate' (this request id holds a reservation) |
@@ -22,11 +23,12 @@ begin
     return 'inactive';
   end if;
 
-  -- Housekeeping under the lock: settled reservations (their usage event exists) and those of an
-  -- earlier month no longer count.
+  -- Housekeeping under the lock: settled reservations (their usage event exists), those of an earlier
+  -- month and the expired budget leases of wallet objects (faucet_settle_lease) no longer count.
   delete from provider_credential_reservations r
    where r.credential_id = p_credential_id
-     and (r.created_at < v_month_start or exists (select 1 from usage_events u where u.request_id = r.request_id));
+     and (r.created_at < v_month_start or r.expires_at <= now()
+          or exists (select 1 from usage_events u where u.request_id = r.request_id));
 
   if exists (select 1 from provider_credential_reservations r where r.request_id = p_request_id) then
     return 'duplicate';
@@ -37,6 +39,7 @@ begin
                     where u.provider_credential_id = p_credential_id and u.created_at >= v_month_start), 0)
        + coalesce((select sum(r.amount) from provider_credential_reservations r
                     where r.credential_id = p_credential_id and r.created_at >= v_month_start
+                      and (r.expires_at is null or r.expires_at > now())
                       and not exists (select 1 from usage_events u where u.request_id = r.request_id)), 0)
     into v_committed;
 

@@ -35,12 +35,28 @@
 --      expires now() + p_ttl_seconds; 'active', or 'released' when not p_keep and the amount is 0
 --      (p_target 0, p_keep false: the release). The hold row is created on first use and
 --      reactivated when it had expired or been released.
+--   d. under p_budgets ({developer key id: target}, 8-decimal amounts): each key's budget lease — the
+--      part of a developer key's monthly budget the object may reserve for its calls on the
+--      developer_key route without asking, a row of provider_credential_reservations keyed
+--      p_lease_key || ':' || key id, counted by faucet_reserve_credential_budget (the per-call
+--      path's budget check) until it expires. The keys are locked (`for no key update`, in id
+--      order) right after the end user's row and before the wallet, the order faucet_authorize_call
+--      takes them in. room = the budget less this month's recorded upstream cost of the key (this
+--      flush's bookings included) and every other unexpired reservation of it;
+--      p_keep:     greatest(old − upstream cost booked now on that key, least(target, room), 0);
+--      not p_keep: least(target, greatest(old − cost booked now, room, 0)) (a release keeps the calls
+--                  in flight covered);
+--      old = the row's amount when unexpired, else 0. It expires at now() + p_ttl_seconds or at the
+--      next month's start, whichever is first (a month's budget is never lent into the next); a
+--      key that is not an active key of the app's developer gets 0 (its row deleted).
 -- Result: ordinal 0 is the lease (outcome 'lease', request_id = the lease key, lease_* columns, the
 -- wallet's balance after, available = balance − all active holds incl. the lease, and spend_limits:
 -- null when the app sets none, else {"day"?: {"limit", "room"}, "month"?: {...}} as 8-decimal strings,
 -- room = what that limit allows the lease to hold in all, never below 0), and rate_limit: null
 -- without a requests-per-minute limit, else {"limit", "slots" (see c), "window": the epoch ms of the
--- oldest calls of the end user's 60 s window, at most the limit}); ordinals 1..n
+-- oldest calls of the end user's 60 s window, at most the limit}), and key_budgets: null without
+-- p_budgets, else {key id: {"amount": 8-decimal string, "expires_at": epoch ms or null when 0}};
+-- ordinals 1..n
 -- are the elements, with the batch's columns (lease_* null). Rows come in no set order: read them by
 -- ordinal. A pure renewal returns the lease's row alone.
 -- Any error but the per-element refusals (a fault, a deadlock, a cut connection, a malformed
@@ -56,7 +72,9 @@ create or replace function faucet_settle_lease(
   p_ttl_seconds integer,
   -- Under a requests-per-minute limit: the calls the object wants to be able to hold unflushed (its
   -- calls in flight and settled but not in this flush, plus a few to come); ignored without one.
-  p_call_slots integer default null
+  p_call_slots integer default null,
+  -- The developer keys whose budget the object leases: {key id: target amount} (see d); null: none.
+  p_budgets jsonb default null
 ) returns table (
   ordinal integer,
   request_id text,
@@ -78,7 +96,8 @@ create or replace function faucet_settle_lease(
   wallet_balance_usd numeric,
   available_usd numeric,
   spend_limits jsonb,
-  rate_limit jsonb
+  rate_limit jsonb,
+  key_budgets jsonb
 )
 language plpgsql
 -- Its statements keep one generic plan each: the call records' statement was planned again at every
@@ -128,6 +147,16 @@ declare
   v_booked numeric := 0;
   v_cast_ok boolean := true;
   v_index integer;
+  v_developer_id uuid;
+  v_budget_keys uuid[] := '{}';
+  v_booked_costs jsonb := '{}'::jsonb;
+  v_key record;
+  v_reservation record;
+  v_key_old numeric;
+  v_key_room numeric;
+  v_key_new numeric;
+  v_key_expires timestamptz;
+  v_key_budgets jsonb;
 begin
   if p_end_user_id is null or p_lease_key is null or p_lease_key not like 'lease:_%' then
     raise exception 'a lease needs an end user and a key starting with lease:' using errcode = '22023';
@@ -147,9 +176,18 @@ begin
               where jsonb_typeof(e.value) is distinct from 'object' or not pg_input_is_valid(e.value ->> 'id', 'uuid')) then
     raise exception 'every call record must be a JSON object with a uuid id' using errcode = '22023';
   end if;
+  if p_budgets is not null and (
+       jsonb_typeof(p_budgets) <> 'object'
+       or (select count(*) from jsonb_object_keys(p_budgets)) > 100
+       or exists (select 1 from jsonb_each_text(p_budgets) e
+                   where not pg_input_is_valid(e.key, 'uuid') or not pg_input_is_valid(e.value, 'numeric')
+                      or e.value::numeric < 0 or e.value::numeric <> round(e.value::numeric, 8))) then
+    raise exception 'budgets must be a JSON object of at most 100 key ids, each with a non-negative amount of at most 8 decimals'
+      using errcode = '22023';
+  end if;
 
-  select u.app_id, a.limit_spend_per_day_usd, a.limit_spend_per_month_usd, a.limit_requests_per_minute
-    into v_app_id, v_limit_day, v_limit_month, v_limit_rpm
+  select u.app_id, a.developer_id, a.limit_spend_per_day_usd, a.limit_spend_per_month_usd, a.limit_requests_per_minute
+    into v_app_id, v_developer_id, v_limit_day, v_limit_month, v_limit_rpm
     from end_users u join apps a on a.id = u.app_id where u.id = p_end_user_id;
   if not found then
     raise exception 'no such end user' using errcode = 'P0002';
@@ -158,6 +196,16 @@ begin
   -- too): a per-call authorization counts this lease, or this statement counts its hold and its call.
   if v_limit_day is not null or v_limit_month is not null or v_limit_rpm is not null then
     perform 1 from end_users u where u.id = p_end_user_id for no key update;
+  end if;
+  -- d. The developer keys whose budget is leased, before the wallet (faucet_authorize_call reserves a
+  --    key's budget before it holds the wallet), in one order: two flushes never wait on each other
+  --    in a cycle.
+  if p_budgets is not null then
+    v_budget_keys := array(select e.key::uuid from jsonb_object_keys(p_budgets) as e(key));
+    perform 1 from provider_credentials k
+     where k.id = any (v_budget_keys)
+     order by k.id
+       for no key update;
   end if;
   -- The wallet, locked: every hold, booking and settle of it waits here.
   select w.id, w.balance into v_wallet_id, v_balance from wallets w where w.end_user_id = p_end_user_id for no key update;
@@ -229,7 +277,11 @@ begin
                                  select 1 from provider_credentials k
                                   where k.id = (x.c).provider_credential_id and k.owner_type = 'end_user'
                                     and k.end_user_id = p_end_user_id offset 0))
-                            then 'is not a platform call, or a byok call with a key of this end user (only those are leased)'
+                               and not ((x.c).route_mode = 'developer_key' and exists (
+                                 select 1 from provider_credentials k
+                                  where k.id = (x.c).provider_credential_id and k.owner_type = 'developer'
+                                    and k.developer_id = v_developer_id offset 0))
+                            then 'is not a platform call, a byok call with a key of this end user or a developer_key call with a key of the app''s developer (only those are leased)'
                           when (x.c).money_key like 'lease:%' then 'has a lease key as money key'
                           when exists (select 1 from gateway_calls g where g.money_key = (x.c).money_key offset 0)
                             then 'has the money key of another call'
@@ -320,6 +372,7 @@ begin
   available_usd := null;
   spend_limits := null;
   rate_limit := null;
+  key_budgets := null;
   for v_index, ordinal, request_id, outcome, reason, message, usage_event_id, ledger_transaction_id, upstream_cost_usd,
       retail_usd, developer_revenue_usd, platform_share_usd, balance_usd, receivable_usd, created_at in
     select b.ordinal, v_sent_positions[b.ordinal], b.request_id, b.outcome, b.reason, b.message, b.usage_event_id,
@@ -329,6 +382,12 @@ begin
   loop
     if outcome = 'booked' then
       v_booked := v_booked + retail_usd;
+      -- The upstream cost booked now on each developer key (its budget lease reserved it).
+      if (v_sent -> (v_index - 1) ->> 'provider_credential_id')::uuid = any (v_budget_keys) then
+        v_booked_costs := jsonb_set(v_booked_costs, array[(v_sent -> (v_index - 1) ->> 'provider_credential_id')::uuid::text],
+          to_jsonb(coalesce((v_booked_costs ->> ((v_sent -> (v_index - 1) ->> 'provider_credential_id')::uuid::text))::numeric, 0)
+                   + coalesce(upstream_cost_usd, 0)));
+      end if;
       if v_sent -> (v_index - 1) ->> 'call_id' is not null then
         v_booked_calls := v_booked_calls || (v_sent -> (v_index - 1) ->> 'call_id')::uuid;
       end if;
@@ -340,7 +399,7 @@ begin
   select e.ordinality::integer, e.value ->> 'request_id', 'refused'::text, 'invalid_request'::text,
          v_refusals[e.ordinality::integer], null::uuid, null::uuid, null::numeric, null::numeric, null::numeric, null::numeric,
          null::numeric, null::numeric, null::timestamptz, null::numeric, null::timestamptz, null::text, null::numeric,
-         null::numeric, null::jsonb, null::jsonb
+         null::numeric, null::jsonb, null::jsonb, null::jsonb
     from jsonb_array_elements(p_bookings) with ordinality as e
    where v_refusals[e.ordinality::integer] is not null;
 
@@ -411,6 +470,48 @@ begin
     returning * into v_lease;
   end if;
 
+  -- d. The budget leases of the developer keys named, from what this flush booked.
+  if p_budgets is not null then
+    v_key_budgets := '{}'::jsonb;
+    for v_key in
+      select e.key::uuid as id, e.value::numeric as target, k.monthly_budget_usd as budget,
+             (k.owner_type = 'developer' and k.developer_id = v_developer_id and k.status = 'active') as usable
+        from jsonb_each_text(p_budgets) as e left join provider_credentials k on k.id = e.key::uuid
+       order by e.key::uuid
+    loop
+      select r.amount, r.expires_at into v_reservation from provider_credential_reservations r
+       where r.request_id = p_lease_key || ':' || v_key.id::text for update;
+      v_key_old := case when found and v_reservation.expires_at > now() then v_reservation.amount else 0 end;
+      v_key_old := v_key_old - coalesce((v_booked_costs ->> v_key.id::text)::numeric, 0);
+      if not coalesce(v_key.usable, false) then
+        v_key_new := 0;
+      else
+        -- One snapshot for both sums, as faucet_reserve_credential_budget takes them.
+        select v_key.budget
+               - coalesce((select sum(u.upstream_cost_usd) from usage_events u
+                            where u.provider_credential_id = v_key.id and u.created_at >= faucet_month_start(now())), 0)
+               - coalesce((select sum(r.amount) from provider_credential_reservations r
+                            where r.credential_id = v_key.id and r.request_id <> p_lease_key || ':' || v_key.id::text
+                              and r.created_at >= faucet_month_start(now()) and (r.expires_at is null or r.expires_at > now())
+                              and not exists (select 1 from usage_events u where u.request_id = r.request_id)), 0)
+          into v_key_room;
+        v_key_new := case when p_keep then greatest(v_key_old, least(v_key.target, v_key_room), 0)
+                          else least(v_key.target, greatest(v_key_old, v_key_room, 0)) end;
+      end if;
+      v_key_expires := least(now() + make_interval(secs => p_ttl_seconds), faucet_month_start(now()) + interval '1 month');
+      if v_key_new > 0 then
+        insert into provider_credential_reservations as r (request_id, credential_id, amount, created_at, expires_at)
+        values (p_lease_key || ':' || v_key.id::text, v_key.id, v_key_new, now(), v_key_expires)
+        on conflict (request_id) do update set amount = excluded.amount, created_at = excluded.created_at, expires_at = excluded.expires_at;
+      else
+        delete from provider_credential_reservations r where r.request_id = p_lease_key || ':' || v_key.id::text;
+      end if;
+      v_key_budgets := v_key_budgets || jsonb_build_object(v_key.id::text, jsonb_build_object(
+        'amount', v_key_new::numeric(20, 8)::text,
+        'expires_at', case when v_key_new > 0 then (extract(epoch from v_key_expires) * 1000)::bigint end));
+    end loop;
+  end if;
+
   -- available = balance − every active unexpired hold: the others (v_others) and the lease when active
   -- (its expiry is now() + a positive lifetime).
   return query
@@ -419,6 +520,6 @@ begin
          v_lease.amount::numeric(20, 8), v_lease.expires_at, v_lease.status, v_balance::numeric(20, 8),
          (v_balance - v_others - case when v_lease.status = 'active' and v_lease.expires_at > now() then v_lease.amount else 0 end)
            ::numeric(20, 8),
-         v_spend_limits, v_rate_limit;
+         v_spend_limits, v_rate_limit, v_key_budgets;
 end
 $$;

@@ -2,7 +2,7 @@
  * What the API and the gateway call on the metrics worker's Durable Objects (bound by `script_name`).
  * The objects implement these; shared code knows only the contract, never the worker.
  */
-import type { StoredKey } from './wallet/lease-context.ts';
+import type { LeasedRoute, StoredKey } from './wallet/lease-context.ts';
 
 export interface WindowDecision {
   allowed: boolean;
@@ -60,6 +60,11 @@ export interface WalletCallRequest {
   fallbacks: string[];
   /** The call's worst-case retail on the platform route (8-decimal USD); null: the model has no platform price. */
   platformHold: string | null;
+  /**
+   * The call's worst-case upstream cost at catalog price (8-decimal USD): on the developer_key route
+   * what it reserves of the key's budget, and its hold without a developer price; null: unpriced.
+   */
+  catalogCost: string | null;
   poolAvailable: boolean;
   call: {
     id: string;
@@ -92,9 +97,9 @@ export type WalletCallDecision =
       openFeeUsd: string | null;
       maxOutputTokens: number | null;
       routing: { aliases: Record<string, string>; fallbacks: string[] };
-      /** The route: the platform pool, or the end user's own key (still encrypted; the gateway opens it). */
-      routeMode: 'platform' | 'byok';
-      byokKey: StoredKey | null;
+      /** The route: the platform pool, the end user's own key or the developer's (still encrypted; the gateway opens it). */
+      routeMode: LeasedRoute;
+      routeKey: StoredKey | null;
       /** On the byok route: the end user's key of each other fallback provider. */
       fallbackKeys: Record<string, { id: string; ciphertext: string; iv: string; key_version: number }>;
     }
@@ -131,6 +136,8 @@ export interface WalletSnapshot {
   refused: number;
   /** Postgres statements this instance of the object has run since it started. */
   statements: number;
+  /** Each developer key's budget lease: what it holds, and what the object's calls on the key commit of it. */
+  keyBudgets: Record<string, { leaseUsd: string; committedUsd: string }>;
 }
 
 export interface WalletObjectContract extends Rpc.DurableObjectBranded {

@@ -54,6 +54,8 @@ export interface Env {
   WALLET_LEASES?: string;
   /** The chunk of balance a wallet object leases beyond what it needs (USD, default 1.00). */
   WALLET_LEASE_USD?: string;
+  /** The part of a developer key's monthly budget a wallet object leases beyond its calls on the key (default 0.10). */
+  WALLET_KEY_BUDGET_USD?: string;
   /** How long a wallet object keeps settled calls before flushing them (default 1000; 0 = book before answering). */
   WALLET_FLUSH_INTERVAL_MS?: string;
 

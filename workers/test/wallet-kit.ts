@@ -119,7 +119,7 @@ export function countingGateway(upstreamFetch: ReturnType<typeof fakeUpstream>['
 export async function authorizeOnly(
   testEnv: TestEnv,
   token: string,
-  call: { id: string; clientRequestId: string; requestedRoute?: 'byok' | null; authorizedAt?: number },
+  call: { id: string; clientRequestId: string; requestedRoute?: 'byok' | 'developer_key' | null; authorizedAt?: number },
 ): Promise<WalletCallDecision> {
   return walletObjectOf(token).authorize({
     wallet: walletOfToken(token) as string,
@@ -131,6 +131,7 @@ export async function authorizeOnly(
     alias: null,
     fallbacks: [],
     platformHold: '0.00100000',
+    catalogCost: '0.00080000',
     poolAvailable: true,
     call: {
       id: call.id,

@@ -163,7 +163,7 @@ describe('leaseContext', () => {
       [byok.endUserId],
     );
     const context = await leaseContext(database.db, input(byok));
-    expect(context.outcome === 'leasable' && context.byokKey?.id).toBe(newest!.id);
+    expect(context.outcome === 'leasable' && context.routeKey?.id).toBe(newest!.id);
     expect(await outcome(byok, { provider: 'anthropic', model: 'claude-3-5-haiku' })).toBe('leasable platform'); // no key of that provider
     // With the feature's fallbacks: their key of each other fallback provider, as the per-call path answers them.
     await addKey({ endUserId: byok.endUserId }, 'anthropic');
@@ -181,17 +181,42 @@ describe('leaseContext', () => {
     await sql(testEnv, `update app_features set fallback_models = '[]' where app_id = $1`, [byok.appId]);
     expect(await outcome(byok, { requestedRoute: 'platform' })).toBe('leasable platform');
 
-    // The developer's key of the provider: the developer_key route (within its budget).
+    // The developer's key of the provider: the developer_key route with that key when the call's
+    // upstream cost is known (its budget is leased by the object); unpriced, the per-call path decides.
     const developer = await world();
     await addKey({ developerId: developer.developerId });
+    const catalogCost = parseWireAmount('0.00100000');
     expect(await outcome(developer)).toBe('database');
-    expect(await outcome(developer, { requestedRoute: 'platform' })).toBe('leasable platform');
-    expect(await outcome(developer, { provider: 'anthropic', model: 'claude-3-5-haiku' })).toBe('leasable platform');
+    expect(await outcome(developer, { catalogCost })).toBe('leasable developer_key');
+    expect(await outcome(developer, { catalogCost, requestedRoute: 'developer_key' })).toBe('leasable developer_key');
+    expect(await outcome(developer, { requestedRoute: 'developer_key' })).toBe('database');
+    const [developerKeyRow] = await sql<{ id: string }>(
+      testEnv,
+      `select id from provider_credentials where developer_id = $1 and status = 'active'`,
+      [developer.developerId],
+    );
+    const keyed = await leaseContext(database.db, input(developer, { catalogCost, routing: { alias: null, fallbacks: [] } }));
+    expect(keyed.outcome === 'leasable' && keyed.routeKey).toEqual({
+      id: developerKeyRow!.id,
+      ciphertext: 'x',
+      iv: 'x',
+      keyVersion: 1,
+      baseUrl: null,
+    });
+    // No byok fallback keys on this route.
+    expect(keyed.outcome === 'leasable' && keyed.fallbackKeys).toBeNull();
+    expect(await outcome(developer, { catalogCost, requestedRoute: 'platform' })).toBe('leasable platform');
+    expect(await outcome(developer, { catalogCost, provider: 'anthropic', model: 'claude-3-5-haiku' })).toBe('leasable platform');
+    // An end user's byok key on a byok_first feature comes first, as in the per-call path.
+    await addKey({ endUserId: developer.endUserId });
+    await sql(testEnv, `update app_features set route_policy = 'byok_first' where app_id = $1`, [developer.appId]);
+    expect(await outcome(developer, { catalogCost })).toBe('leasable byok');
+    expect(await outcome(developer, { catalogCost, requestedRoute: 'developer_key' })).toBe('leasable developer_key');
 
-    // byok asked for without a key, or the developer_key route: the per-call path answers it (or refuses it).
+    // byok or developer_key asked for without a key: the per-call path answers it (it refuses it).
     const plain = await world();
     expect(await outcome(plain, { requestedRoute: 'byok' })).toBe('database');
-    expect(await outcome(plain, { requestedRoute: 'developer_key' })).toBe('database');
+    expect(await outcome(plain, { requestedRoute: 'developer_key', catalogCost })).toBe('database');
     // Unpriced, no pool.
     expect(await outcome(plain, { platformHold: null })).toBe('database');
     expect(await outcome(plain, { poolAvailable: false })).toBe('database');

@@ -3,9 +3,10 @@
  * (issue 19, docs/edge.md)? `faucet_lease_context` answers with the checks of the per-call
  * authorization (session, developer, app, feature, model, routing — one SQL definition of them,
  * faucet_call_context) and its route choice, writing nothing: `leasable` when the call would take
- * the platform route, or the byok route with the end user's key (the app's per-end-user limits cap
- * the lease), `database` when the per-call path (faucet_authorize_call) must decide (the developer
- * key route), or the per-call path's refusal.
+ * the platform route, the byok route with the end user's key or the developer_key route with the
+ * developer's key (the app's per-end-user limits cap the lease; the wallet object leases part of the
+ * key's monthly budget), `database` when the per-call path (faucet_authorize_call) must decide, or
+ * the per-call path's refusal.
  */
 import { type SQL, sql } from 'drizzle-orm';
 import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
@@ -22,6 +23,8 @@ export interface LeaseContextInput {
   requestedRoute: CloudRouteMode | undefined;
   /** Worst-case retail on the platform route; null when the model has no catalog price. */
   platformHold: Usd | null;
+  /** Worst-case upstream cost at catalog price (the developer key's budget); null when unpriced. */
+  catalogCost?: Usd | null;
   poolAvailable: boolean;
   /** The alias the call named and the feature's fallbacks the gateway sized its bounds with; null: not checked. */
   routing: { alias: string | null; fallbacks: string[] } | null;
@@ -57,12 +60,18 @@ export interface LeaseContextFields {
   fallbackModels: string[] | null;
   sessionExpiresAt: Date;
   /** On `leasable`: the route; null on `database`. */
-  routeMode: 'platform' | 'byok' | null;
-  /** On the byok route: the end user's key of the call's provider (still encrypted) and its registered root. */
-  byokKey: StoredKey | null;
+  routeMode: LeasedRoute | null;
+  /**
+   * On the byok route the end user's key of the call's provider, on the developer_key route the
+   * developer's (still encrypted), with its registered root.
+   */
+  routeKey: StoredKey | null;
   /** On the byok route (routing given): the end user's key of each other fallback provider. */
   fallbackKeys: Record<string, { id: string; ciphertext: string; iv: string; key_version: number }> | null;
 }
+
+/** The routes a wallet object authorizes on its lease. */
+export type LeasedRoute = 'platform' | 'byok' | 'developer_key';
 
 /** A stored provider key as the object keeps it: plain data, still encrypted. */
 export interface StoredKey {
@@ -102,7 +111,7 @@ export interface LeaseContextRow {
   model_aliases: Record<string, string> | null;
   fallback_models: string[] | null;
   session_expires_at: Date | string | null;
-  route_mode: 'platform' | 'byok' | null;
+  route_mode: LeasedRoute | null;
   credential_id: string | null;
   ciphertext: string | null;
   iv: string | null;
@@ -119,7 +128,8 @@ export function leaseContextCall(input: LeaseContextInput): SQL {
       ${input.tokenHash}, ${input.featureKey ?? null}::text, ${input.provider}, ${input.model},
       ${input.requestedRoute ?? null}::text, ${input.platformHold === null ? null : formatUsd(input.platformHold)}::numeric,
       ${input.poolAvailable}::boolean, ${input.routing?.alias ?? null}::text,
-      ${input.routing === null ? null : JSON.stringify(input.routing.fallbacks)}::jsonb)`;
+      ${input.routing === null ? null : JSON.stringify(input.routing.fallbacks)}::jsonb,
+      ${input.catalogCost ? formatUsd(input.catalogCost) : null}::numeric)`;
 }
 
 /** One read-only statement: never claims, records, holds or reserves anything. */
@@ -150,7 +160,7 @@ export function leaseContextOfRow(row: LeaseContextRow): LeaseContext {
     maxOutputTokens: row.max_output_tokens,
     sessionExpiresAt: new Date(row.session_expires_at as string),
     routeMode: row.route_mode,
-    byokKey:
+    routeKey:
       row.credential_id === null
         ? null
         : {

@@ -23,7 +23,8 @@ import { bookUsage, type BookUsageInput } from '../ledger/book-usage.ts';
 import { bookingElement, bookUsageBatch, type BookUsageBatchResult } from '../ledger/book-usage-batch.ts';
 import { expireHolds, reserveHold } from '../ledger/holds.ts';
 import { reconcileLedger } from '../ledger/reconcile.ts';
-import { addUsd, formatUsd, parseWireAmount, subtractUsd, type Usd } from '../money/index.ts';
+import { addUsd, compareUsd, formatUsd, parseWireAmount, subtractUsd, type Usd } from '../money/index.ts';
+import { rateUsage } from '../rating/index.ts';
 import { settleLease, type LeasedCallRecord, type SettleLeaseInput } from './settle-lease.ts';
 
 let testEnv: TestEnv;
@@ -346,6 +347,212 @@ describe("settleLease: under the app's per-end-user limits", () => {
       client.release();
       await pool.end();
     }
+  });
+});
+
+describe("settleLease: a developer key's budget lease", () => {
+  /** A developer of their own with an app, one funded end user of it and an active openai key of `budget`. */
+  async function keyedUser(budget: string): Promise<{ user: TestUser; keyId: string; developerId: string }> {
+    const unique = crypto.randomUUID().replace(/-/g, '');
+    const [row] = await sql<{ app_id: string; developer_id: string }>(
+      testEnv,
+      `with d as (insert into developers (name, email) values ('Keyed', $1) returning id),
+            app as (insert into apps (developer_id, public_app_id, name, default_feature_key)
+                    select id, 'app_keyed_' || $2, 'Keyed', 'chat' from d returning id, developer_id),
+            feature as (insert into app_features (app_id, feature_key, name, default_model) select id, 'chat', 'Chat', 'openai:gpt-4o-mini' from app)
+       select id as app_id, developer_id from app`,
+      [`keyed-${unique}@example.com`, unique],
+    );
+    const user = await endUserOf(row!.app_id);
+    const [key] = await sql<{ id: string }>(
+      testEnv,
+      `insert into provider_credentials (owner_type, developer_id, provider, ciphertext, iv, key_version, masked_key, monthly_budget_usd)
+       values ('developer', $1, 'openai', 'x', 'x', 1, 'sk-...abcd', $2) returning id`,
+      [row!.developer_id, budget],
+    );
+    return { user, keyId: key!.id, developerId: row!.developer_id };
+  }
+
+  async function endUserOf(appId: string): Promise<TestUser> {
+    const [row] = await sql<{ end_user_id: string; wallet_id: string }>(
+      testEnv,
+      `with u as (insert into end_users (app_id, external_user_hash) values ($1, $2) returning id)
+       insert into wallets (kind, end_user_id) select 'user', id from u returning end_user_id, id as wallet_id`,
+      [appId, crypto.randomUUID().replace(/-/g, '')],
+    );
+    const user = { endUserId: row!.end_user_id, walletId: row!.wallet_id, appId };
+    await fund(database, user.walletId, '1.00000000');
+    return user;
+  }
+
+  /** A call on the developer_key route with `keyId`, authorized on the lease and settled. */
+  function keyCall(user: TestUser, keyId: string, index: number): LeasedCall {
+    const call = leasedCall(user, index);
+    const rated = rateUsage({
+      routeMode: 'developer_key',
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      inputTokens: 1000 * (index + 1),
+      outputTokens: 500,
+      estimated: false,
+    });
+    call.record = { ...call.record, routeMode: 'developer_key', provider: 'openai', model: 'gpt-4o-mini', providerCredentialId: keyId };
+    call.booking = { ...call.booking, rated, providerCredentialId: keyId };
+    return call;
+  }
+
+  const budgetFlush = (user: TestUser, lease: string, calls: LeasedCall[], budgets: Record<string, string>, keep = true) =>
+    settleLease(database.db, {
+      ...flush(user, lease, calls, '0.10000000', keep),
+      budgets: Object.fromEntries(Object.entries(budgets).map(([id, amount]) => [id, usd(amount)])),
+    });
+
+  const reserve = async (keyId: string, amount: string) => {
+    const [row] = await sql<{ outcome: string }>(testEnv, `select faucet_reserve_credential_budget($1, $2, $3) as outcome`, [
+      keyId,
+      `call:${crypto.randomUUID()}`,
+      amount,
+    ]);
+    return row!.outcome;
+  };
+
+  /** This month's recorded upstream cost of the key plus every reservation that counts (as the per-call check sums them). */
+  async function committedOf(keyId: string): Promise<Usd> {
+    const [row] = await sql<{ committed: string }>(
+      testEnv,
+      `select (coalesce((select sum(upstream_cost_usd) from usage_events where provider_credential_id = $1 and created_at >= faucet_month_start(now())), 0)
+             + coalesce((select sum(amount) from provider_credential_reservations r where credential_id = $1
+                          and (expires_at is null or expires_at > now())
+                          and not exists (select 1 from usage_events u where u.request_id = r.request_id)), 0))::numeric(20, 8)::text as committed`,
+      [keyId],
+    );
+    return usd(row!.committed);
+  }
+
+  it('leases least(target, room), which the per-call check counts, and takes off the upstream cost booked on the key', async () => {
+    const { user, keyId } = await keyedUser('1.00000000');
+    const lease = leaseKey();
+    const granted = await budgetFlush(user, lease, [], { [keyId]: '0.40000000' });
+    expect(granted.keyBudgets[keyId]?.amount).toBe('0.40000000');
+    const expiresAt = granted.keyBudgets[keyId]?.expiresAt as number;
+    expect(expiresAt).toBeGreaterThan(Date.now() + 100_000);
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + 121_000);
+    // The per-call path sees it: 0.40 + 0.70 is past the budget, 0.40 + 0.60 is not.
+    expect(await reserve(keyId, '0.70000000')).toBe('budget_exceeded');
+    expect(await reserve(keyId, '0.60000000')).toBe('reserved');
+    // Another end user's object finds no room left.
+    const other = await endUserOf(user.appId);
+    const otherLease = leaseKey();
+    expect((await budgetFlush(other, otherLease, [], { [keyId]: '0.50000000' })).keyBudgets[keyId]).toEqual({
+      amount: '0.00000000',
+      expiresAt: null,
+    });
+    // A flush of a call on the key: its upstream cost is booked on the key and taken off the lease, once.
+    const call = keyCall(user, keyId, 0);
+    const cost = call.booking.rated.upstreamCostUsd;
+    expect(compareUsd(cost, usd('0.00000000'))).toBeGreaterThan(0);
+    const afterCall = formatUsd(subtractUsd(usd('0.40000000'), cost));
+    expect((await budgetFlush(user, lease, [call], { [keyId]: '0.00000000' })).keyBudgets[keyId]?.amount).toBe(afterCall);
+    const [event] = await sql<{ provider_credential_id: string; upstream_cost_usd: string }>(
+      testEnv,
+      'select provider_credential_id, upstream_cost_usd::text from usage_events where request_id = $1',
+      [call.record.moneyKey],
+    );
+    expect(event).toEqual({ provider_credential_id: keyId, upstream_cost_usd: formatUsd(cost) });
+    expect((await budgetFlush(user, lease, [call], { [keyId]: '0.00000000' })).keyBudgets[keyId]?.amount).toBe(afterCall);
+    // Within the budget all along: recorded cost + reservations.
+    expect(formatUsd(await committedOf(keyId))).toBe('1.00000000');
+    // A release keeps only what is asked (the calls in flight) and a renewal is granted the room again.
+    expect((await budgetFlush(user, lease, [], { [keyId]: '0.05000000' }, false)).keyBudgets[keyId]?.amount).toBe('0.05000000');
+    expect(compareUsd(await committedOf(keyId), usd('1.00000000'))).toBeLessThan(0);
+    await expectBooksClean([call]);
+  });
+
+  it('an expired budget lease no longer counts; a disabled key, or one not of the app developer, gets none', async () => {
+    const { user, keyId } = await keyedUser('1.00000000');
+    const lease = leaseKey();
+    await budgetFlush(user, lease, [], { [keyId]: '0.80000000' });
+    expect(await reserve(keyId, '0.30000000')).toBe('budget_exceeded');
+    await sql(testEnv, `update provider_credential_reservations set expires_at = now() - interval '1 second' where request_id = $1`, [
+      `${lease}:${keyId}`,
+    ]);
+    expect(await reserve(keyId, '0.90000000')).toBe('reserved');
+    // The expired row was cleared by that reservation's housekeeping; the next flush finds 0.10 of room.
+    expect((await budgetFlush(user, lease, [], { [keyId]: '0.50000000' })).keyBudgets[keyId]?.amount).toBe('0.10000000');
+    // A key of another developer: none, and a record of a call on it is not written.
+    const stranger = await keyedUser('5.00000000');
+    const smuggled = keyCall(user, stranger.keyId, 1);
+    const result = await budgetFlush(user, lease, [smuggled], { [stranger.keyId]: '1.00000000' });
+    expect(result.keyBudgets[stranger.keyId]).toEqual({ amount: '0.00000000', expiresAt: null });
+    expect(result.results[0]).toMatchObject({ outcome: 'refused', reason: 'invalid_request' });
+    expect(await countsOf([smuggled])).toMatchObject({ records: 0, events: 0 });
+    // Disabled: the lease is given up and its row deleted.
+    await sql(testEnv, `update provider_credentials set status = 'disabled', disabled_at = now() where id = $1`, [keyId]);
+    expect((await budgetFlush(user, lease, [], { [keyId]: '0.50000000' })).keyBudgets[keyId]).toEqual({
+      amount: '0.00000000',
+      expiresAt: null,
+    });
+    const [rows] = await sql<{ n: number }>(
+      testEnv,
+      'select count(*)::int as n from provider_credential_reservations where request_id = $1',
+      [`${lease}:${keyId}`],
+    );
+    expect(rows!.n).toBe(0);
+  });
+
+  it("is never lent into the next month: it expires at the month's start at the latest", async () => {
+    const { user, keyId } = await keyedUser('1.00000000');
+    const rows = await sql<{ key_budgets: Record<string, { amount: string; expires_at: number }>; month_end: string }>(
+      testEnv,
+      `select key_budgets, (extract(epoch from faucet_month_start(now()) + interval '1 month') * 1000)::bigint::text as month_end
+         from faucet_settle_lease($1, $2, '[]', '[]', 0.1, true, 3456000, null, $3::jsonb) where ordinal = 0`,
+      [user.endUserId, leaseKey(), JSON.stringify({ [keyId]: '0.2' })],
+    );
+    expect(rows[0]!.key_budgets[keyId]).toEqual({ amount: '0.20000000', expires_at: Number(rows[0]!.month_end) });
+  });
+
+  it("waits for a per-call reservation holding the key's row, and concurrent leases and reservations never pass the budget", async () => {
+    const { user, keyId } = await keyedUser('1.00000000');
+    const pool = new Pool({ connectionString: testEnv.DATABASE_URL, max: 1 });
+    const client = await pool.connect();
+    try {
+      await client.query('begin');
+      await client.query('select 1 from provider_credentials where id = $1 for no key update', [keyId]);
+      let done = false;
+      const renewal = budgetFlush(user, leaseKey(), [], { [keyId]: '0.10000000' }).then((result) => {
+        done = true;
+        return result;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(done).toBe(false);
+      await client.query('commit');
+      expect((await renewal).keyBudgets[keyId]?.amount).toBe('0.10000000');
+    } finally {
+      client.release();
+      await pool.end();
+    }
+    // Four objects renewing and twenty per-call reservations at once: no deadlock, never past the budget.
+    const users = [user, ...(await Promise.all([0, 1, 2].map(() => endUserOf(user.appId))))];
+    const leases = users.map(() => leaseKey());
+    const outcomes = await Promise.all([
+      ...users.flatMap((owner, index) => [0, 1, 2].map(() => budgetFlush(owner, leases[index]!, [], { [keyId]: '0.30000000' }))),
+      ...Array.from({ length: 20 }, () => reserve(keyId, '0.05000000')),
+    ]);
+    expect(outcomes).toHaveLength(32);
+    expect(compareUsd(await committedOf(keyId), usd('1.00000000'))).toBeLessThanOrEqual(0);
+  });
+
+  it('refuses malformed budgets as a whole', async () => {
+    const { user, keyId } = await keyedUser('1.00000000');
+    const raw = (budgets: string) =>
+      sql(testEnv, `select * from faucet_settle_lease($1, 'lease:x', '[]', '[]', 0, true, 60, null, $2::jsonb)`, [
+        user.endUserId,
+        budgets,
+      ]).catch((caught: unknown) => caught);
+    for (const budgets of ['[]', '{"nope": "1"}', `{"${keyId}": "-1"}`, `{"${keyId}": "0.000000001"}`, `{"${keyId}": "x"}`]) {
+      expect(await raw(budgets)).toMatchObject({ code: '22023' });
+    }
+    expect(formatUsd(await committedOf(keyId))).toBe('0.00000000');
   });
 });
 
@@ -680,7 +887,7 @@ describe('settleLease: what it refuses', () => {
     expect(rows.slice(2).map((row) => row.message)).toEqual([
       "the booking is not of this wallet's end user",
       "the call record is not of this wallet's end user",
-      'the call record is not a platform call, or a byok call with a key of this end user (only those are leased)',
+      "the call record is not a platform call, a byok call with a key of this end user or a developer_key call with a key of the app's developer (only those are leased)",
       "the call record is not of the end user's app",
       'the call record has an unknown field status',
       'a booking cannot use a lease key',

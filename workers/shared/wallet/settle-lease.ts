@@ -33,8 +33,10 @@ export interface LeasedCallRecord {
   appId: string;
   endUserId: string;
   featureKey: string;
-  /** Only platform calls are leased. */
-  routeMode: 'platform';
+  /** The routes leased: the platform pool, the end user's key, the developer's key. */
+  routeMode: 'platform' | 'byok' | 'developer_key';
+  /** On the byok and developer_key routes: the key the call used. */
+  providerCredentialId?: string | null;
   provider: string;
   model: string;
   boundInputTokens: number;
@@ -67,6 +69,8 @@ export interface SettleLeaseInput {
   ttlSeconds: number;
   /** Under a requests-per-minute limit: the calls the object wants to hold unrecorded (else ignored). */
   callSlots?: number;
+  /** The developer keys whose monthly budget the object leases: key id → the amount it wants reserved. */
+  budgets?: Record<string, Usd>;
 }
 
 export interface LeaseState {
@@ -86,6 +90,22 @@ export interface SettleLeaseResult {
   availableUsd: Usd;
   /** As faucet_settle_lease answers it: null, or {limit, slots, window}. */
   rateLimit: unknown;
+  /** Each developer key's budget lease after this flush (none asked for: empty). */
+  keyBudgets: KeyBudgets;
+}
+
+/** A developer key's budget lease (faucet_settle_lease's key_budgets): its amount, and when it lapses (epoch ms; null: 0 held). */
+export type KeyBudgets = Record<string, { amount: string; expiresAt: number | null }>;
+
+/** key_budgets as the statement answers it (JSON, or null) as `KeyBudgets`. */
+export function keyBudgetsOf(value: unknown): KeyBudgets {
+  const parsed = typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
+  if (parsed === null || parsed === undefined) return {};
+  const budgets: KeyBudgets = {};
+  for (const [id, entry] of Object.entries(parsed as Record<string, { amount: string; expires_at: number | string | null }>)) {
+    budgets[id] = { amount: entry.amount, expiresAt: entry.expires_at === null ? null : Number(entry.expires_at) };
+  }
+  return budgets;
 }
 
 interface Row extends BookingRow {
@@ -98,6 +118,8 @@ interface Row extends BookingRow {
   spend_limits: unknown;
   /** The lease row's: the requests-per-minute limit, the call slots and the window (JSON; null when none). */
   rate_limit: unknown;
+  /** The lease row's: each developer key's budget lease (JSON; null when none was asked for). */
+  key_budgets: unknown;
 }
 
 /** A flush in the form the statement takes it: what a wallet object keeps, sent as it is. */
@@ -113,6 +135,8 @@ export interface LeaseFlush {
   ttlSeconds: number;
   /** Under a requests-per-minute limit: the calls the object wants to hold unrecorded (else ignored). */
   callSlots?: number;
+  /** The developer keys whose budget the object leases: key id → 8-decimal USD wanted. */
+  budgets?: Record<string, string>;
 }
 
 /** The statement itself: row 0 the lease, rows 1..n the bookings in order. Throws when nothing was written. */
@@ -121,7 +145,8 @@ async function settleLeaseRows(db: LedgerDatabase, flush: LeaseFlush): Promise<{
     db,
     sql`select * from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
       ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
-      ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer, ${flush.callSlots ?? null}::integer)`,
+      ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer, ${flush.callSlots ?? null}::integer,
+      ${flush.budgets === undefined ? null : JSON.stringify(flush.budgets)}::jsonb)`,
   );
   const lease = rows.find((row) => row.ordinal === 0);
   if (lease === undefined || lease.lease_amount_usd === null) throw new Error('faucet_settle_lease returned no lease row');
@@ -152,6 +177,7 @@ export interface LeaseFlushResult {
   spendLimits: unknown;
   /** As faucet_settle_lease answers it: null, or {limit, slots, window}. */
   rateLimit: unknown;
+  keyBudgets: KeyBudgets;
 }
 
 /** The wallet object's flush (its alarm's one statement), on what it keeps as it keeps it. */
@@ -163,6 +189,7 @@ export async function flushLease(db: LedgerDatabase, flush: LeaseFlush): Promise
     leaseExpiresAt: new Date(lease.lease_expires_at as string),
     spendLimits: lease.spend_limits,
     rateLimit: lease.rate_limit,
+    keyBudgets: keyBudgetsOf(lease.key_budgets),
   };
 }
 
@@ -181,7 +208,7 @@ function callRecord(call: LeasedCallRecord): Record<string, unknown> {
     route_mode: call.routeMode,
     provider: call.provider,
     model: call.model,
-    provider_credential_id: null,
+    provider_credential_id: call.providerCredentialId ?? null,
     bound_input_tokens: call.boundInputTokens,
     bound_output_tokens: call.boundOutputTokens,
     deadline_at: call.deadlineAt.toISOString(),
@@ -215,6 +242,10 @@ export async function settleLease(db: LedgerDatabase, input: SettleLeaseInput): 
     keep: input.keep,
     ttlSeconds: input.ttlSeconds,
     callSlots: input.callSlots,
+    budgets:
+      input.budgets === undefined
+        ? undefined
+        : Object.fromEntries(Object.entries(input.budgets).map(([id, amount]) => [id, usdParameter(amount, 'budget')])),
   });
   bookings.forEach((row, position) => {
     const item = sent[position] as (typeof sent)[number];
@@ -233,5 +264,6 @@ export async function settleLease(db: LedgerDatabase, input: SettleLeaseInput): 
     balanceUsd: parseDatabaseAmount(lease.wallet_balance_usd ?? ''),
     availableUsd: parseDatabaseAmount(lease.available_usd ?? ''),
     rateLimit: lease.rate_limit,
+    keyBudgets: keyBudgetsOf(lease.key_budgets),
   };
 }

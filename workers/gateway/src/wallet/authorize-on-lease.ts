@@ -1,9 +1,9 @@
 /**
  * The gateway's side of a leased call (docs/edge.md): a session token that names its wallet is
  * authorized by that wallet's object, with no Postgres round trip when the object's lease covers the
- * call: the platform route, or the byok route with the end user's own key. The object answers
- * `database` for what it does not decide (the developer-key route): that takes the per-call path
- * (routing/authorize-call.ts).
+ * call: the platform route, the byok route with the end user's own key, or the developer_key route
+ * with the developer's (the object leases part of its monthly budget). The object answers
+ * `database` for what it does not decide: that takes the per-call path (routing/authorize-call.ts).
  */
 import type { Env } from '#shared/env.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
@@ -58,6 +58,7 @@ export async function authorizeOnLease(
     alias: input.routing.alias,
     fallbacks: input.routing.fallbacks,
     platformHold: bounds.platform === null ? null : formatUsd(bounds.platform),
+    catalogCost: bounds.developerKeyAtCost === null ? null : formatUsd(bounds.developerKeyAtCost),
     poolAvailable: pool !== null,
     call: {
       id: keys.callId,
@@ -92,10 +93,10 @@ export async function authorizeOnLease(
   }
   let credential = pool as ProviderCredential;
   let providerCredentialId: string | null = null;
-  if (decision.routeMode === 'byok') {
-    // The end user's own key, opened here as the per-call path opens it; at the root registered with
-    // it for providers without a common one (azure, custom).
-    const key = decision.byokKey as NonNullable<typeof decision.byokKey>;
+  if (decision.routeMode !== 'platform') {
+    // The end user's own key or the developer's, opened here as the per-call path opens it; at the
+    // root registered with it for providers without a common one (azure, custom).
+    const key = decision.routeKey as NonNullable<typeof decision.routeKey>;
     try {
       const apiKey = await openStoredKey(env, {
         credentialId: key.id,

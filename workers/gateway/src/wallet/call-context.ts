@@ -14,9 +14,11 @@ import {
   type LeaseContext,
   type LeaseContextInput,
   type LeaseContextRow,
+  type LeasedRoute,
   type StoredKey,
 } from '#shared/wallet/lease-context.ts';
 import type { WalletCallRequest } from '#shared/durable-objects.ts';
+import { keyBudgetsOf, type KeyBudgets } from '#shared/wallet/settle-lease.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 
 /** What the object keeps of a context answer: plain data (amounts as 8-decimal strings). */
@@ -34,9 +36,9 @@ export interface CallContext {
   /** Epoch ms. */
   sessionExpiresAt: number | null;
   /** On `leasable`: the route the call takes. */
-  routeMode: 'platform' | 'byok' | null;
-  /** On the byok route: the end user's key (encrypted) and the fallback providers' keys. */
-  byokKey: StoredKey | null;
+  routeMode: LeasedRoute | null;
+  /** On the byok route the end user's key, on the developer_key route the developer's (encrypted); on byok the fallback providers' keys. */
+  routeKey: StoredKey | null;
   fallbackKeys: Record<string, { id: string; ciphertext: string; iv: string; key_version: number }>;
 }
 
@@ -48,6 +50,7 @@ function contextInput(request: WalletCallRequest): LeaseContextInput {
     model: request.model,
     requestedRoute: request.requestedRoute ?? undefined,
     platformHold: request.platformHold === null ? null : parseDatabaseAmount(request.platformHold),
+    catalogCost: request.catalogCost === null ? null : parseDatabaseAmount(request.catalogCost),
     poolAvailable: request.poolAvailable,
     routing: { alias: request.alias, fallbacks: request.fallbacks },
   };
@@ -66,10 +69,10 @@ export async function fetchCallContext(database: LedgerDatabase, request: Wallet
 export async function fetchCallContextWithLease(
   database: LedgerDatabase,
   request: WalletCallRequest,
-  lease: { wallet: string; targetUsd: string; ttlSeconds: number; callSlots: number },
+  lease: { wallet: string; targetUsd: string; ttlSeconds: number; callSlots: number; budgetUsd: string },
 ): Promise<{
   context: CallContext;
-  lease: { leaseUsd: string; leaseExpiresAt: Date; spendLimits: unknown; rateLimit: unknown } | null;
+  lease: { leaseUsd: string; leaseExpiresAt: Date; spendLimits: unknown; rateLimit: unknown; keyBudgets: KeyBudgets } | null;
 }> {
   const row = await queryOne<
     LeaseContextRow & {
@@ -77,14 +80,18 @@ export async function fetchCallContextWithLease(
       lease_expires_at: Date | string | null;
       spend_limits: unknown;
       rate_limit: unknown;
+      key_budgets: unknown;
     }
   >(
     database,
-    // faucet_open_lease takes the lease only for a leasable call of the end user the object is named after.
-    sql`select c.*, l.lease_amount_usd, l.lease_expires_at, l.spend_limits, l.rate_limit
+    // faucet_open_lease takes the lease only for a leasable call of the end user the object is named
+    // after; on the developer_key route part of the key's budget too (`budgetUsd`).
+    sql`select c.*, l.lease_amount_usd, l.lease_expires_at, l.spend_limits, l.rate_limit, l.key_budgets
           from ${leaseContextCall(contextInput(request))} c
           left join lateral faucet_open_lease(c.end_user_id, c.outcome, ${lease.wallet}, ${lease.targetUsd}::numeric,
-                                              ${lease.ttlSeconds}::integer, ${lease.callSlots}::integer) l on true`,
+                                              ${lease.ttlSeconds}::integer, ${lease.callSlots}::integer,
+                                              case when c.route_mode = 'developer_key'
+                                                   then jsonb_build_object(c.credential_id, ${lease.budgetUsd}::text) end) l on true`,
   );
   return {
     context: callContextOf(leaseContextOfRow(row)),
@@ -96,6 +103,7 @@ export async function fetchCallContextWithLease(
             leaseExpiresAt: new Date(row.lease_expires_at as string),
             spendLimits: row.spend_limits,
             rateLimit: row.rate_limit,
+            keyBudgets: keyBudgetsOf(row.key_budgets),
           },
   };
 }
@@ -113,7 +121,7 @@ function callContextOf(context: LeaseContext): CallContext {
     fallbacks: [],
     sessionExpiresAt: null,
     routeMode: null,
-    byokKey: null,
+    routeKey: null,
     fallbackKeys: {},
   };
   if (!('appId' in context)) return { ...none, outcome: context.outcome };
@@ -140,7 +148,7 @@ function callContextOf(context: LeaseContext): CallContext {
     ...routing,
     sessionExpiresAt: context.sessionExpiresAt.getTime(),
     routeMode: context.routeMode,
-    byokKey: context.byokKey,
+    routeKey: context.routeKey,
     fallbackKeys: context.fallbackKeys ?? {},
   };
 }

@@ -2,10 +2,13 @@
  * A wallet object's accounts, in memory and in its storage (docs/edge.md, "The wallet object"): the
  * lease Postgres granted, the calls in flight (each reserving its worst case) and the settled calls
  * not yet flushed (each counting its retail). A call is covered when the lease, less everything
- * committed, holds its worst case and the lease outlives the call. Amounts are integer units of
- * 10⁻⁸ USD (bigint), never floats.
+ * committed, holds its worst case and the lease outlives the call. On the developer_key route the
+ * same again on the key's budget lease: the worst-case upstream cost in flight, the recorded one once
+ * settled. Amounts are integer units of 10⁻⁸ USD (bigint), never floats.
  */
 import { formatUsd, parseDatabaseAmount, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
+import type { LeasedRoute } from '#shared/wallet/lease-context.ts';
+import type { KeyBudgets } from '#shared/wallet/settle-lease.ts';
 
 /** One call the object knows of, as stored under `call:<id>`. */
 export interface StoredCall {
@@ -15,6 +18,10 @@ export interface StoredCall {
   state: 'in_flight' | 'settled' | 'refused';
   /** The worst case reserved while in flight (units). */
   reservedUnits: bigint;
+  /** On the developer_key route: the worst-case upstream cost reserved on the key's budget while in flight (units). */
+  budgetUnits?: bigint;
+  /** On the developer_key route, once settled: the upstream cost its booking records (units). */
+  costUnits?: bigint;
   /** The settlement's retail (units), once settled. */
   retailUnits: bigint;
   /** Epoch ms after which an unsettled call is booked at its bound. */
@@ -35,8 +42,8 @@ export interface StoredCall {
     endUserId: string;
     candidates: Array<{ provider: string; model: string; boundInputTokens: number; boundOutputTokens: number }>;
     /** Absent on calls stored before the byok route was leased: platform. */
-    routeMode?: 'platform' | 'byok';
-    /** On the byok route: the end user's key the call used. */
+    routeMode?: LeasedRoute;
+    /** On the byok route the end user's key the call used, on the developer_key route the developer's. */
     providerCredentialId?: string | null;
   };
   /** The booking (faucet_usage_booking as JSON), once settled. */
@@ -53,6 +60,61 @@ export interface Lease {
   limits?: LeaseLimit[];
   /** The app's requests-per-minute limit when Postgres last set the lease (absent: none). */
   rate?: LeaseRate;
+  /** Each developer key's budget lease (absent or missing a key: none of it held). */
+  budgets?: Record<string, KeyBudget>;
+}
+
+/** Part of a developer key's monthly budget Postgres reserved for this object (faucet_settle_lease's key_budgets). */
+export interface KeyBudget {
+  units: bigint;
+  /** Epoch ms: the lease's life, or the month's end when sooner. */
+  expiresAt: number;
+}
+
+/** key_budgets as the object keeps them: the keys of which it holds something. */
+export function keyBudgetsOf(granted: KeyBudgets): Record<string, KeyBudget> {
+  const budgets: Record<string, KeyBudget> = {};
+  for (const [id, { amount, expiresAt }] of Object.entries(granted)) {
+    const held = units(amount);
+    if (held > 0n && expiresAt !== null) budgets[id] = { units: held, expiresAt };
+  }
+  return budgets;
+}
+
+/** `held` with the keys of `granted` as granted now (one granted nothing is no longer held). */
+export function mergeKeyBudgets(held: Record<string, KeyBudget> | undefined, granted: KeyBudgets): Record<string, KeyBudget> {
+  const merged = { ...held };
+  for (const id of Object.keys(granted)) delete merged[id];
+  return { ...merged, ...keyBudgetsOf(granted) };
+}
+
+/** What a call holds of a developer key's budget: its worst-case cost in flight, its recorded cost settled. */
+export function budgetCommittedUnits(call: StoredCall, keyId: string): bigint {
+  if (call.rating.routeMode !== 'developer_key' || call.rating.providerCredentialId !== keyId) return 0n;
+  if (call.state === 'in_flight') return call.budgetUnits ?? 0n;
+  if (call.state === 'settled') return call.costUnits ?? 0n;
+  return 0n;
+}
+
+/** Whether the key's budget lease holds one more call of `worst` upstream cost that may run until `until`. */
+export function budgetCovers(budget: KeyBudget | undefined, committed: bigint, worst: bigint, until: number): boolean {
+  return budget !== undefined && budget.expiresAt >= until && budget.units - committed >= worst;
+}
+
+/**
+ * The end user's worst case on the developer_key route (faucet_authorize_call's hold): the feature's
+ * price for the bound tokens, rounded up to 10⁻⁸ USD (faucet_developer_price), else the catalog cost.
+ */
+export function developerKeyHold(pricePerMtokUsd: string | null, tokens: number, catalogCost: bigint): bigint {
+  if (pricePerMtokUsd === null) return catalogCost;
+  const product = units(pricePerMtokUsd) * BigInt(tokens);
+  return (product + 999_999n) / 1_000_000n;
+}
+
+/** The upstream cost a booking (faucet_usage_booking as JSON) records, in units. */
+export function bookedCostUnits(booking: Record<string, unknown> | null): bigint {
+  const cost = booking?.upstream_cost;
+  return typeof cost === 'string' ? units(cost) : 0n;
 }
 
 /**

@@ -113,7 +113,7 @@ describe('a byok call on the lease', () => {
       clientRequestId: 'req_byok_never_settled',
       requestedRoute: 'byok',
     });
-    expect(decision).toMatchObject({ outcome: 'authorized', routeMode: 'byok', byokKey: { id: key.id } });
+    expect(decision).toMatchObject({ outcome: 'authorized', routeMode: 'byok', routeKey: { id: key.id } });
     // Its worst case in flight is the open fee.
     expect((await object.snapshot()).committedUsd).toBe(fee);
     await sweepCallNow(session.token, callId);

@@ -57,6 +57,16 @@ async function routeOf(response: Response) {
 /** A platform call asked for by name, and a developer-key one (the per-call path: its budget spans every end user). */
 const onPlatform = { ...ask(), route_mode: 'platform' };
 const onDeveloperKey = { ...ask(), route_mode: 'developer_key' };
+/**
+ * The per-call path's view of the same end user: a gateway with leases off (as for a call the lease
+ * does not take — a developer key past its budget leased out falls back to the platform there).
+ */
+const perCall = (): TestEnv => ({ ...testEnv, WALLET_LEASES: 'off' });
+/** 21 calls at once: on the lease on the platform route and on the developer_key route, and per-call on the developer_key route. */
+const mixedCalls = (gateway: Parameters<typeof chat>[0], token: string) =>
+  Array.from({ length: 21 }, (_, index) =>
+    chat(gateway, index % 3 === 2 ? perCall() : testEnv, token, index % 3 === 0 ? onPlatform : onDeveloperKey),
+  );
 
 /** The app's developer registers an openai key of their own. */
 async function developerKeyOf(developerKey: string): Promise<void> {
@@ -205,7 +215,7 @@ describe('an attacker against a spend limit on the lease', () => {
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 
-  it('10 leased and 10 developer-key calls at once against a daily limit of 5 worst cases: booked + held never above it', async () => {
+  it('7 platform and 7 developer-key calls on the lease and 7 per-call at once against a daily limit of 5 worst cases: booked + held never above it', async () => {
     const limit = formatUsd(tenthsOf(worst(), 50n));
     const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
     await developerKeyOf(limited.developerKey);
@@ -213,8 +223,7 @@ describe('an attacker against a spend limit on the lease', () => {
     const session = await limited.session('5.00000000');
     const upstream = worstCaseUpstream();
     const { gateway } = countingGateway(upstream.fetch);
-    const bodies = Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? onPlatform : onDeveloperKey));
-    const responses = await Promise.all(bodies.map((body) => chat(gateway, testEnv, session.token, body)));
+    const responses = await Promise.all(mixedCalls(gateway, session.token));
     const served = responses.filter((response) => response.status === 200).length;
     expect(served).toBeGreaterThan(0);
     expect(responses.filter((response) => response.status !== 200).every((response) => response.status === 402)).toBe(true);
@@ -226,7 +235,7 @@ describe('an attacker against a spend limit on the lease', () => {
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 
-  it('a per-call route cannot spend what the lease reserved: a developer-key call counts the lease as spent', async () => {
+  it('a per-call call cannot spend what the lease reserved: it counts the lease as spent', async () => {
     const limit = formatUsd(tenthsOf(worst(), 20n));
     const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
     await developerKeyOf(limited.developerKey);
@@ -239,7 +248,7 @@ describe('an attacker against a spend limit on the lease', () => {
     expect(await leaseHold(session.walletId)).toBe(limit);
     // The developer-key call's worst case (its catalog cost, below the platform's) fits the limit less
     // what is booked, but not less the lease as well.
-    const refused = await errorOf(await chat(gateway, testEnv, session.token, onDeveloperKey));
+    const refused = await errorOf(await chat(gateway, perCall(), session.token, onDeveloperKey));
     expect(refused).toMatchObject({ status: 402, code: 'budget_exceeded' });
     expect(refused.message).toContain(`spend limit per user of ${limit} USD per day`);
     expect(upstream.requests).toHaveLength(1);
@@ -248,7 +257,7 @@ describe('an attacker against a spend limit on the lease', () => {
     const object = walletObjectOf(session.token);
     await object.recall();
     await object.resume();
-    expect((await routeOf(await chat(gateway, testEnv, session.token, onDeveloperKey))).route_mode).toBe('developer_key');
+    expect((await routeOf(await chat(gateway, perCall(), session.token, onDeveloperKey))).route_mode).toBe('developer_key');
     // Booked: worst + that call's charge; a platform call (worst) would pass the limit: the renewed lease holds only the room.
     expect(await errorOf(await chat(gateway, testEnv, session.token, onPlatform))).toMatchObject({ status: 402, code: 'budget_exceeded' });
     expect(upstream.requests).toHaveLength(2);
@@ -291,7 +300,7 @@ describe('a requests-per-minute limit on the lease', () => {
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 
-  it('a per-call route counts the call slots the lease holds: a developer-key call is refused 429 while they fill the window', async () => {
+  it('a per-call call counts the call slots the lease holds: refused 429 while they fill the window', async () => {
     const limited = await limitedApp(testEnv, { requestsPerMinute: 2 });
     await developerKeyOf(limited.developerKey);
     const session = await limited.session('1.00000000');
@@ -300,14 +309,17 @@ describe('a requests-per-minute limit on the lease', () => {
 
     // One platform call on the lease: its slots (the call, and one more to come) fill the window of 2.
     expect((await routeOf(await chat(gateway, testEnv, session.token, onPlatform))).route_mode).toBe('platform');
-    expect(await errorOf(await chat(gateway, testEnv, session.token, onDeveloperKey))).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(await errorOf(await chat(gateway, perCall(), session.token, onDeveloperKey))).toMatchObject({
+      status: 429,
+      code: 'rate_limited',
+    });
     expect(upstream.requests).toHaveLength(1);
 
     // The lease given back (the call recorded, no slot kept): the developer-key call is the window's second.
     const object = walletObjectOf(session.token);
     await object.recall();
     await object.resume();
-    expect((await routeOf(await chat(gateway, testEnv, session.token, onDeveloperKey))).route_mode).toBe('developer_key');
+    expect((await routeOf(await chat(gateway, perCall(), session.token, onDeveloperKey))).route_mode).toBe('developer_key');
     // The window is full: the object's renewal grants no slot.
     expect(await errorOf(await chat(gateway, testEnv, session.token, onPlatform))).toMatchObject({ status: 429, code: 'rate_limited' });
     expect(upstream.requests).toHaveLength(2);
@@ -318,15 +330,14 @@ describe('a requests-per-minute limit on the lease', () => {
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 
-  it('10 leased and 10 developer-key calls at once against 5 per minute: never more than 5 in the window', async () => {
+  it('7 platform and 7 developer-key calls on the lease and 7 per-call at once against 5 per minute: never more than 5 in the window', async () => {
     const limited = await limitedApp(testEnv, { requestsPerMinute: 5 });
     await developerKeyOf(limited.developerKey);
     // The lease takes a chunk of the balance (WALLET_LEASE_USD, 1 USD); the per-call holds use the rest.
     const session = await limited.session('5.00000000');
     const upstream = worstCaseUpstream();
     const { gateway } = countingGateway(upstream.fetch);
-    const bodies = Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? onPlatform : onDeveloperKey));
-    const responses = await Promise.all(bodies.map((body) => chat(gateway, testEnv, session.token, body)));
+    const responses = await Promise.all(mixedCalls(gateway, session.token));
     const served = responses.filter((response) => response.status === 200).length;
     expect(served).toBeGreaterThan(0);
     expect(served).toBeLessThanOrEqual(5);

@@ -1,7 +1,8 @@
 /**
  * The wallet Durable Object (issue 19, docs/edge.md "The wallet object"): one per end-user wallet,
- * named by the session token. It authorizes platform-route calls against a lease — a hold Postgres
- * granted on the wallet for a chunk of its balance — in memory and its own storage, with no Postgres
+ * named by the session token. It authorizes calls against a lease — a hold Postgres granted on the
+ * wallet for a chunk of its balance, and on the developer_key route part of the developer key's
+ * monthly budget — in memory and its own storage, with no Postgres
  * round trip; it writes each settlement to its storage before answering, and flushes settlements to
  * Postgres in batches from its alarm (`faucet_settle_lease`: idempotent per call, the lease reset in
  * the same statement). Prepaid online charging (3GPP credit control) in small.
@@ -11,9 +12,11 @@
  *   (session, feature, model, route) for `freshMs`, refreshed in the background up to `staleMs`, and
  *   read again after that: a developer's suspension or an app's archive takes effect within seconds;
  *   a revoked session at once when the API pushes it (`revokeSessions`), else within the same bound.
- * - Only calls Postgres calls `leasable` are authorized here (the platform route, and the byok route
- *   with the end user's key); the rest (the developer-key route) answer `database` and take the
- *   per-call path, which decides them exactly. The app's per-end-user limits
+ * - Only calls Postgres calls `leasable` are authorized here (the platform route, the byok route with
+ *   the end user's key, the developer_key route with the developer's); the rest answer `database` and
+ *   take the per-call path, which decides them exactly. So does a developer_key call the key's budget
+ *   lease cannot cover after a renewal (the per-call path then falls back to the platform route, or
+ *   refuses it `budget_exceeded`, as it always has). The app's per-end-user limits
  *   cap the lease in Postgres, which counts it against them for the per-call calls: its amount as
  *   spent (spend limits), its call slots as calls in the window (requests per minute). A call the
  *   capped lease cannot cover is refused naming the limit.
@@ -42,11 +45,17 @@ import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { createLogger, type Logger } from '#shared/logger.ts';
 import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
 import {
+  bookedCostUnits,
+  budgetCommittedUnits,
+  budgetCovers,
   committedUnits,
   covers,
+  developerKeyHold,
   hasCallSlot,
+  keyBudgetsOf,
   type Lease,
   leaseLimits,
+  mergeKeyBudgets,
   leaseRate,
   refusingLimit,
   retryAfterSeconds,
@@ -139,11 +148,12 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     if (this.revoked.has(request.tokenHash)) return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
     const limits = callLimits(this.env);
     const platformWorst = request.platformHold === null ? 0n : units(request.platformHold);
+    const catalogWorst = request.catalogCost === null ? null : units(request.catalogCost);
     const until = Date.now() + (limits.maxDurationSeconds + limits.settleGraceSeconds) * 1000;
     // A lease that falls short: the session's context and the lease come in one statement when the
     // context has to be read anyway (the first call of a wallet waits on one round trip).
     const leaseShort = !this.leaseCovers(platformWorst, until);
-    const context = await this.context(request, leaseShort ? platformWorst : null);
+    const context = await this.context(request, leaseShort ? maxUnits(platformWorst, catalogWorst ?? 0n) : null, catalogWorst ?? 0n);
     const routing = { aliases: context.aliases, fallbacks: context.fallbacks };
     if (context.outcome === 'database') return { outcome: 'database' };
     if (context.outcome === 'routing_changed') return { outcome: 'routing_changed', routing };
@@ -158,10 +168,24 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       this.meta = { ...this.meta, wallet: request.wallet, endUserId };
       await this.ctx.storage.put('meta', this.meta);
     }
-    const byok = context.routeMode === 'byok';
-    if (!byok && request.platformHold === null) return { outcome: 'database' };
-    // The call's worst case on its route: the platform price, or on the byok route the open fee.
-    const worst = byok ? units(context.openFeeUsd ?? '0.00000000') : platformWorst;
+    const route = context.routeMode ?? 'platform';
+    if (route === 'platform' && request.platformHold === null) return { outcome: 'database' };
+    const boundOutputTokens = Math.min(request.call.boundOutputTokens, context.maxOutputTokens ?? request.call.boundOutputTokens);
+    // The key's budget on the developer_key route: the call's worst-case upstream cost (0 for a
+    // custom server's model at the feature's price, whose cost Faucet cannot know).
+    const keyId = route === 'developer_key' ? (context.routeKey?.id ?? null) : null;
+    const keyWorst = catalogWorst ?? 0n;
+    if (route === 'developer_key' && (keyId === null || (catalogWorst === null && context.developerPricePerMtokUsd === null))) {
+      return { outcome: 'database' };
+    }
+    // The call's worst case on its route: the platform price; on the byok route the open fee; on the
+    // developer_key route the feature's price for the bound tokens, else the catalog cost.
+    const worst =
+      route === 'byok'
+        ? units(context.openFeeUsd ?? '0.00000000')
+        : route === 'developer_key'
+          ? developerKeyHold(context.developerPricePerMtokUsd, request.call.boundInputTokens + boundOutputTokens, keyWorst)
+          : platformWorst;
 
     const { call } = request;
     const claimed = this.claims.get(call.clientRequestId);
@@ -169,9 +193,9 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
 
     // While a recall is under way the lease in memory is not what Postgres will hold: the release
     // keeps only the calls in flight when it began. A call then waits for the debit and a renewal.
-    if (this.recalling() || !this.leaseCovers(worst, until)) {
+    if (this.recalling() || !this.leaseCovers(worst, until) || (keyId !== null && !this.budgetCovers(keyId, keyWorst, until))) {
       // One renewal (which also flushes what is settled); a call it still cannot cover is refused.
-      await this.sync(worst);
+      await this.sync(worst, keyId === null ? {} : { budgetNeed: { keyId, units: keyWorst } });
       const { rate } = this.meta.lease;
       if (rate !== undefined && !hasCallSlot(this.meta.lease, this.unrecordedCalls())) {
         // The window is full (the per-call path checks it first too).
@@ -185,6 +209,9 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
           featureKey: context.featureKey,
         };
       }
+      // The key's budget has no room for it (the other objects' leases and the per-call calls hold
+      // it): the per-call path decides, as it does for the key's budget (step 5, before the balance).
+      if (keyId !== null && !this.budgetCovers(keyId, keyWorst, until)) return { outcome: 'database' };
       if (!covers(this.meta.lease, this.committed(), worst, until)) {
         // Postgres capped the lease by the app's spend limit or by the balance: the refusal says which.
         const limit = refusingLimit(this.meta.lease, this.committed(), worst);
@@ -203,6 +230,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       clientRequestId: call.clientRequestId,
       state: 'in_flight',
       reservedUnits: worst,
+      ...(keyId === null ? {} : { budgetUnits: keyWorst }),
       retailUnits: 0n,
       sweepAt: Date.now() + (call.maxDurationSeconds + limits.settleGraceSeconds) * 1000,
       record: {
@@ -213,12 +241,12 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         app_id: context.appId,
         end_user_id: endUserId,
         feature_key: context.featureKey,
-        route_mode: byok ? 'byok' : 'platform',
+        route_mode: route,
         provider: request.provider,
         model: request.model,
-        provider_credential_id: byok ? context.byokKey?.id : null,
+        provider_credential_id: route === 'platform' ? null : (context.routeKey?.id ?? null),
         bound_input_tokens: call.boundInputTokens,
-        bound_output_tokens: Math.min(call.boundOutputTokens, context.maxOutputTokens ?? call.boundOutputTokens),
+        bound_output_tokens: boundOutputTokens,
         deadline_at: new Date(call.authorizedAt + call.maxDurationSeconds * 1000).toISOString(),
         created_at: new Date(call.authorizedAt).toISOString(),
         developer_price_per_mtok_usd: context.developerPricePerMtokUsd,
@@ -240,8 +268,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         appId: context.appId as string,
         endUserId,
         candidates: call.candidates,
-        routeMode: byok ? 'byok' : 'platform',
-        providerCredentialId: byok ? (context.byokKey?.id ?? null) : null,
+        routeMode: route,
+        providerCredentialId: route === 'platform' ? null : (context.routeKey?.id ?? null),
       },
       booking: null,
       refusal: null,
@@ -264,9 +292,9 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       openFeeUsd: context.openFeeUsd,
       maxOutputTokens: context.maxOutputTokens,
       routing,
-      routeMode: byok ? 'byok' : 'platform',
-      byokKey: byok ? context.byokKey : null,
-      fallbackKeys: byok ? context.fallbackKeys : {},
+      routeMode: route,
+      routeKey: route === 'platform' ? null : context.routeKey,
+      fallbackKeys: route === 'byok' ? context.fallbackKeys : {},
     };
   }
 
@@ -274,7 +302,13 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const call = this.calls.get(callId);
     // Unknown: booked already (flushed, or swept at its bound) — a late settlement changes nothing.
     if (call === undefined || call.state !== 'in_flight') return;
-    const settled: StoredCall = { ...call, state: 'settled', booking: settlement.booking, retailUnits: units(settlement.retailUsd) };
+    const settled: StoredCall = {
+      ...call,
+      state: 'settled',
+      booking: settlement.booking,
+      retailUnits: units(settlement.retailUsd),
+      costUnits: bookedCostUnits(settlement.booking),
+    };
     this.calls.set(callId, settled);
     await this.ctx.storage.put(`call:${callId}`, settled);
     if (intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000) === 0) {
@@ -354,6 +388,12 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       unflushedUsd: usdString(unflushedUnits),
       refused,
       statements: this.statements,
+      keyBudgets: Object.fromEntries(
+        Object.entries(this.meta.lease.budgets ?? {}).map(([keyId, budget]) => [
+          keyId,
+          { leaseUsd: usdString(budget.units), committedUsd: usdString(this.budgetCommitted(keyId)) },
+        ]),
+      ),
     };
   }
 
@@ -419,14 +459,32 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     return covers(this.meta.lease, this.committed(), worst, until) && hasCallSlot(this.meta.lease, this.unrecordedCalls());
   }
 
+  /** The key's budget lease holds one more call of `worst` upstream cost until `until`. */
+  private budgetCovers(keyId: string, worst: bigint, until: number): boolean {
+    return budgetCovers(this.meta.lease.budgets?.[keyId], this.budgetCommitted(keyId), worst, until);
+  }
+
+  /** What the object's calls commit of a developer key's budget (`inFlightOnly`: the calls in flight alone). */
+  private budgetCommitted(keyId: string, inFlightOnly = false): bigint {
+    let total = 0n;
+    for (const call of this.calls.values()) {
+      if (!inFlightOnly || call.state === 'in_flight') total += budgetCommittedUnits(call, keyId);
+    }
+    return total;
+  }
+
   private hasUnflushed(): boolean {
     for (const call of this.calls.values()) if (call.state === 'settled') return true;
     return false;
   }
 
-  /** The lease holds money, or call slots (which the per-call path counts against the end user's window). */
+  /**
+   * The lease holds money, call slots (which the per-call path counts against the end user's window)
+   * or part of a developer key's budget.
+   */
   private holdsLease(): boolean {
-    return this.meta.lease.units > 0n || (this.meta.lease.rate?.slots ?? 0) > 0;
+    const { lease } = this.meta;
+    return lease.units > 0n || (lease.rate?.slots ?? 0) > 0 || Object.keys(lease.budgets ?? {}).length > 0;
   }
 
   /** The lease is renewed once half its life is gone while the wallet is in use. */
@@ -446,17 +504,26 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   }
 
   /**
-   * One statement: books the settled calls (with their call records) and sets the lease to cover
-   * what is committed plus `need` plus a chunk (or, releasing, only the calls in flight). Runs after
-   * any statement before it; the lease is never set below what Postgres already granted minus what it
-   * booked, so reservations made while it runs stay covered.
+   * The part of a developer key's budget asked for beyond the calls on it: smaller than the balance's
+   * chunk, since every end user's object of the developer's apps shares the one budget.
    */
-  private sync(need: bigint, options: { release?: boolean } = {}): Promise<void> {
+  private keyChunk(): bigint {
+    return usdToUnits(parseUsdSetting(this.env.WALLET_KEY_BUDGET_USD, usdFromUnits(10_000_000n)));
+  }
+
+  /**
+   * One statement: books the settled calls (with their call records) and sets the lease to cover
+   * what is committed plus `need` plus a chunk (or, releasing, only the calls in flight), and each
+   * developer key's budget lease the same way (`budgetNeed`: a call's worst-case cost on one key).
+   * Runs after any statement before it; the lease is never set below what Postgres already granted
+   * minus what it booked, so reservations made while it runs stay covered.
+   */
+  private sync(need: bigint, options: { release?: boolean; budgetNeed?: { keyId: string; units: bigint } } = {}): Promise<void> {
     const release = options.release === true;
     // A release (a recall's, or the idle one) sets the lease to the calls in flight when it begins:
     // until it has, no call is authorized on the lease in memory (`recalling`).
     if (release) this.releases += 1;
-    const run = this.ledgerQueue.then(() => this.syncNow(need, release));
+    const run = this.ledgerQueue.then(() => this.syncNow(need, release, options.budgetNeed));
     this.ledgerQueue = run.catch(() => undefined);
     if (release) {
       void run
@@ -468,7 +535,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     return run;
   }
 
-  private async syncNow(need: bigint, release: boolean): Promise<void> {
+  private async syncNow(need: bigint, release: boolean, budgetNeed?: { keyId: string; units: bigint }): Promise<void> {
     if (!release) await this.leaseUnpaused();
     const endUserId = this.meta.endUserId;
     if (endUserId === null || this.meta.wallet === null) return;
@@ -478,6 +545,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const target = release ? this.committedInFlight() : afterBatch + need + this.chunk();
     const flushing = new Set(batch.map((call) => call.id));
     const callSlots = release ? this.unrecordedCalls(flushing, 'in_flight') : this.unrecordedCalls(flushing) + callSlotChunk;
+    const budgets = this.budgetTargets(batch, release, budgetNeed);
     const result = await flushLease(this.openDatabase(), {
       endUserId,
       leaseKey: `lease:${this.meta.wallet}`,
@@ -487,6 +555,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       keep: !release,
       ttlSeconds: this.leaseTtlSeconds(),
       callSlots,
+      budgets,
     });
     const flushed: StoredCall[] = [];
     const refused: StoredCall[] = [];
@@ -508,6 +577,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         expiresAt: result.leaseExpiresAt.getTime(),
         limits: leaseLimits(result.spendLimits),
         rate: leaseRate(result.rateLimit),
+        budgets: keyBudgetsOf(result.keyBudgets),
       },
     };
     // One implicit transaction: the flushed calls go, their request ids stay claimed on their own,
@@ -519,6 +589,36 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       ...Object.fromEntries(flushed.map((call) => [`claim:${call.clientRequestId}`, claimUntil(call)])),
     });
     if (this.hasUnflushed()) await this.scheduleAlarm();
+  }
+
+  /**
+   * The budget each developer key's lease should hold after a flush of `batch`: what the object's
+   * calls on it commit less the batch's recorded costs (booked now), plus a call's need and a chunk;
+   * releasing, the calls in flight alone. Every key the object holds or has calls on is named (one
+   * not named keeps its lease until it expires). Undefined: none.
+   */
+  private budgetTargets(
+    batch: StoredCall[],
+    release: boolean,
+    budgetNeed: { keyId: string; units: bigint } | undefined,
+  ): Record<string, string> | undefined {
+    const keys = new Set(Object.keys(this.meta.lease.budgets ?? {}));
+    for (const call of this.calls.values()) {
+      if (call.rating.routeMode === 'developer_key' && call.rating.providerCredentialId) keys.add(call.rating.providerCredentialId);
+    }
+    if (budgetNeed !== undefined) keys.add(budgetNeed.keyId);
+    if (keys.size === 0) return undefined;
+    const targets: Record<string, string> = {};
+    for (const keyId of keys) {
+      if (release) {
+        targets[keyId] = usdString(this.budgetCommitted(keyId, true));
+        continue;
+      }
+      const booked = batch.reduce((sum, call) => sum + budgetCommittedUnits(call, keyId), 0n);
+      const need = budgetNeed?.keyId === keyId ? budgetNeed.units : 0n;
+      targets[keyId] = usdString(this.budgetCommitted(keyId) - booked + need + this.keyChunk());
+    }
+    return targets;
   }
 
   private committedInFlight(): bigint {
@@ -534,7 +634,13 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     for (const call of this.calls.values()) {
       if (call.state !== 'in_flight' || call.sweepAt > now) continue;
       const { booking, retailUsd } = boundBooking(this.env, call);
-      const settled: StoredCall = { ...call, state: 'settled', booking, retailUnits: units(retailUsd) };
+      const settled: StoredCall = {
+        ...call,
+        state: 'settled',
+        booking,
+        retailUnits: units(retailUsd),
+        costUnits: bookedCostUnits(booking),
+      };
       this.calls.set(call.id, settled);
       writes[`call:${call.id}`] = settled;
     }
@@ -574,7 +680,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     this.alarmAt = at;
   }
 
-  private async context(request: WalletCallRequest, leaseNeed: bigint | null): Promise<CallContext> {
+  private async context(request: WalletCallRequest, leaseNeed: bigint | null, budgetNeed: bigint): Promise<CallContext> {
     const key = JSON.stringify([
       request.tokenHash,
       request.featureKey,
@@ -584,6 +690,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       request.alias,
       request.fallbacks,
       request.platformHold === null,
+      request.catalogCost === null,
       request.poolAvailable,
     ]);
     const cached = this.contexts.get(key);
@@ -599,13 +706,16 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       }
       return cached.row;
     }
-    const row = leaseNeed !== null ? await this.fetchContextAndLease(request, leaseNeed) : await this.fetchContext(request);
+    const row = leaseNeed !== null ? await this.fetchContextAndLease(request, leaseNeed, budgetNeed) : await this.fetchContext(request);
     this.contexts.set(key, { row, fetchedAt: Date.now(), refreshing: false });
     return row;
   }
 
-  /** The context and the lease in one statement, in turn with every other statement that sets the lease. */
-  private fetchContextAndLease(request: WalletCallRequest, need: bigint): Promise<CallContext> {
+  /**
+   * The context and the lease in one statement, in turn with every other statement that sets the
+   * lease; on the developer_key route part of the key's budget too (`budgetNeed` plus a chunk).
+   */
+  private fetchContextAndLease(request: WalletCallRequest, need: bigint, budgetNeed: bigint): Promise<CallContext> {
     const generation = this.generation;
     const run = this.ledgerQueue.then(async () => {
       await this.leaseUnpaused();
@@ -614,6 +724,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         targetUsd: usdString(this.committed() + need + this.chunk()),
         ttlSeconds: this.leaseTtlSeconds(),
         callSlots: this.unrecordedCalls() + callSlotChunk,
+        budgetUsd: usdString(budgetNeed + this.keyChunk()),
       });
       if (lease !== null) {
         // A lease is granted only for the end user this object is named after: the object is theirs
@@ -627,6 +738,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
             expiresAt: lease.leaseExpiresAt.getTime(),
             limits: leaseLimits(lease.spendLimits),
             rate: leaseRate(lease.rateLimit),
+            // The key's budget granted now, with those the object held before (unchanged by this statement).
+            budgets: mergeKeyBudgets(this.meta.lease.budgets, lease.keyBudgets),
           },
         };
         await this.ctx.storage.put('meta', this.meta);
@@ -678,12 +791,14 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   }
 }
 
-/** What a failed statement is reported as: its SQLSTATE (the query and its data are never repeated). */
 /** A request id stays claimed for a day after its call was authorized. */
 function claimUntil(call: StoredCall): number {
   return call.rating.authorizedAt + claimTtlMs;
 }
 
+const maxUnits = (a: bigint, b: bigint): bigint => (a > b ? a : b);
+
+/** What a failed statement is reported as: its SQLSTATE (the query and its data are never repeated). */
 function failureCode(error: unknown): string {
   let current: unknown = error;
   for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
