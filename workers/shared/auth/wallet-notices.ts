@@ -5,8 +5,10 @@
  * (seconds). The API never creates an object: an object lives where it is first called, next to the
  * end user's first gateway call, not next to the developer's backend.
  */
+import { sql } from 'drizzle-orm';
 import type { WalletObjectContract } from '../durable-objects.ts';
 import type { Env } from '../env.ts';
+import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
 import type { Logger } from '../logger.ts';
 import { walletName } from './session-token.ts';
 
@@ -38,6 +40,46 @@ export async function pushRevocations(
  */
 export function pushKeyChange(env: Env, endUserId: string, logger?: Logger): Promise<void> {
   return tellWalletObject(env, endUserId, (object) => object.forgetContexts(), 'a wallet object was not told of a key change', logger);
+}
+
+/** At most this many wallet objects are told at once, and this many in all, of a developer key disabled. */
+const keyPushConcurrency = 25;
+const keyPushMax = 1_000;
+
+/**
+ * A developer key was disabled (in Postgres first): every wallet object holding part of its budget
+ * (faucet_settle_lease's budget lease, unexpired) reads the routing of its calls again, so none
+ * takes the key again. An object without such a lease cannot use the key without a renewal, which
+ * grants nothing of a disabled key (the renewal and the disable lock the key's row, so one sees the
+ * other). Best effort: past `keyPushMax` objects, or for one that cannot be reached, the key may be
+ * used for as long as the object's cached routing lasts (seconds) within its budget lease. Returns
+ * how many objects were told.
+ */
+export async function pushDeveloperKeyDisabled(env: Env, db: LedgerDatabase, keyId: string, logger?: Logger): Promise<number> {
+  const namespace = env.WALLET;
+  if (namespace === undefined || env.WALLET_LEASES === 'off') return 0;
+  const rows = await queryRows<{ wallet_object: string }>(
+    db,
+    // A budget lease's key is 'lease:<object name>:<key id>' (36 characters).
+    sql`select substring(r.request_id from 7 for length(r.request_id) - 43) as wallet_object
+          from provider_credential_reservations r
+         where r.credential_id = ${keyId}::uuid and r.request_id like 'lease:%' and r.expires_at > now()
+         limit ${keyPushMax}`,
+  );
+  let told = 0;
+  for (let start = 0; start < rows.length; start += keyPushConcurrency) {
+    await Promise.all(
+      rows.slice(start, start + keyPushConcurrency).map(async ({ wallet_object: name }) => {
+        try {
+          await namespace.get(namespace.idFromName(name)).forgetContexts();
+          told += 1;
+        } catch {
+          logger?.warn('a wallet object was not told of a developer key disabled');
+        }
+      }),
+    );
+  }
+  return told;
 }
 
 /**

@@ -6,6 +6,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
+import { pushDeveloperKeyDisabled } from '#shared/auth/wallet-notices.ts';
 import { parseWireAmount } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { createProviderKey } from '#shared/provider-keys/create-provider-key.ts';
@@ -78,12 +79,11 @@ export function registerDeveloperProviderKeyRoutes(app: ServiceApp, options: { f
   });
 
   app.openapi(disableKey, async (c) => {
-    const row = await disableProviderKey(
-      c.var.database().db,
-      ownerOf(c.var.developer.developerId),
-      c.req.valid('param').id,
-      c.var.requestId,
-    );
+    const { db } = c.var.database();
+    const row = await disableProviderKey(db, ownerOf(c.var.developer.developerId), c.req.valid('param').id, c.var.requestId);
+    // Disabled in Postgres first: the wallet objects holding part of its budget read their calls'
+    // routing again (never this key).
+    await pushDeveloperKeyDisabled(c.env, db, row.id, c.var.logger);
     return c.json(toDeveloperView(row), 200);
   });
 }

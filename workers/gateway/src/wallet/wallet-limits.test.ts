@@ -54,7 +54,7 @@ async function routeOf(response: Response) {
   return ((await response.json()) as { faucet: { route_mode: string; charge: { amount_usd: string } } }).faucet;
 }
 
-/** A platform call asked for by name, and a developer-key one (the per-call path: its budget spans every end user). */
+/** A platform call asked for by name, and a developer-key one (on the lease too: the object leases part of the key's budget). */
 const onPlatform = { ...ask(), route_mode: 'platform' };
 const onDeveloperKey = { ...ask(), route_mode: 'developer_key' };
 /**

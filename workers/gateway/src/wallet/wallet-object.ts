@@ -85,6 +85,11 @@ const claimTtlMs = 24 * 3600_000;
  * burst of this many more needs no renewal; the per-call routes see this many fewer meanwhile.
  */
 const callSlotChunk = 2;
+/**
+ * After a renewal found no room in a developer key's budget for a call, calls on that key take the
+ * platform route (or are refused when they asked for the key) without asking again for this long.
+ */
+const budgetShortMs = 10_000;
 
 interface Meta {
   wallet: string | null;
@@ -115,6 +120,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   private readonly contexts = new Map<string, CachedContext>();
   /** `endUserId/wallet` pairs checked to match (walletName is a pure function of the two and the secret). */
   private readonly verifiedOwners = new Set<string>();
+  /** Developer keys whose budget had no room for a call, each until when (epoch ms): see `budgetShortMs`. */
+  private readonly budgetShortUntil = new Map<string, number>();
   private database: LedgerDatabase | null = null;
   /** Postgres statements this instance has run (the snapshot shows them: tests, the benchmark, operators). */
   private statements = 0;
@@ -168,19 +175,29 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       this.meta = { ...this.meta, wallet: request.wallet, endUserId };
       await this.ctx.storage.put('meta', this.meta);
     }
-    const route = context.routeMode ?? 'platform';
+    let route = context.routeMode ?? 'platform';
     if (route === 'platform' && request.platformHold === null) return { outcome: 'database' };
     const boundOutputTokens = Math.min(request.call.boundOutputTokens, context.maxOutputTokens ?? request.call.boundOutputTokens);
     // The key's budget on the developer_key route: the call's worst-case upstream cost (0 for a
     // custom server's model at the feature's price, whose cost Faucet cannot know).
-    const keyId = route === 'developer_key' ? (context.routeKey?.id ?? null) : null;
+    let keyId = route === 'developer_key' ? (context.routeKey?.id ?? null) : null;
     const keyWorst = catalogWorst ?? 0n;
     if (route === 'developer_key' && (keyId === null || (catalogWorst === null && context.developerPricePerMtokUsd === null))) {
       return { outcome: 'database' };
     }
+    // Past the key's budget the per-call path (step 5) takes the platform route when the call asked
+    // for none and the platform can serve it, else refuses it: so does the object.
+    const platformFallback = request.requestedRoute === null && request.platformHold !== null && request.poolAvailable;
+    const budgetRefusal = { outcome: 'refused', refusal: 'budget_exceeded', featureKey: context.featureKey } as const;
+    if (keyId !== null && (this.budgetShortUntil.get(keyId) ?? 0) > Date.now()) {
+      // A renewal found no room for a call on this key a moment ago: not asked again for a while.
+      if (!platformFallback) return budgetRefusal;
+      route = 'platform';
+      keyId = null;
+    }
     // The call's worst case on its route: the platform price; on the byok route the open fee; on the
     // developer_key route the feature's price for the bound tokens, else the catalog cost.
-    const worst =
+    let worst =
       route === 'byok'
         ? units(context.openFeeUsd ?? '0.00000000')
         : route === 'developer_key'
@@ -195,7 +212,9 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     // keeps only the calls in flight when it began. A call then waits for the debit and a renewal.
     if (this.recalling() || !this.leaseCovers(worst, until) || (keyId !== null && !this.budgetCovers(keyId, keyWorst, until))) {
       // One renewal (which also flushes what is settled); a call it still cannot cover is refused.
-      await this.sync(worst, keyId === null ? {} : { budgetNeed: { keyId, units: keyWorst } });
+      // With a fallback to the platform it asks for the larger worst case: either route may be taken.
+      const need = keyId !== null && platformFallback ? maxUnits(worst, platformWorst) : worst;
+      await this.sync(need, keyId === null ? {} : { budgetNeed: { keyId, units: keyWorst } });
       const { rate } = this.meta.lease;
       if (rate !== undefined && !hasCallSlot(this.meta.lease, this.unrecordedCalls())) {
         // The window is full (the per-call path checks it first too).
@@ -210,8 +229,14 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         };
       }
       // The key's budget has no room for it (the other objects' leases and the per-call calls hold
-      // it): the per-call path decides, as it does for the key's budget (step 5, before the balance).
-      if (keyId !== null && !this.budgetCovers(keyId, keyWorst, until)) return { outcome: 'database' };
+      // it; the per-call check counts the same, this lease included): the platform, or refused.
+      if (keyId !== null && !this.budgetCovers(keyId, keyWorst, until)) {
+        this.budgetShortUntil.set(keyId, Date.now() + budgetShortMs);
+        if (!platformFallback) return budgetRefusal;
+        route = 'platform';
+        keyId = null;
+        worst = platformWorst;
+      }
       if (!covers(this.meta.lease, this.committed(), worst, until)) {
         // Postgres capped the lease by the app's spend limit or by the balance: the refusal says which.
         const limit = refusingLimit(this.meta.lease, this.committed(), worst);
