@@ -96,9 +96,30 @@ export function budgetCommittedUnits(call: StoredCall, keyId: string): bigint {
   return 0n;
 }
 
-/** Whether the key's budget lease holds one more call of `worst` upstream cost that may run until `until`. */
-export function budgetCovers(budget: KeyBudget | undefined, committed: bigint, worst: bigint, until: number): boolean {
-  return budget !== undefined && budget.expiresAt >= until && budget.units - committed >= worst;
+/**
+ * Whether the key's budget lease holds one more call of `worst` upstream cost that may run until
+ * `until` (epoch ms; `now` the time of the decision): `covered`; `ends_first` when it has the room but
+ * ends before the call may; `no_room` otherwise (none held, or too little). A lease that ends at the
+ * start of a month (Postgres never lends a month's budget into the next) covers a call it is alive
+ * for, as the per-call path's reservation does: the call is counted in the month it was authorized
+ * in, and its cost in the month it is booked in.
+ */
+export function budgetFit(
+  budget: KeyBudget | undefined,
+  committed: bigint,
+  worst: bigint,
+  until: number,
+  now: number,
+): 'covered' | 'ends_first' | 'no_room' {
+  if (budget === undefined || budget.units - committed < worst) return 'no_room';
+  if (budget.expiresAt >= until || (isMonthStart(budget.expiresAt) && budget.expiresAt > now)) return 'covered';
+  return 'ends_first';
+}
+
+/** Whether the instant is the start of a calendar month (UTC). */
+function isMonthStart(at: number): boolean {
+  const date = new Date(at);
+  return date.getTime() === Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
 }
 
 /**

@@ -216,6 +216,43 @@ describe('a developer-key call on the lease', () => {
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 
+  it('a budget lease renewed for less than the call may run: the per-call path serves it on the key', async () => {
+    const app = await keyedApp('10.00000000');
+    // More than the lease's chunk of balance: the per-call hold has what the lease leaves.
+    const session = await app.session('5.00000000');
+    const upstream = worstCaseUpstream();
+    const { gateway, counted } = countingGateway(upstream.fetch);
+    const object = walletObjectOf(session.token);
+    expect((await faucetOf(await chat(gateway, testEnv, session.token, ask()))).route_mode).toBe('developer_key');
+    expect(counted.statements).toBe(0);
+    // As if Postgres granted the budget lease for a second only (the lease held, and every renewal).
+    await runInDurableObject(object, (instance) => {
+      const patched = instance as unknown as {
+        meta: { lease: { budgets?: Record<string, { expiresAt: number }> } };
+        syncNow: (...args: unknown[]) => Promise<void>;
+      };
+      const syncNow = patched.syncNow.bind(instance);
+      patched.syncNow = async (...args: unknown[]) => {
+        await syncNow(...args);
+        for (const budget of Object.values(patched.meta.lease.budgets ?? {})) budget.expiresAt = Date.now() + 1_000;
+      };
+      for (const budget of Object.values(patched.meta.lease.budgets ?? {})) budget.expiresAt = Date.now() + 1_000;
+    });
+    expect((await faucetOf(await chat(gateway, testEnv, session.token, ask({ route_mode: 'developer_key' })))).route_mode).toBe(
+      'developer_key',
+    );
+    // Decided by the per-call path (its statements), not refused and not sent to the platform.
+    expect(counted.statements).toBeGreaterThan(0);
+    const [row] = await sql<{ reservations: number }>(
+      testEnv,
+      `select count(*)::int as reservations from provider_credential_reservations where credential_id = $1 and request_id like 'call:%'`,
+      [app.keyId],
+    );
+    expect(row!.reservations).toBe(1);
+    await object.flush();
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  });
+
   it('never settled (its gateway died): booked at its bound with its key, and its cost taken from the budget lease', async () => {
     const app = await keyedApp('10.00000000');
     const session = await app.session('1.00000000');

@@ -47,7 +47,7 @@ import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.t
 import {
   bookedCostUnits,
   budgetCommittedUnits,
-  budgetCovers,
+  budgetFit,
   committedUnits,
   covers,
   developerKeyHold,
@@ -231,6 +231,9 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       // The key's budget has no room for it (the other objects' leases and the per-call calls hold
       // it; the per-call check counts the same, this lease included): the platform, or refused.
       if (keyId !== null && !this.budgetCovers(keyId, keyWorst, until)) {
+        // A budget lease that cannot outlive the call (renewed for less than the call may run): the
+        // per-call path decides.
+        if (this.budgetFit(keyId, keyWorst, until) === 'ends_first') return { outcome: 'database' };
         this.budgetShortUntil.set(keyId, Date.now() + budgetShortMs);
         if (!platformFallback) return budgetRefusal;
         route = 'platform';
@@ -484,9 +487,13 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     return covers(this.meta.lease, this.committed(), worst, until) && hasCallSlot(this.meta.lease, this.unrecordedCalls());
   }
 
-  /** The key's budget lease holds one more call of `worst` upstream cost until `until`. */
+  /** Whether the key's budget lease holds one more call of `worst` upstream cost until `until` (`budgetFit`). */
+  private budgetFit(keyId: string, worst: bigint, until: number): ReturnType<typeof budgetFit> {
+    return budgetFit(this.meta.lease.budgets?.[keyId], this.budgetCommitted(keyId), worst, until, Date.now());
+  }
+
   private budgetCovers(keyId: string, worst: bigint, until: number): boolean {
-    return budgetCovers(this.meta.lease.budgets?.[keyId], this.budgetCommitted(keyId), worst, until);
+    return this.budgetFit(keyId, worst, until) === 'covered';
   }
 
   /** What the object's calls commit of a developer key's budget (`inFlightOnly`: the calls in flight alone). */
