@@ -330,6 +330,8 @@ export const providerCredentialReservations = pgTable(
       .references(() => providerCredentials.id),
     amount: money('amount').notNull(),
     createdAt: createdAt(),
+    /** A wallet object's budget lease (`lease:<wallet>:<key id>`, migration 0024) lapses then; a call's own reservation: null. */
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
   },
   (table) => [index('provider_credential_reservations_credential').on(table.credentialId)],
 );

@@ -17,6 +17,9 @@ import { createTestEnv, type TestEnv } from './harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from './fake-upstream.ts';
 import { gatewayWith, userMessage } from './gateway-kit.ts';
 import { openLedgerDatabase } from './ledger-kit.ts';
+import { worstCaseInputTokens } from '../gateway/src/metering/worst-case-tokens.ts';
+import type { ChatRequest } from '../gateway/src/openai/chat-schemas.ts';
+import { parseModel } from '../gateway/src/routing/parse-model.ts';
 
 const namespace = (workerEnv as unknown as Env).WALLET as DurableObjectNamespace<WalletObjectContract>;
 
@@ -148,4 +151,39 @@ export async function authorizeOnly(
     },
     databaseUrl: testEnv.DATABASE_URL,
   });
+}
+
+/**
+ * Calls of gpt-4o-mini with at most `worstCaseMaxTokens` output tokens, against an upstream that
+ * reports each one's worst case (the prompt's worst-case tokens and every output token): a call is
+ * charged exactly its hold, and on the developer-key route costs exactly what it reserved.
+ */
+export const worstCaseModel = 'openai:gpt-4o-mini';
+export const worstCaseMaxTokens = 40;
+export const worstCaseReference = parseModel(worstCaseModel);
+
+/** The body a test sends. */
+export const worstCaseAsk = (content = 'hello', extra: Record<string, unknown> = {}) => ({
+  model: worstCaseModel,
+  max_tokens: worstCaseMaxTokens,
+  messages: [userMessage(content)],
+  ...extra,
+});
+
+/** The request as the gateway bounds it. */
+export const worstCaseSent = (content: string): ChatRequest => ({
+  max_tokens: worstCaseMaxTokens,
+  messages: [userMessage(content)],
+  model: worstCaseReference.model,
+});
+
+/** The usage the upstream reports for a request: its worst case. */
+export function worstUsage(request: RecordedRequest) {
+  const content = (request.body as { messages: Array<{ content: string }> }).messages[0]!.content;
+  const prompt = worstCaseInputTokens(worstCaseSent(content), worstCaseReference);
+  return { prompt_tokens: prompt, completion_tokens: worstCaseMaxTokens, total_tokens: prompt + worstCaseMaxTokens };
+}
+
+export function worstCaseUpstream() {
+  return fakeUpstream((request) => jsonResponse(openAiCompletion('x', worstUsage(request))));
 }

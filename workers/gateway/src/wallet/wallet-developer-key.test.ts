@@ -10,12 +10,8 @@ import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compareUsd, formatUsd, multiplyByRatio, parseDatabaseAmount, type Usd } from '#shared/money/index.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
-import { worstCaseInputTokens } from '../metering/worst-case-tokens.ts';
-import type { ChatRequest } from '../openai/chat-schemas.ts';
-import { parseModel } from '../routing/parse-model.ts';
 import { sql, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from '../../../test/fake-upstream.ts';
-import { chat, userMessage } from '../../../test/gateway-kit.ts';
+import { chat } from '../../../test/gateway-kit.ts';
 import { limitedApp } from '../../../test/limits-kit.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 import {
@@ -26,6 +22,11 @@ import {
   sweepCallNow,
   unitsOf,
   walletObjectOf,
+  worstCaseAsk,
+  worstCaseReference,
+  worstCaseSent,
+  worstCaseUpstream,
+  worstUsage,
 } from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
@@ -33,24 +34,10 @@ beforeAll(async () => {
   testEnv = await leasedTestEnv();
 });
 
-const model = 'openai:gpt-4o-mini';
-const maxTokens = 40;
-const reference = parseModel(model);
-const ask = (extra: Record<string, unknown> = {}) => ({ model, max_tokens: maxTokens, messages: [userMessage('hello')], ...extra });
-const sent: ChatRequest = { max_tokens: maxTokens, messages: [userMessage('hello')], model: reference.model };
+const ask = (extra: Record<string, unknown> = {}) => worstCaseAsk('hello', extra);
 /** A call's worst-case upstream cost at catalog price: what it reserves of the key's budget. */
-const worstCost = (): Usd => holdBounds(testEnv, reference, sent).developerKeyAtCost as Usd;
+const worstCost = (): Usd => holdBounds(testEnv, worstCaseReference, worstCaseSent('hello')).developerKeyAtCost as Usd;
 const times = (amount: Usd, count: bigint): Usd => multiplyByRatio(amount, count, 0n, 'down');
-
-/** The usage the upstream reports: the worst case, so each call costs exactly what it reserved. */
-function worstUsage(_request: RecordedRequest) {
-  const prompt = worstCaseInputTokens(sent, reference);
-  return { prompt_tokens: prompt, completion_tokens: maxTokens, total_tokens: prompt + maxTokens };
-}
-
-function worstCaseUpstream() {
-  return fakeUpstream((request) => jsonResponse(openAiCompletion('x', worstUsage(request))));
-}
 
 interface Faucet {
   route_mode: string;

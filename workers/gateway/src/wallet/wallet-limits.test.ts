@@ -9,40 +9,33 @@ import { runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { addUsd, formatUsd, multiplyByRatio, type Usd } from '#shared/money/index.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
-import { worstCaseInputTokens } from '../metering/worst-case-tokens.ts';
-import type { ChatRequest } from '../openai/chat-schemas.ts';
-import { parseModel } from '../routing/parse-model.ts';
 import { sql, type TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from '../../../test/fake-upstream.ts';
-import { chat, userMessage } from '../../../test/gateway-kit.ts';
+import { chat } from '../../../test/gateway-kit.ts';
 import { endUserSpend, limitedApp } from '../../../test/limits-kit.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
-import { authorizeOnly, countingGateway, expectBooksAgree, leasedTestEnv, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
+import {
+  authorizeOnly,
+  countingGateway,
+  expectBooksAgree,
+  leasedTestEnv,
+  unitsOf,
+  walletObjectOf,
+  worstCaseAsk,
+  worstCaseReference,
+  worstCaseSent,
+  worstCaseUpstream,
+  worstUsage,
+} from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
   testEnv = await leasedTestEnv();
 });
 
-const model = 'openai:gpt-4o-mini';
-const maxTokens = 40;
-const reference = parseModel(model);
-const ask = (content = 'hello') => ({ model, max_tokens: maxTokens, messages: [userMessage(content)] });
-const sent = (content: string): ChatRequest => ({ max_tokens: maxTokens, messages: [userMessage(content)], model: reference.model });
+const ask = (content = 'hello') => worstCaseAsk(content);
 /** A platform call's worst case (its hold, and its charge: the upstream below reports the worst-case tokens). */
-const worst = (): Usd => holdBounds(testEnv, reference, sent('hello')).platform as Usd;
+const worst = (): Usd => holdBounds(testEnv, worstCaseReference, worstCaseSent('hello')).platform as Usd;
 const tenthsOf = (amount: Usd, tenths: bigint): Usd => multiplyByRatio(amount, tenths, 1n, 'down');
-
-/** The usage the upstream reports: the request's worst case, so each platform call is charged exactly its hold. */
-function worstUsage(request: RecordedRequest) {
-  const content = (request.body as { messages: Array<{ content: string }> }).messages[0]!.content;
-  const prompt = worstCaseInputTokens(sent(content), reference);
-  return { prompt_tokens: prompt, completion_tokens: maxTokens, total_tokens: prompt + maxTokens };
-}
-
-function worstCaseUpstream() {
-  return fakeUpstream((request) => jsonResponse(openAiCompletion('x', worstUsage(request))));
-}
 
 async function errorOf(response: Response) {
   const body = (await response.json()) as { error: { code: string; message: string } };
