@@ -48,7 +48,7 @@ export interface Env {
 
   RATE_LIMITER?: DurableObjectNamespace<RateLimiterObject>;
   METRICS?: DurableObjectNamespace<MetricsObject>;
-  /** One object per end-user wallet: authorizes platform calls on a lease (docs/edge.md). */
+  /** One object per end-user wallet: authorizes calls on a lease (docs/edge.md). */
   WALLET?: DurableObjectNamespace<WalletObjectContract>;
   /** 'off': every call takes the per-call Postgres path (default: on wherever WALLET is bound). */
   WALLET_LEASES?: string;
