@@ -108,27 +108,23 @@ begin
     select k.id, k.ciphertext, k.iv, k.key_version, k.base_url into v_key from provider_credentials k
      where k.owner_type = 'developer' and k.developer_id = v_context.developer_id and k.provider = p_provider and k.status = 'active'
      order by k.created_at desc limit 1;
-    if v_key.id is not null then
-      -- Priced (its cost counted against the budget), or a custom server's at the feature's price.
-      v_route := case when p_catalog_cost is not null or (p_provider = 'custom' and v_context.developer_price_per_mtok_usd is not null)
-                      then 'developer_key' end;
-      if v_route is null then
-        select null::uuid as id, null::text as ciphertext, null::text as iv, null::integer as key_version, null::text as base_url
-          into v_key;
-      end if;
+    if v_key.id is not null and p_catalog_cost is null
+       and (p_provider <> 'custom' or v_context.developer_price_per_mtok_usd is null) then
+      -- A key the call cannot use (its cost cannot be counted against the budget, nor is it a custom
+      -- server's at the feature's price): the per-call path decides. Answered without the key.
+      v_outcome := 'database';
+      select null::uuid as id, null::text as ciphertext, null::text as iv, null::integer as key_version, null::text as base_url
+        into v_key;
+    elsif v_key.id is not null then
+      v_route := 'developer_key';
     end if;
   end if;
-  v_outcome := case
+  v_outcome := coalesce(v_outcome, case
     when v_route is not null then 'leasable'
     when p_requested_route is not null and p_requested_route <> 'platform' then 'database'
-    -- A developer key the call cannot use (unpriced): the per-call path decides.
-    when p_requested_route is null and exists (
-           select 1 from provider_credentials k
-            where k.owner_type = 'developer' and k.developer_id = v_context.developer_id and k.provider = p_provider
-              and k.status = 'active') then 'database'
     when p_platform_hold is null or p_pool_available is not true then 'database'
     else 'leasable'
-  end;
+  end);
   return query select v_outcome, v_context.app_id, v_context.end_user_id,
     (select w.id from wallets w where w.end_user_id = v_context.end_user_id),
     v_context.developer_share_bps, v_context.developer_price_per_mtok_usd::numeric(20, 8),

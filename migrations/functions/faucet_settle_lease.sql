@@ -148,8 +148,6 @@ declare
   v_cast_ok boolean := true;
   v_index integer;
   v_developer_id uuid;
-  v_budget_keys uuid[] := '{}';
-  v_booked_costs jsonb := '{}'::jsonb;
   v_key record;
   v_reservation record;
   v_key_old numeric;
@@ -201,9 +199,8 @@ begin
   --    key's budget before it holds the wallet), in one order: two flushes never wait on each other
   --    in a cycle.
   if p_budgets is not null then
-    v_budget_keys := array(select e.key::uuid from jsonb_object_keys(p_budgets) as e(key));
     perform 1 from provider_credentials k
-     where k.id = any (v_budget_keys)
+     where k.id in (select e.key::uuid from jsonb_object_keys(p_budgets) as e(key))
      order by k.id
        for no key update;
   end if;
@@ -382,12 +379,6 @@ begin
   loop
     if outcome = 'booked' then
       v_booked := v_booked + retail_usd;
-      -- The upstream cost booked now on each developer key (its budget lease reserved it).
-      if (v_sent -> (v_index - 1) ->> 'provider_credential_id')::uuid = any (v_budget_keys) then
-        v_booked_costs := jsonb_set(v_booked_costs, array[(v_sent -> (v_index - 1) ->> 'provider_credential_id')::uuid::text],
-          to_jsonb(coalesce((v_booked_costs ->> ((v_sent -> (v_index - 1) ->> 'provider_credential_id')::uuid::text))::numeric, 0)
-                   + coalesce(upstream_cost_usd, 0)));
-      end if;
       if v_sent -> (v_index - 1) ->> 'call_id' is not null then
         v_booked_calls := v_booked_calls || (v_sent -> (v_index - 1) ->> 'call_id')::uuid;
       end if;
@@ -482,7 +473,9 @@ begin
       select r.amount, r.expires_at into v_reservation from provider_credential_reservations r
        where r.request_id = p_lease_key || ':' || v_key.id::text for update;
       v_key_old := case when found and v_reservation.expires_at > now() then v_reservation.amount else 0 end;
-      v_key_old := v_key_old - coalesce((v_booked_costs ->> v_key.id::text)::numeric, 0);
+      -- Less the upstream cost this flush booked on the key (its budget lease reserved it).
+      v_key_old := v_key_old - coalesce((select sum(u.upstream_cost_usd) from usage_events u
+                                          where u.call_id = any (v_booked_calls) and u.provider_credential_id = v_key.id), 0);
       if not coalesce(v_key.usable, false) then
         v_key_new := 0;
       else
