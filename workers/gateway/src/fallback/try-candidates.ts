@@ -14,15 +14,13 @@
 import type { Env } from '#shared/env.ts';
 import { intSetting } from '#shared/env.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
-import { openStoredKey } from '#shared/provider-keys/open-stored-key.ts';
 import type { CallAttempt } from '#shared/wire/faucet-object.ts';
-import { loopbackAllowance } from '#shared/upstream/loopback-allowance.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ProviderAdapter, ProviderCredential } from '../providers/provider.ts';
 import type { CallPlan } from '../routing/authorize-call.ts';
 import { platformPoolCredential } from '../routing/platform-pool.ts';
-import { storedKeyRoot } from '../routing/stored-key-root.ts';
+import { storedKeyCredential, storedKeyRoot } from '../routing/stored-key-credential.ts';
 import { type CircuitBreaker, circuitBreaker, type CircuitSettings } from './circuit-breaker.ts';
 import { type Candidate, covered } from './hold-candidates.ts';
 
@@ -139,16 +137,10 @@ async function fallbackRoute(
   // developer_key: only the key whose budget the statement reserved. byok: the end user's key of that provider.
   const stored = plan.routeMode === 'byok' ? plan.fallbackKeys[provider] : undefined;
   if (stored === undefined) return null;
-  const apiKey = await openStoredKey(context.env, {
-    credentialId: stored.id,
-    provider,
-    ciphertext: stored.ciphertext,
-    iv: stored.iv,
-    keyVersion: stored.key_version,
-  });
+  const key = { id: stored.id, ciphertext: stored.ciphertext, iv: stored.iv, keyVersion: stored.key_version };
   // An azure or custom key is called at the root registered with it, as the first candidate's is (authorize-call.ts).
   const baseUrl = await storedKeyRoot(context.database, stored.id, candidate.reference.entry);
-  return { credential: { apiKey, baseUrl, allowLoopback: loopbackAllowance(context.env) }, credentialId: stored.id };
+  return { credential: await storedKeyCredential(context.env, provider, key, baseUrl), credentialId: stored.id };
 }
 
 async function waitRetryAfter(context: AttemptContext, error: FaucetError): Promise<void> {

@@ -16,8 +16,6 @@ import { FaucetError } from '#shared/wire/errors.ts';
 import { abandonCall } from '#shared/calls/abandon-call.ts';
 import { queryOne, type LedgerDatabase } from '#shared/ledger/database.ts';
 import { formatUsd, type Usd } from '#shared/money/index.ts';
-import { openStoredKey } from '#shared/provider-keys/open-stored-key.ts';
-import { loopbackAllowance } from '#shared/upstream/loopback-allowance.ts';
 import { featurePricingFromRow, ratingSettingsFor, type FeaturePricing, type RatingSettings } from '#shared/rating/index.ts';
 import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
@@ -27,7 +25,7 @@ import type { ProviderCredential } from '../providers/provider.ts';
 import type { FeatureRouting } from '../fallback/feature-routing.ts';
 import type { ModelReference } from './parse-model.ts';
 import { platformPoolCredential } from './platform-pool.ts';
-import { storedKeyRoot } from './stored-key-root.ts';
+import { storedKeyCredential, storedKeyRoot } from './stored-key-credential.ts';
 
 export type CallRoute = CloudRouteMode;
 
@@ -172,15 +170,14 @@ export async function authorizeCall(db: LedgerDatabase, env: Env, input: Authori
   };
   if (routeMode === 'platform') return { ...plan, credential: pool as ProviderCredential };
   try {
-    const apiKey = await openStoredKey(env, {
-      credentialId: row.credential_id as string,
-      provider: reference.provider,
+    const key = {
+      id: row.credential_id as string,
       ciphertext: row.ciphertext as string,
       iv: row.iv as string,
       keyVersion: row.key_version as number,
-    });
-    const baseUrl = await storedKeyRoot(db, row.credential_id as string, reference.entry);
-    return { ...plan, credential: { apiKey, baseUrl, allowLoopback: loopbackAllowance(env) } };
+    };
+    const baseUrl = await storedKeyRoot(db, key.id, reference.entry);
+    return { ...plan, credential: await storedKeyCredential(env, reference.provider, key, baseUrl) };
   } catch (error) {
     // A key that cannot be opened: nothing will be called, so nothing stays held.
     await abandonCall(db, keys.moneyKey).catch(() => undefined);

@@ -13,9 +13,8 @@ import { featurePricingFromRow, ratingSettingsFor } from '#shared/rating/index.t
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { Candidate } from '../fallback/hold-candidates.ts';
 import { takeUnsent } from './unsent-settlements.ts';
-import { openStoredKey } from '#shared/provider-keys/open-stored-key.ts';
-import { loopbackAllowance } from '#shared/upstream/loopback-allowance.ts';
 import { platformPoolCredential } from '../routing/platform-pool.ts';
+import { keyRoot, storedKeyCredential } from '../routing/stored-key-credential.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
 import { refusal, RoutingChanged, type AuthorizeInput, type CallPlan, type Outcome } from '../routing/authorize-call.ts';
 
@@ -98,18 +97,7 @@ export async function authorizeOnLease(
     // root registered with it for providers without a common one (azure, custom).
     const key = decision.routeKey as NonNullable<typeof decision.routeKey>;
     try {
-      const apiKey = await openStoredKey(env, {
-        credentialId: key.id,
-        provider: reference.provider,
-        ciphertext: key.ciphertext,
-        iv: key.iv,
-        keyVersion: key.keyVersion,
-      });
-      credential = {
-        apiKey,
-        baseUrl: reference.entry.baseUrl !== '' ? reference.entry.baseUrl : (key.baseUrl ?? ''),
-        allowLoopback: loopbackAllowance(env),
-      };
+      credential = await storedKeyCredential(env, reference.provider, key, keyRoot(reference.entry, key.baseUrl));
     } catch (error) {
       // A key that cannot be opened: nothing will be called, so nothing stays reserved.
       await wallet.stub.abandon(keys.callId).catch(() => undefined);

@@ -17,7 +17,6 @@ function call(state: StoredCall['state'], routeMode: 'platform' | 'developer_key
     state,
     reservedUnits: 500n,
     budgetUnits: 300n,
-    costUnits: 120n,
     retailUnits: 200n,
     sweepAt: 0,
     record: {},
@@ -36,7 +35,7 @@ function call(state: StoredCall['state'], routeMode: 'platform' | 'developer_key
       routeMode,
       providerCredentialId: credential,
     },
-    booking: null,
+    booking: state === 'settled' ? { upstream_cost: '0.00000120' } : null,
     refusal: null,
   };
 }

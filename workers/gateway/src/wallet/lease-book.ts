@@ -20,8 +20,6 @@ export interface StoredCall {
   reservedUnits: bigint;
   /** On the developer_key route: the worst-case upstream cost reserved on the key's budget while in flight (units). */
   budgetUnits?: bigint;
-  /** On the developer_key route, once settled: the upstream cost its booking records (units). */
-  costUnits?: bigint;
   /** The settlement's retail (units), once settled. */
   retailUnits: bigint;
   /** Epoch ms after which an unsettled call is booked at its bound. */
@@ -88,11 +86,11 @@ export function mergeKeyBudgets(held: Record<string, KeyBudget> | undefined, gra
   return { ...merged, ...keyBudgetsOf(granted) };
 }
 
-/** What a call holds of a developer key's budget: its worst-case cost in flight, its recorded cost settled. */
+/** What a call holds of a developer key's budget: its worst-case cost in flight, the cost its booking records once settled. */
 export function budgetCommittedUnits(call: StoredCall, keyId: string): bigint {
   if (call.rating.routeMode !== 'developer_key' || call.rating.providerCredentialId !== keyId) return 0n;
   if (call.state === 'in_flight') return call.budgetUnits ?? 0n;
-  if (call.state === 'settled') return call.costUnits ?? 0n;
+  if (call.state === 'settled') return bookedCostUnits(call.booking);
   return 0n;
 }
 
@@ -133,7 +131,7 @@ export function developerKeyHold(pricePerMtokUsd: string | null, tokens: number,
 }
 
 /** The upstream cost a booking (faucet_usage_booking as JSON) records, in units. */
-export function bookedCostUnits(booking: Record<string, unknown> | null): bigint {
+function bookedCostUnits(booking: Record<string, unknown> | null): bigint {
   const cost = booking?.upstream_cost;
   return typeof cost === 'string' ? units(cost) : 0n;
 }

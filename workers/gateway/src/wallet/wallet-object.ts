@@ -45,7 +45,6 @@ import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { createLogger, type Logger } from '#shared/logger.ts';
 import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
 import {
-  bookedCostUnits,
   budgetCommittedUnits,
   budgetFit,
   committedUnits,
@@ -179,12 +178,10 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     if (route === 'platform' && request.platformHold === null) return { outcome: 'database' };
     const boundOutputTokens = Math.min(request.call.boundOutputTokens, context.maxOutputTokens ?? request.call.boundOutputTokens);
     // The key's budget on the developer_key route: the call's worst-case upstream cost (0 for a
-    // custom server's model at the feature's price, whose cost Faucet cannot know).
+    // custom server's model at the feature's price, whose cost Faucet cannot know; Postgres answers
+    // the route only for a priced call or such a model).
     let keyId = route === 'developer_key' ? (context.routeKey?.id ?? null) : null;
     const keyWorst = catalogWorst ?? 0n;
-    if (route === 'developer_key' && (keyId === null || (catalogWorst === null && context.developerPricePerMtokUsd === null))) {
-      return { outcome: 'database' };
-    }
     // Past the key's budget the per-call path (step 5) takes the platform route when the call asked
     // for none and the platform can serve it, else refuses it: so does the object.
     const platformFallback = request.requestedRoute === null && request.platformHold !== null && request.poolAvailable;
@@ -210,7 +207,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
 
     // While a recall is under way the lease in memory is not what Postgres will hold: the release
     // keeps only the calls in flight when it began. A call then waits for the debit and a renewal.
-    if (this.recalling() || !this.leaseCovers(worst, until) || (keyId !== null && !this.budgetCovers(keyId, keyWorst, until))) {
+    if (this.recalling() || !this.leaseCovers(worst, until) || (keyId !== null && this.budgetFit(keyId, keyWorst, until) !== 'covered')) {
       // One renewal (which also flushes what is settled); a call it still cannot cover is refused.
       // With a fallback to the platform it asks for the larger worst case: either route may be taken.
       const need = keyId !== null && platformFallback ? maxUnits(worst, platformWorst) : worst;
@@ -228,12 +225,13 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
           featureKey: context.featureKey,
         };
       }
+      const fit = keyId === null ? 'covered' : this.budgetFit(keyId, keyWorst, until);
+      // A budget lease that cannot outlive the call (renewed for less than the call may run): the
+      // per-call path decides.
+      if (fit === 'ends_first') return { outcome: 'database' };
       // The key's budget has no room for it (the other objects' leases and the per-call calls hold
       // it; the per-call check counts the same, this lease included): the platform, or refused.
-      if (keyId !== null && !this.budgetCovers(keyId, keyWorst, until)) {
-        // A budget lease that cannot outlive the call (renewed for less than the call may run): the
-        // per-call path decides.
-        if (this.budgetFit(keyId, keyWorst, until) === 'ends_first') return { outcome: 'database' };
+      if (keyId !== null && fit === 'no_room') {
         this.budgetShortUntil.set(keyId, Date.now() + budgetShortMs);
         if (!platformFallback) return budgetRefusal;
         route = 'platform';
@@ -330,13 +328,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const call = this.calls.get(callId);
     // Unknown: booked already (flushed, or swept at its bound) — a late settlement changes nothing.
     if (call === undefined || call.state !== 'in_flight') return;
-    const settled: StoredCall = {
-      ...call,
-      state: 'settled',
-      booking: settlement.booking,
-      retailUnits: units(settlement.retailUsd),
-      costUnits: bookedCostUnits(settlement.booking),
-    };
+    const settled: StoredCall = { ...call, state: 'settled', booking: settlement.booking, retailUnits: units(settlement.retailUsd) };
     this.calls.set(callId, settled);
     await this.ctx.storage.put(`call:${callId}`, settled);
     if (intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000) === 0) {
@@ -490,10 +482,6 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   /** Whether the key's budget lease holds one more call of `worst` upstream cost until `until` (`budgetFit`). */
   private budgetFit(keyId: string, worst: bigint, until: number): ReturnType<typeof budgetFit> {
     return budgetFit(this.meta.lease.budgets?.[keyId], this.budgetCommitted(keyId), worst, until, Date.now());
-  }
-
-  private budgetCovers(keyId: string, worst: bigint, until: number): boolean {
-    return this.budgetFit(keyId, worst, until) === 'covered';
   }
 
   /** What the object's calls commit of a developer key's budget (`inFlightOnly`: the calls in flight alone). */
@@ -666,13 +654,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     for (const call of this.calls.values()) {
       if (call.state !== 'in_flight' || call.sweepAt > now) continue;
       const { booking, retailUsd } = boundBooking(this.env, call);
-      const settled: StoredCall = {
-        ...call,
-        state: 'settled',
-        booking,
-        retailUnits: units(retailUsd),
-        costUnits: bookedCostUnits(booking),
-      };
+      const settled: StoredCall = { ...call, state: 'settled', booking, retailUnits: units(retailUsd) };
       this.calls.set(call.id, settled);
       writes[`call:${call.id}`] = settled;
     }
