@@ -12,6 +12,7 @@ import type { Env } from '../env.ts';
 import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
 import type { Logger } from '../logger.ts';
 import { walletName } from './session-token.ts';
+import { tellWalletObjects, walletFanOutMax } from './wallet-notices.ts';
 
 /**
  * Runs `debit` (which takes money from the wallet: `walletId`, or the Stripe payment intent of a
@@ -62,41 +63,30 @@ async function recall(
   }
 }
 
-/** At most this many wallet objects are told at once, and this many in all, when an app's limits change. */
-const appRecallConcurrency = 25;
-const appRecallMax = 1_000;
-
 /**
  * An app's per-end-user limits changed: every wallet object of its end users holding a lease books
  * what it settled and gives back all of it but its calls in flight, so its next call takes a lease
  * within the new limits (a lease is capped by a limit only when granted, docs/gateway.md). Objects
- * whose lease ended hold nothing to give back. Past `appRecallMax` leases, or for an object that
+ * whose lease ended hold nothing to give back. Past `walletFanOutMax` leases, or for an object that
  * cannot be reached, the lease is only used up: an idle object gives it back within two minutes.
  */
 export async function recallAppLeases(env: Env, db: LedgerDatabase, appId: string, logger?: Logger): Promise<number> {
-  const namespace = env.WALLET;
-  if (namespace === undefined || env.WALLET_LEASES === 'off') return 0;
-  const rows = await queryRows<{ end_user_id: string }>(
+  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return 0;
+  const rows = await queryRows<{ wallet_object: string }>(
     db,
-    sql`select u.id as end_user_id from end_users u join balance_holds h on h.request_id = 'lease:' || u.wallet_object
+    sql`select u.wallet_object from end_users u join balance_holds h on h.request_id = 'lease:' || u.wallet_object
          where u.app_id = ${appId}::uuid and h.status = 'active' and h.expires_at > now()
-         limit ${appRecallMax}`,
+         limit ${walletFanOutMax}`,
   );
-  let recalled = 0;
-  for (let start = 0; start < rows.length; start += appRecallConcurrency) {
-    await Promise.all(
-      rows.slice(start, start + appRecallConcurrency).map(async ({ end_user_id: endUserId }) => {
-        try {
-          const object = namespace.get(namespace.idFromName(await walletName(env.SESSION_HASH_SECRET, endUserId)));
-          await object.recall();
-          // Nothing is debited: new leases may be taken at once (within the new limits).
-          await object.resume();
-          recalled += 1;
-        } catch {
-          logger?.warn('a wallet lease could not be recalled after an app limit changed');
-        }
-      }),
-    );
-  }
-  return recalled;
+  return tellWalletObjects(
+    env,
+    rows.map((row) => row.wallet_object),
+    async (object) => {
+      await object.recall();
+      // Nothing is debited: new leases may be taken at once (within the new limits).
+      await object.resume();
+    },
+    'a wallet lease could not be recalled after an app limit changed',
+    logger,
+  );
 }

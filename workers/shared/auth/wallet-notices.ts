@@ -42,39 +42,60 @@ export function pushKeyChange(env: Env, endUserId: string, logger?: Logger): Pro
   return tellWalletObject(env, endUserId, (object) => object.forgetContexts(), 'a wallet object was not told of a key change', logger);
 }
 
-/** At most this many wallet objects are told at once, and this many in all, of a developer key disabled. */
-const keyPushConcurrency = 25;
-const keyPushMax = 1_000;
-
 /**
  * A developer key was disabled (in Postgres first): every wallet object holding part of its budget
  * (faucet_settle_lease's budget lease, unexpired) reads the routing of its calls again, so none
  * takes the key again. An object without such a lease cannot use the key without a renewal, which
  * grants nothing of a disabled key (the renewal and the disable lock the key's row, so one sees the
- * other). Best effort: past `keyPushMax` objects, or for one that cannot be reached, the key may be
- * used for as long as the object's cached routing lasts (seconds) within its budget lease. Returns
+ * other). Best effort: past `walletFanOutMax` objects, or for one that cannot be reached, the key may
+ * be used for as long as the object's cached routing lasts (seconds) within its budget lease. Returns
  * how many objects were told.
  */
 export async function pushDeveloperKeyDisabled(env: Env, db: LedgerDatabase, keyId: string, logger?: Logger): Promise<number> {
-  const namespace = env.WALLET;
-  if (namespace === undefined || env.WALLET_LEASES === 'off') return 0;
+  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return 0;
   const rows = await queryRows<{ wallet_object: string }>(
     db,
     // A budget lease's key is 'lease:<object name>:<key id>' (36 characters).
     sql`select substring(r.request_id from 7 for length(r.request_id) - 43) as wallet_object
           from provider_credential_reservations r
          where r.credential_id = ${keyId}::uuid and r.request_id like 'lease:%' and r.expires_at > now()
-         limit ${keyPushMax}`,
+         limit ${walletFanOutMax}`,
   );
+  return tellWalletObjects(
+    env,
+    rows.map((row) => row.wallet_object),
+    (object) => object.forgetContexts(),
+    'a wallet object was not told of a developer key disabled',
+    logger,
+  );
+}
+
+/** At most this many wallet objects are told at once, and this many in all, by one request of the API. */
+const walletFanOutConcurrency = 25;
+export const walletFanOutMax = 1_000;
+
+/**
+ * One message to each wallet object named (`end_users.wallet_object`), `walletFanOutConcurrency` at a
+ * time, when leases are on; a failure is logged, never thrown. Returns how many took it.
+ */
+export async function tellWalletObjects(
+  env: Env,
+  names: readonly string[],
+  message: (object: DurableObjectStub<WalletObjectContract>) => Promise<unknown>,
+  warning: string,
+  logger?: Logger,
+): Promise<number> {
+  const namespace = env.WALLET;
+  if (namespace === undefined || env.WALLET_LEASES === 'off') return 0;
   let told = 0;
-  for (let start = 0; start < rows.length; start += keyPushConcurrency) {
+  for (let start = 0; start < names.length; start += walletFanOutConcurrency) {
     await Promise.all(
-      rows.slice(start, start + keyPushConcurrency).map(async ({ wallet_object: name }) => {
+      names.slice(start, start + walletFanOutConcurrency).map(async (name) => {
         try {
-          await namespace.get(namespace.idFromName(name)).forgetContexts();
+          await message(namespace.get(namespace.idFromName(name)));
           told += 1;
         } catch {
-          logger?.warn('a wallet object was not told of a developer key disabled');
+          logger?.warn(warning);
         }
       }),
     );
@@ -99,12 +120,6 @@ async function tellWalletObject(
   warning: string,
   logger?: Logger,
 ): Promise<void> {
-  const namespace = env.WALLET;
-  if (namespace === undefined || env.WALLET_LEASES === 'off') return;
-  try {
-    const name = await walletName(env.SESSION_HASH_SECRET, endUserId);
-    await message(namespace.get(namespace.idFromName(name)));
-  } catch {
-    logger?.warn(warning);
-  }
+  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return;
+  await tellWalletObjects(env, [await walletName(env.SESSION_HASH_SECRET, endUserId)], message, warning, logger);
 }
