@@ -11,7 +11,7 @@ import { addUsd, formatUsd, multiplyByRatio, type Usd } from '#shared/money/inde
 import { holdBounds } from '../metering/hold-bounds.ts';
 import { sql, type TestEnv } from '../../../test/harness.ts';
 import { chat } from '../../../test/gateway-kit.ts';
-import { endUserSpend, limitedApp } from '../../../test/limits-kit.ts';
+import { endUserSpend, type EndUserLimits, limitedApp } from '../../../test/limits-kit.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 import {
   authorizeOnly,
@@ -70,6 +70,25 @@ async function developerKeyOf(developerKey: string): Promise<void> {
   expect(key.status).toBe(201);
 }
 
+/**
+ * One test's scene: a new app under `limits` (its developer's openai key registered when asked), a
+ * session of a new end user with `balance`, the worst-case upstream and a gateway counting its own
+ * statements; `booksAgree` is the invariant each test ends on (the object's calls booked, each
+ * upstream call billed once, the books reconciled).
+ */
+async function scene(limits: EndUserLimits, balance = '1.00000000', options: { developerKey?: boolean } = {}) {
+  const limited = await limitedApp(testEnv, limits);
+  if (options.developerKey === true) await developerKeyOf(limited.developerKey);
+  const session = await limited.session(balance);
+  const upstream = worstCaseUpstream();
+  const { gateway, counted } = countingGateway(upstream.fetch);
+  const booksAgree = async () => {
+    await walletObjectOf(session.token).flush();
+    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+  };
+  return { limited, session, upstream, gateway, counted, booksAgree };
+}
+
 async function leaseHold(walletId: string): Promise<string | undefined> {
   const [row] = await sql<{ amount: string }>(
     testEnv,
@@ -82,10 +101,7 @@ async function leaseHold(walletId: string): Promise<string | undefined> {
 describe('a daily spend limit caps the lease', () => {
   it('serves the calls that fit on the lease with no gateway statement, then refuses 402 naming the daily limit; nothing sent, booked + held within it', async () => {
     const limit = formatUsd(tenthsOf(worst(), 25n));
-    const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
-    const session = await limited.session('1.00000000');
-    const upstream = worstCaseUpstream();
-    const { gateway, counted } = countingGateway(upstream.fetch);
+    const { session, upstream, gateway, counted, booksAgree } = await scene({ spendPerDayUsd: limit });
 
     // Two calls fit (2 × worst ≤ 2.5 × worst): both on the lease, which Postgres capped at the limit
     // (the chunk, 1 USD, would be far more).
@@ -105,42 +121,34 @@ describe('a daily spend limit caps the lease', () => {
     const spend = await endUserSpend(testEnv, session.endUserId);
     expect(spend.booked).toBe(formatUsd(addUsd(worst(), worst())));
     expect(unitsOf(spend.booked) + unitsOf(spend.held)).toBeLessThanOrEqual(unitsOf(limit));
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 
   it('names the monthly limit when it is the one a call would pass, as the per-call path does', async () => {
     const month = formatUsd(tenthsOf(worst(), 15n));
-    const limited = await limitedApp(testEnv, { spendPerDayUsd: formatUsd(tenthsOf(worst(), 100n)), spendPerMonthUsd: month });
-    const session = await limited.session('1.00000000');
-    const upstream = worstCaseUpstream();
-    const { gateway } = countingGateway(upstream.fetch);
+    const { session, upstream, gateway, booksAgree } = await scene({
+      spendPerDayUsd: formatUsd(tenthsOf(worst(), 100n)),
+      spendPerMonthUsd: month,
+    });
     await routeOf(await chat(gateway, testEnv, session.token, ask()));
     const refused = await errorOf(await chat(gateway, testEnv, session.token, ask()));
     expect(refused).toMatchObject({ status: 402, code: 'budget_exceeded' });
     expect(refused.message).toContain(`spend limit per user of ${month} USD per calendar month`);
     expect(upstream.requests).toHaveLength(1);
-    await walletObjectOf(session.token).flush();
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 
   it('a balance short of the limit is refused as insufficient_balance, not as the limit', async () => {
-    const limited = await limitedApp(testEnv, { spendPerDayUsd: '1.00000000' });
-    const session = await limited.session(formatUsd(tenthsOf(worst(), 15n)));
-    const upstream = worstCaseUpstream();
-    const { gateway } = countingGateway(upstream.fetch);
+    const { session, gateway, booksAgree } = await scene({ spendPerDayUsd: '1.00000000' }, formatUsd(tenthsOf(worst(), 15n)));
     await routeOf(await chat(gateway, testEnv, session.token, ask()));
     expect(await errorOf(await chat(gateway, testEnv, session.token, ask()))).toMatchObject({ status: 402, code: 'insufficient_balance' });
-    await walletObjectOf(session.token).flush();
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 });
 
 describe('a limit the developer changes', () => {
   it('holds for the next call: the leases granted under the old limit are given back', async () => {
-    const limited = await limitedApp(testEnv, { spendPerDayUsd: formatUsd(tenthsOf(worst(), 100n)) });
-    const session = await limited.session('1.00000000');
-    const upstream = worstCaseUpstream();
-    const { gateway } = countingGateway(upstream.fetch);
+    const { limited, session, upstream, gateway, booksAgree } = await scene({ spendPerDayUsd: formatUsd(tenthsOf(worst(), 100n)) });
     await routeOf(await chat(gateway, testEnv, session.token, ask()));
     // The lease holds 10 worst cases less the one in it; the developer lowers the limit to one.
     const lowered = formatUsd(worst());
@@ -155,8 +163,7 @@ describe('a limit the developer changes', () => {
     expect(refused).toMatchObject({ status: 402, code: 'budget_exceeded' });
     expect(refused.message).toContain(`spend limit per user of ${lowered} USD per day`);
     expect(upstream.requests).toHaveLength(1);
-    await walletObjectOf(session.token).flush();
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 });
 
@@ -192,10 +199,7 @@ describe('the byok route on a lease capped by a spend limit', () => {
 describe('an attacker against a spend limit on the lease', () => {
   it('20 concurrent calls against a daily limit of 5 worst cases: exactly 5 served, the rest 402 before the upstream', async () => {
     const limit = formatUsd(tenthsOf(worst(), 50n));
-    const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
-    const session = await limited.session('1.00000000');
-    const upstream = worstCaseUpstream();
-    const { gateway } = countingGateway(upstream.fetch);
+    const { session, upstream, gateway, booksAgree } = await scene({ spendPerDayUsd: limit });
     const responses = await Promise.all(Array.from({ length: 20 }, () => chat(gateway, testEnv, session.token, ask())));
     const statuses = responses.map((response) => response.status);
     expect(statuses.filter((status) => status === 200)).toHaveLength(5);
@@ -205,17 +209,13 @@ describe('an attacker against a spend limit on the lease', () => {
     const spend = await endUserSpend(testEnv, session.endUserId);
     expect(spend.booked).toBe(limit);
     expect(unitsOf(spend.booked) + unitsOf(spend.held)).toBeLessThanOrEqual(unitsOf(limit));
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 
   it('7 platform and 7 developer-key calls on the lease and 7 per-call at once against a daily limit of 5 worst cases: booked + held never above it', async () => {
     const limit = formatUsd(tenthsOf(worst(), 50n));
-    const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
-    await developerKeyOf(limited.developerKey);
     // The lease takes a chunk of the balance (WALLET_LEASE_USD, 1 USD); the per-call holds use the rest.
-    const session = await limited.session('5.00000000');
-    const upstream = worstCaseUpstream();
-    const { gateway } = countingGateway(upstream.fetch);
+    const { session, upstream, gateway, booksAgree } = await scene({ spendPerDayUsd: limit }, '5.00000000', { developerKey: true });
     const responses = await Promise.all(mixedCalls(gateway, session.token));
     const served = responses.filter((response) => response.status === 200).length;
     expect(served).toBeGreaterThan(0);
@@ -225,16 +225,12 @@ describe('an attacker against a spend limit on the lease', () => {
     const spend = await endUserSpend(testEnv, session.endUserId);
     expect(spend.calls).toBe(served);
     expect(unitsOf(spend.booked) + unitsOf(spend.held)).toBeLessThanOrEqual(unitsOf(limit));
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 
   it('a per-call call cannot spend what the lease reserved: it counts the lease as spent', async () => {
     const limit = formatUsd(tenthsOf(worst(), 20n));
-    const limited = await limitedApp(testEnv, { spendPerDayUsd: limit });
-    await developerKeyOf(limited.developerKey);
-    const session = await limited.session('1.00000000');
-    const upstream = worstCaseUpstream();
-    const { gateway } = countingGateway(upstream.fetch);
+    const { session, upstream, gateway, booksAgree } = await scene({ spendPerDayUsd: limit }, '1.00000000', { developerKey: true });
 
     // A platform call on the lease, which holds the whole limit (2 × worst) until it is given back.
     expect((await routeOf(await chat(gateway, testEnv, session.token, onPlatform))).route_mode).toBe('platform');
@@ -257,16 +253,13 @@ describe('an attacker against a spend limit on the lease', () => {
     await object.flush();
     const spend = await endUserSpend(testEnv, session.endUserId);
     expect(unitsOf(spend.booked) + unitsOf(spend.held)).toBeLessThanOrEqual(unitsOf(limit));
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 });
 
 describe('a requests-per-minute limit on the lease', () => {
   it('serves the limit on the lease with no gateway statement, then 429 with retry-after; the window slides', async () => {
-    const limited = await limitedApp(testEnv, { requestsPerMinute: 3 });
-    const session = await limited.session('1.00000000');
-    const upstream = worstCaseUpstream();
-    const { gateway, counted } = countingGateway(upstream.fetch);
+    const { session, upstream, gateway, counted, booksAgree } = await scene({ requestsPerMinute: 3 });
     for (let index = 0; index < 3; index++) await routeOf(await chat(gateway, testEnv, session.token, ask()));
     expect(counted.statements).toBe(0);
 
@@ -290,15 +283,11 @@ describe('a requests-per-minute limit on the lease', () => {
     await routeOf(await chat(gateway, testEnv, session.token, ask()));
     expect(upstream.requests).toHaveLength(4);
     await object.flush();
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 
   it('a per-call call counts the call slots the lease holds: refused 429 while they fill the window', async () => {
-    const limited = await limitedApp(testEnv, { requestsPerMinute: 2 });
-    await developerKeyOf(limited.developerKey);
-    const session = await limited.session('1.00000000');
-    const upstream = worstCaseUpstream();
-    const { gateway } = countingGateway(upstream.fetch);
+    const { session, upstream, gateway, booksAgree } = await scene({ requestsPerMinute: 2 }, '1.00000000', { developerKey: true });
 
     // One platform call on the lease: its slots (the call, and one more to come) fill the window of 2.
     expect((await routeOf(await chat(gateway, testEnv, session.token, onPlatform))).route_mode).toBe('platform');
@@ -320,16 +309,12 @@ describe('a requests-per-minute limit on the lease', () => {
     expect(
       await sql(testEnv, 'select route_mode from gateway_calls where end_user_id = $1 order by created_at', [session.endUserId]),
     ).toEqual([{ route_mode: 'platform' }, { route_mode: 'developer_key' }]);
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 
   it('7 platform and 7 developer-key calls on the lease and 7 per-call at once against 5 per minute: never more than 5 in the window', async () => {
-    const limited = await limitedApp(testEnv, { requestsPerMinute: 5 });
-    await developerKeyOf(limited.developerKey);
     // The lease takes a chunk of the balance (WALLET_LEASE_USD, 1 USD); the per-call holds use the rest.
-    const session = await limited.session('5.00000000');
-    const upstream = worstCaseUpstream();
-    const { gateway } = countingGateway(upstream.fetch);
+    const { session, upstream, gateway, booksAgree } = await scene({ requestsPerMinute: 5 }, '5.00000000', { developerKey: true });
     const responses = await Promise.all(mixedCalls(gateway, session.token));
     const served = responses.filter((response) => response.status === 200).length;
     expect(served).toBeGreaterThan(0);
@@ -343,7 +328,7 @@ describe('a requests-per-minute limit on the lease', () => {
       [session.endUserId],
     );
     expect(window!.n).toBe(served);
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 
   it('a call in flight for more than a minute has left the window, as on the per-call path: it takes no call slot', async () => {
@@ -399,10 +384,7 @@ describe('a requests-per-minute limit on the lease', () => {
   });
 
   it('20 concurrent calls against a limit of 5 per minute: exactly 5 served, 15 get 429 with retry-after, none sent', async () => {
-    const limited = await limitedApp(testEnv, { requestsPerMinute: 5 });
-    const session = await limited.session('1.00000000');
-    const upstream = worstCaseUpstream();
-    const { gateway } = countingGateway(upstream.fetch);
+    const { session, upstream, gateway, booksAgree } = await scene({ requestsPerMinute: 5 });
     const responses = await Promise.all(Array.from({ length: 20 }, () => chat(gateway, testEnv, session.token, ask())));
     const refused = responses.filter((response) => response.status === 429);
     expect(responses.filter((response) => response.status === 200)).toHaveLength(5);
@@ -413,7 +395,6 @@ describe('a requests-per-minute limit on the lease', () => {
       expect(retryAfter).toBeLessThanOrEqual(60);
     }
     expect(upstream.requests).toHaveLength(5);
-    await walletObjectOf(session.token).flush();
-    await expectBooksAgree(testEnv, upstream.requests, worstUsage);
+    await booksAgree();
   });
 });
