@@ -147,7 +147,7 @@ export interface WalletObjectContract extends Rpc.DurableObjectBranded {
   abandon(callId: string): Promise<void>;
   /** Refuses these sessions from now on (null: every session of this wallet); the API pushes revocations. */
   revokeSessions(tokenHashes: string[] | null): Promise<void>;
-  /** The end user's byok keys changed (added, disabled): what was read of them is read again. */
+  /** The keys its calls may take changed (the end user's byok key added or disabled, a developer key disabled): the routing is read again. */
   forgetContexts(): Promise<void>;
   /**
    * Before money leaves the wallet outside the gateway (a debit adjustment, a chargeback): books

@@ -4,7 +4,7 @@
  * hold rounded up as faucet_developer_price rounds it, and the budgets a renewal grants.
  */
 import { describe, expect, it } from 'vitest';
-import { budgetCommittedUnits, budgetFit, developerKeyHold, keyBudgetsOf, mergeKeyBudgets, type StoredCall } from './lease-book.ts';
+import { budgetCommittedUnits, budgetFit, developerKeyHold, heldKeyBudgets, mergeKeyBudgets, type StoredCall } from './lease-book.ts';
 
 const key = '11111111-1111-4111-8111-111111111111';
 const other = '22222222-2222-4222-8222-222222222222';
@@ -73,7 +73,7 @@ describe("a developer key's budget lease in the object", () => {
   });
 
   it('keeps the keys a renewal granted something of, and forgets one granted nothing', () => {
-    expect(keyBudgetsOf({ [key]: { amount: '0.10000000', expiresAt: 5 }, [other]: { amount: '0.00000000', expiresAt: null } })).toEqual({
+    expect(heldKeyBudgets({ [key]: { amount: '0.10000000', expiresAt: 5 }, [other]: { amount: '0.00000000', expiresAt: null } })).toEqual({
       [key]: { units: 10_000_000n, expiresAt: 5 },
     });
     const held = { [key]: { units: 1n, expiresAt: 1 }, [other]: { units: 2n, expiresAt: 2 } };

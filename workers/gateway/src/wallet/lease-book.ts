@@ -70,7 +70,7 @@ export interface KeyBudget {
 }
 
 /** key_budgets as the object keeps them: the keys of which it holds something. */
-export function keyBudgetsOf(granted: KeyBudgets): Record<string, KeyBudget> {
+export function heldKeyBudgets(granted: KeyBudgets): Record<string, KeyBudget> {
   const budgets: Record<string, KeyBudget> = {};
   for (const [id, { amount, expiresAt }] of Object.entries(granted)) {
     const held = units(amount);
@@ -83,7 +83,7 @@ export function keyBudgetsOf(granted: KeyBudgets): Record<string, KeyBudget> {
 export function mergeKeyBudgets(held: Record<string, KeyBudget> | undefined, granted: KeyBudgets): Record<string, KeyBudget> {
   const merged = { ...held };
   for (const id of Object.keys(granted)) delete merged[id];
-  return { ...merged, ...keyBudgetsOf(granted) };
+  return { ...merged, ...heldKeyBudgets(granted) };
 }
 
 /** What a call holds of a developer key's budget: its worst-case cost in flight, the cost its booking records once settled. */

@@ -85,8 +85,14 @@ describe('a developer-key call on the lease', () => {
     const { gateway, counted } = countingGateway(upstream.fetch);
 
     // Nothing asked for: the developer's key comes before the platform pool (DESIGN §6), as per call.
+    // The first call of the cold wallet takes its context, its lease and the key's budget in one
+    // statement; the second, asking for the route by name, reads only its context (the route asked
+    // for is part of what a context answers), the lease and the budget lease cover it.
+    const object = walletObjectOf(session.token);
     const first = await faucetOf(await chat(gateway, testEnv, session.token, ask()));
+    expect((await object.snapshot()).statements).toBe(1);
     const second = await faucetOf(await chat(gateway, testEnv, session.token, ask({ route_mode: 'developer_key' })));
+    expect((await object.snapshot()).statements).toBe(2);
     expect([first.route_mode, second.route_mode]).toEqual(['developer_key', 'developer_key']);
     expect(counted.statements).toBe(0);
     expect(upstream.requests.map((request) => request.headers.authorization)).toEqual([`Bearer ${app.apiKey}`, `Bearer ${app.apiKey}`]);
@@ -96,7 +102,6 @@ describe('a developer-key call on the lease', () => {
     expect(first.charge.amount_usd).toBe(charge);
 
     // The object holds part of the key's budget: the two calls' recorded cost and a chunk.
-    const object = walletObjectOf(session.token);
     const held = (await object.snapshot()).keyBudgets[app.keyId];
     expect(held?.committedUsd).toBe(formatUsd(times(worstCost(), 2n)));
     expect(unitsOf(held!.leaseUsd)).toBeGreaterThanOrEqual(unitsOf(held!.committedUsd));

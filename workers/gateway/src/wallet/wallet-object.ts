@@ -51,7 +51,7 @@ import {
   covers,
   developerKeyHold,
   hasCallSlot,
-  keyBudgetsOf,
+  heldKeyBudgets,
   type Lease,
   leaseLimits,
   mergeKeyBudgets,
@@ -597,7 +597,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         expiresAt: result.leaseExpiresAt.getTime(),
         limits: leaseLimits(result.spendLimits),
         rate: leaseRate(result.rateLimit),
-        budgets: keyBudgetsOf(result.keyBudgets),
+        budgets: heldKeyBudgets(result.keyBudgets),
       },
     };
     // One implicit transaction: the flushed calls go, their request ids stay claimed on their own,
