@@ -19,9 +19,12 @@ if (
 ) {
   console.log('faucet: installing dependencies (first run)…');
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const install = spawnSync(npm, ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  // `npm ci` installs exactly the committed lock and never rewrites it, so a fresh clone stays clean;
+  // `npm install` only where there is no lock yet.
+  const command = existsSync(join(root, 'package-lock.json')) ? 'ci' : 'install';
+  const install = spawnSync(npm, [command, '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
   if (install.status !== 0) {
-    console.error('faucet: npm install failed');
+    console.error(`faucet: npm ${command} failed`);
     process.exit(install.status ?? 1);
   }
 }
