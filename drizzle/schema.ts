@@ -577,6 +577,8 @@ export const checkoutSessions = pgTable(
     completedAt: timestamp('completed_at', { withTimezone: true }),
     /** The payment intent that paid the session: refunds and disputes name it, never the session. */
     stripePaymentIntentId: text('stripe_payment_intent_id'),
+    /** Cents Stripe took back (refunds and disputes booked, less disputes won); never above `amountCents`. */
+    reversedCents: bigint('reversed_cents', { mode: 'number' }).notNull().default(0),
   },
   (table) => [
     uniqueIndex('checkout_sessions_payment_intent').on(table.stripePaymentIntentId).where(sql`${table.stripePaymentIntentId} is not null`),
@@ -664,7 +666,11 @@ export const revenueClawbacks = pgTable(
     createdAt: createdAt(),
     reversedAt: timestamp('reversed_at', { withTimezone: true }),
   },
-  (table) => [check('revenue_clawbacks_positive', sql`${table.amount} > 0`), index('revenue_clawbacks_created').on(table.createdAt)],
+  (table) => [
+    check('revenue_clawbacks_positive', sql`${table.amount} > 0`),
+    index('revenue_clawbacks_created').on(table.createdAt),
+    index('revenue_clawbacks_user_wallet').on(table.userWalletId).where(sql`${table.status} = 'booked'`),
+  ],
 );
 
 export const processedWebhookEvents = pgTable('processed_webhook_events', {

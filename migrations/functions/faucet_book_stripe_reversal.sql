@@ -8,6 +8,9 @@
 -- event and an audit row recorded, no money moves) | 'amount_mismatch' (more than the session paid,
 -- or not USD: audited, nothing booked).
 -- The wallet debit is a receivable debit (may go below zero); spent_usd is the part already spent.
+-- Bounded by what the checkout credited: refunds and disputes of its charges together (less disputes
+-- won) never debit more than its amount (checkout_sessions.reversed_cents); the part over it is not
+-- booked and is audited as stripe.reversal_capped.
 create or replace function faucet_book_stripe_reversal(
   p_event_id text,
   p_event_type text,
@@ -26,6 +29,7 @@ declare
   v_charge stripe_charges%rowtype;
   v_dispute stripe_disputes%rowtype;
   v_cents bigint;
+  v_asked bigint;
   v_amount numeric(20, 8);
   v_posted record;
   v_kind text;
@@ -91,6 +95,7 @@ begin
       array[v_amount, -v_amount]);
     update stripe_disputes d set status = 'won', closed_at = now(), reversal_transaction_id = v_posted.transaction_id
     where d.dispute_id = p_dispute_id;
+    update checkout_sessions c set reversed_cents = c.reversed_cents - v_dispute.amount_cents where c.id = v_session.id;
     -- The clawback taken from the developer for this chargeback goes back too.
     perform faucet_reverse_clawback(c.id, 'stripe dispute won', 'system', p_request_id)
     from revenue_clawbacks c where c.source_transaction_id = v_dispute.ledger_transaction_id and c.status = 'booked';
@@ -136,6 +141,23 @@ begin
     v_kind := 'chargeback';
     v_key := 'stripe_dispute:' || p_dispute_id;
   end if;
+
+  v_asked := v_cents;
+  v_cents := least(v_cents, v_session.amount_cents - v_session.reversed_cents);
+  if v_cents < v_asked then
+    insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
+    values ('system', 'stripe', 'stripe.reversal_capped', 'checkout_session', v_session.id::text, p_request_id,
+            jsonb_build_object('event_id', p_event_id, 'event_type', p_event_type, 'asked_cents', v_asked,
+                               'booked_cents', greatest(v_cents, 0), 'session_amount_cents', v_session.amount_cents,
+                               'reversed_cents', v_session.reversed_cents));
+  end if;
+  if v_cents <= 0 then
+    return query select 'nothing_to_book'::text, v_session.wallet_id, null::uuid, null::numeric, null::numeric;
+    return;
+  end if;
+  -- A dispute records what was debited for it: a won dispute credits back exactly that.
+  update stripe_disputes d set amount_cents = v_cents where p_action = 'dispute' and d.dispute_id = p_dispute_id;
+  update checkout_sessions c set reversed_cents = c.reversed_cents + v_cents where c.id = v_session.id;
 
   v_amount := (v_cents::numeric / 100)::numeric(20, 8);
   select * into v_posted from faucet_post_receivable_debit(

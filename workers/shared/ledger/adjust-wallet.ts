@@ -3,18 +3,16 @@
  * Counter-accounts: `adjustment` moves money from/to the platform's adjustments account; `refund` and
  * `chargeback` move it through payment clearing, like the payments they correct.
  *
- * A `chargeback` debit is the bank taking the money back, whether or not it is still there: it is a
- * receivable debit (may go below zero, post-receivable-debit.ts) and the developer revenue of the
- * spent part is clawed back (claw-back-revenue.ts), like a Stripe dispute. Other debits are refused
- * below the available balance.
+ * A debit of every kind needs the wallet's available balance (balance less its holds), as the seed
+ * says: an operator's typo must not move money the wallet does not hold. Only money the payment
+ * provider takes back by itself goes below zero as a receivable (book-stripe-reversal.ts); an
+ * operator debit never does, so it never spends money already spent and claws back nothing.
  */
 import { sql } from 'drizzle-orm';
 import { FaucetError } from '../wire/errors.ts';
 import { formatUsd, negateUsd, type Usd } from '../money/index.ts';
 import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
-import { clawBackRevenue } from './claw-back-revenue.ts';
-import { postReceivableDebit } from './post-receivable-debit.ts';
-import { postTransaction, type PostTransactionResult } from './post-transaction.ts';
+import { postTransaction } from './post-transaction.ts';
 
 export const adjustmentKinds = ['adjustment', 'refund', 'chargeback'] as const;
 export type AdjustmentKind = (typeof adjustmentKinds)[number];
@@ -79,41 +77,18 @@ export async function adjustWallet(db: LedgerDatabase, input: AdjustWalletInput)
   const counterId = await counterAccountId(db, input.walletId, input.kind);
   const idempotencyKey = input.idempotencyKey ? `adjustment:${input.walletId}:${input.idempotencyKey}` : null;
   const audit = { actorType: 'admin', action: `wallet.${input.kind}`, targetType: 'wallet', targetId: input.walletId } as const;
-  let result: PostTransactionResult;
-  if (input.kind === 'chargeback' && input.direction === 'debit') {
-    const debit = await postReceivableDebit(db, {
-      kind: 'chargeback',
-      walletId: input.walletId,
-      counterWalletId: counterId,
-      amount: input.amount,
-      // A receivable debit is always keyed (its clawback is keyed by it): a fresh key when the operator gave none.
-      idempotencyKey: idempotencyKey ?? `adjustment:${input.walletId}:unkeyed:${crypto.randomUUID()}`,
-      requestId: input.requestId,
-      reason: input.reason,
-      metadata: { request },
-      audit,
-    });
-    await clawBackRevenue(db, {
-      sourceTransactionId: debit.transactionId,
-      userWalletId: input.walletId,
-      spent: debit.spent,
-      requestId: input.requestId,
-    });
-    result = debit;
-  } else {
-    result = await postTransaction(db, {
-      kind: input.kind,
-      entries: [
-        { walletId: input.walletId, amount: walletAmount },
-        { walletId: counterId, amount: negateUsd(walletAmount) },
-      ],
-      idempotencyKey,
-      requestId: input.requestId,
-      reason: input.reason,
-      metadata: { request },
-      audit,
-    });
-  }
+  const result = await postTransaction(db, {
+    kind: input.kind,
+    entries: [
+      { walletId: input.walletId, amount: walletAmount },
+      { walletId: counterId, amount: negateUsd(walletAmount) },
+    ],
+    idempotencyKey,
+    requestId: input.requestId,
+    reason: input.reason,
+    metadata: { request },
+    audit,
+  });
   if (result.outcome === 'insufficient_balance') {
     throw new FaucetError('insufficient_balance', "the debit exceeds the wallet's available balance");
   }

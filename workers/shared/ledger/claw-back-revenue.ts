@@ -1,9 +1,13 @@
 /**
  * When a chargeback or refund takes money the user already spent, the developer keeps no revenue
  * earned from it: claw back `spent × (Σ developer_revenue_usd / Σ retail_usd)` over the user's
- * usage, rounded down like the developer's share in rating (never more than was earned). Booked as a
- * `revenue_clawback` (developer wallet −amount, may go below zero as a receivable; platform
- * adjustments +amount) with a `revenue_clawbacks` row an operator reviews and may reverse.
+ * usage, rounded down like the developer's share in rating. Booked as a `revenue_clawback` (developer
+ * wallet −amount, may go below zero as a receivable; platform adjustments +amount) with a
+ * `revenue_clawbacks` row an operator reviews and may reverse.
+ *
+ * The proportion is computed here; the bound is kept where the booking is written: faucet_book_clawback
+ * caps the amount, under the end user's wallet lock, at the developer revenue from that end user less
+ * the clawbacks already booked and not reversed, so no sum of clawbacks exceeds what was earned.
  */
 import { sql } from 'drizzle-orm';
 import { compareUsd, formatUsd, isZeroUsd, multiplyByAmountRatio, parseDatabaseAmount, zeroUsd, type Usd } from '../money/index.ts';
@@ -43,12 +47,17 @@ export async function clawBackRevenue(
   const basis = { developerRevenue: parseDatabaseAmount(row.developer_revenue), retail: parseDatabaseAmount(row.retail) };
   const amount = clawbackAmount(input.spent, basis);
   if (isZeroUsd(amount)) return { outcome: 'nothing_to_claw_back' };
-  const booked = await queryOne<{ outcome: 'booked' | 'duplicate' | 'source_reversed'; clawback_id: string | null }>(
+  const booked = await queryOne<{
+    outcome: 'booked' | 'duplicate' | 'source_reversed' | 'nothing_to_claw_back';
+    clawback_id: string | null;
+    amount: string | null;
+  }>(
     db,
-    sql`select outcome, clawback_id from faucet_book_clawback(${requireUuid(input.sourceTransactionId, 'transaction')}::uuid,
+    sql`select outcome, clawback_id, amount::numeric(20, 8)::text as amount from faucet_book_clawback(${requireUuid(input.sourceTransactionId, 'transaction')}::uuid,
       ${input.userWalletId}::uuid, ${formatUsd(input.spent)}::numeric, ${row.developer_revenue}::numeric, ${row.retail}::numeric,
       ${formatUsd(amount)}::numeric, ${input.requestId})`,
   );
-  if (booked.outcome === 'source_reversed') return { outcome: 'source_reversed' };
-  return { outcome: booked.outcome, clawbackId: booked.clawback_id as string, amount };
+  if (booked.outcome === 'source_reversed' || booked.outcome === 'nothing_to_claw_back') return { outcome: booked.outcome };
+  // The amount booked: the first booking's on a duplicate, the capped one when the cap applied.
+  return { outcome: booked.outcome, clawbackId: booked.clawback_id as string, amount: parseDatabaseAmount(booked.amount as string) };
 }

@@ -8,6 +8,11 @@
  * `receivables`, and is a violation only when it owes more than its recorded receivables add up to
  * (something else took it below zero).
  *
+ * Clawbacks of developer revenue never exceed what the developer earned from that end user
+ * (faucet_book_clawback caps them): an end user whose clawbacks still booked add up to more is listed
+ * under `excess_clawbacks` with the clawbacks to reverse (`POST /v1/admin/clawbacks/{id}/reverse`),
+ * and makes `ok` false.
+ *
  * It also reports the wallet objects' active leases (issue 19: holds keyed `lease:…`, set by
  * `faucet_settle_lease`): money reserved for calls authorized at the edge and not booked yet. A lease
  * is a hold, not an entry, so it never makes the books disagree and does not change `ok`.
@@ -45,6 +50,18 @@ export interface Receivable {
   recorded_usd: string;
 }
 
+export interface ExcessClawback {
+  user_wallet_id: string;
+  developer_id: string;
+  /** Σ developer revenue booked from this end user's usage. */
+  earned_usd: string;
+  /** Σ clawbacks of that revenue still booked (not reversed). */
+  clawed_back_usd: string;
+  excess_usd: string;
+  /** The clawbacks still booked, newest first: reversing them mends the excess. */
+  clawback_ids: string[];
+}
+
 export interface LedgerReconciliation {
   ok: boolean;
   checked_at: string;
@@ -54,6 +71,7 @@ export interface LedgerReconciliation {
   negative_wallets: NegativeWallet[];
   receivables: Receivable[];
   receivables_total_usd: string;
+  excess_clawbacks: ExcessClawback[];
   /** Active, unexpired leases of wallet objects and the USD they hold. */
   leases: { active: number; leased_usd: string };
 }
@@ -104,6 +122,26 @@ export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconci
         from wallets w
         where not w.allow_negative and (w.balance < 0 or faucet_wallet_balance(w.id) < 0) order by w.id`,
   );
+  const excessRows = await queryRows<{ user_wallet_id: string; developer_id: string; earned: string; clawed: string; ids: string[] }>(
+    db,
+    sql`select c.user_wallet_id, c.developer_id, c.clawed, c.ids,
+               (select coalesce(sum(u.developer_revenue_usd), 0) from usage_events u join wallets w on w.end_user_id = u.end_user_id
+                where w.id = c.user_wallet_id)::numeric(20, 8) as earned
+        from (select user_wallet_id, min(developer_id::text)::uuid as developer_id, sum(amount)::numeric(20, 8) as clawed,
+                     array_agg(id::text order by created_at desc) as ids
+              from revenue_clawbacks where status = 'booked' group by user_wallet_id) c
+        where c.clawed > (select coalesce(sum(u.developer_revenue_usd), 0) from usage_events u join wallets w on w.end_user_id = u.end_user_id
+                          where w.id = c.user_wallet_id)
+        order by c.user_wallet_id`,
+  );
+  const excess_clawbacks = excessRows.map((row) => ({
+    user_wallet_id: row.user_wallet_id,
+    developer_id: row.developer_id,
+    earned_usd: formatUsd(parseDatabaseAmount(row.earned)),
+    clawed_back_usd: formatUsd(parseDatabaseAmount(row.clawed)),
+    excess_usd: formatUsd(subtractUsd(parseDatabaseAmount(row.clawed), parseDatabaseAmount(row.earned))),
+    clawback_ids: row.ids,
+  }));
   const owed = (row: (typeof belowZero)[number]) => negateUsd(parseDatabaseAmount(row.balance));
   const isReceivable = (row: (typeof belowZero)[number]) => compareUsd(owed(row), parseDatabaseAmount(row.recorded)) <= 0;
   const negativeRows = belowZero.filter((row) => !isReceivable(row));
@@ -131,7 +169,11 @@ export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconci
     balance_usd: formatUsd(parseDatabaseAmount(row.balance)),
   }));
   return {
-    ok: wallet_mismatches.length === 0 && unbalanced_transactions.length === 0 && negative_wallets.length === 0,
+    ok:
+      wallet_mismatches.length === 0 &&
+      unbalanced_transactions.length === 0 &&
+      negative_wallets.length === 0 &&
+      excess_clawbacks.length === 0,
     checked_at: new Date(counts.checked_at).toISOString(),
     counts: { wallets: counts.wallets, transactions: counts.transactions, entries: counts.entries },
     wallet_mismatches,
@@ -139,6 +181,7 @@ export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconci
     negative_wallets,
     receivables,
     receivables_total_usd: formatUsd(addUsd(...receivables.map((row) => parseDatabaseAmount(row.outstanding_usd)))),
+    excess_clawbacks,
     leases: { active: counts.leases, leased_usd: formatUsd(parseDatabaseAmount(counts.leased)) },
   };
 }

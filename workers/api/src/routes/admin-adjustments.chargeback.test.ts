@@ -1,8 +1,15 @@
+/**
+ * An operator's debit, read as a tired operator's typo and as an attacker's script: every kind needs
+ * the wallet's available balance (the seed's rule), books nothing when refused, and claws back nothing.
+ */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { auditGatewayCalls } from '#shared/calls/upstream-audit.ts';
 import { bookUsage } from '#shared/ledger/book-usage.ts';
-import { balanceOf, chargeOf, createTestUser, fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
+import { reserveHold } from '#shared/ledger/holds.ts';
 import { reconcileLedger } from '#shared/ledger/reconcile.ts';
-import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { addUsd, formatUsd, parseWireAmount, usdFromUnits } from '#shared/money/index.ts';
+import { balanceOf, chargeOf, createTestUser, fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
+import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 let database: LedgerTestDatabase;
@@ -15,51 +22,108 @@ beforeAll(async () => {
 const adjust = (walletId: string, json: Record<string, unknown>) =>
   call(api(), testEnv, `/v1/admin/wallets/${walletId}/adjustments`, { token: adminToken, json });
 
-describe('POST /v1/admin/wallets/{id}/adjustments: chargeback after the money was spent', () => {
-  it('books the chargeback below zero as a receivable and claws back the developer revenue of the spent part', async () => {
-    const user = await createTestUser(testEnv);
-    await fund(database, user.walletId, '10.00000000');
-    const booked = await bookUsage(database.db, {
-      requestId: `spend-${crypto.randomUUID()}`,
-      appId: user.appId,
-      endUserId: user.endUserId,
-      featureKey: 'chat',
-      rated: chargeOf('7.00000000'),
-    });
-    expect(booked.outcome).toBe('booked');
-    const body = { kind: 'chargeback', direction: 'debit', amount_usd: '10.00000000', reason: 'bank chargeback', idempotency_key: 'cb-1' };
-    const response = await adjust(user.walletId, body);
-    expect(response.status).toBe(201);
-    expect(await balanceOf(testEnv, user.walletId)).toBe('-7.00000000');
-    const [receivable] = await sql<{ amount: string; kind: string }>(
+/** Everything a debit could have written about a wallet. */
+const traces = async (walletId: string) =>
+  (
+    await sql<{ transactions: number; receivables: number; clawbacks: number; audits: number }>(
       testEnv,
-      'select amount::text, kind from receivables where wallet_id = $1',
-      [user.walletId],
-    );
-    expect(receivable).toEqual({ amount: '7.00000000', kind: 'chargeback' });
-    const clawbacks = await sql<{ spent_usd: string; source_kind: string }>(
-      testEnv,
-      'select spent_usd::text, source_kind from revenue_clawbacks where user_wallet_id = $1',
-      [user.walletId],
-    );
-    expect(clawbacks).toEqual([{ spent_usd: '7.00000000', source_kind: 'chargeback' }]);
-    // The replay books nothing more.
-    const replay = await adjust(user.walletId, body);
-    expect(replay.status).toBe(201);
-    expect(replay.headers.get('idempotent-replayed')).toBe('true');
-    expect(await balanceOf(testEnv, user.walletId)).toBe('-7.00000000');
-    expect(await sql(testEnv, 'select id from revenue_clawbacks where user_wallet_id = $1', [user.walletId])).toHaveLength(1);
-    const reconciliation = await reconcileLedger(database.db);
-    expect(reconciliation.ok, JSON.stringify(reconciliation)).toBe(true);
+      `select (select count(*)::int from ledger_entries e join ledger_transactions t on t.id = e.transaction_id
+                where e.wallet_id = $1 and t.kind in ('adjustment', 'refund', 'chargeback')) as transactions,
+              (select count(*)::int from receivables where wallet_id = $1) as receivables,
+              (select count(*)::int from revenue_clawbacks where user_wallet_id = $1) as clawbacks,
+              (select count(*)::int from audit_logs where target_id = $1::text and action in ('wallet.adjustment', 'wallet.refund', 'wallet.chargeback')) as audits`,
+      [walletId],
+    )
+  )[0]!;
+
+async function endsBalanced() {
+  const reconciliation = await reconcileLedger(database.db);
+  expect(reconciliation.ok, JSON.stringify(reconciliation)).toBe(true);
+  expect(await auditGatewayCalls(database.db, 60)).toMatchObject({ ok: true, unbilledCalls: 0 });
+}
+
+/** An end user holding about 11 USD after spending a little, as on a fresh `npm start`. */
+async function userWhoSpent() {
+  const user = await createTestUser(testEnv);
+  await fund(database, user.walletId, '11.00000000');
+  const booked = await bookUsage(database.db, {
+    requestId: `spend-${crypto.randomUUID()}`,
+    appId: user.appId,
+    endUserId: user.endUserId,
+    featureKey: 'chat',
+    rated: chargeOf('0.00005760'),
+  });
+  expect(booked.outcome).toBe('booked');
+  return user;
+}
+
+describe('POST /v1/admin/wallets/{id}/adjustments: a debit needs the available balance, whatever its kind', () => {
+  it('refuses the typo 999999.00000000 of every kind with 402, booking nothing and clawing back nothing', async () => {
+    const user = await userWhoSpent();
+    const { developer_wallet_id: developerWalletId } = await demoFixture(testEnv);
+    const userBefore = await balanceOf(testEnv, user.walletId);
+    const developerBefore = await balanceOf(testEnv, developerWalletId);
+    for (const kind of ['chargeback', 'refund', 'adjustment']) {
+      const response = await adjust(user.walletId, { kind, direction: 'debit', amount_usd: '999999.00000000', reason: 'typo' });
+      expect(response.status, kind).toBe(402);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('insufficient_balance');
+    }
+    expect(await balanceOf(testEnv, user.walletId)).toBe(userBefore);
+    expect(await balanceOf(testEnv, developerWalletId)).toBe(developerBefore);
+    expect(await traces(user.walletId)).toEqual({ transactions: 0, receivables: 0, clawbacks: 0, audits: 0 });
+    await endsBalanced();
   });
 
-  it('still refuses a manual refund or adjustment debit beyond the available balance', async () => {
+  it('refuses a debit one unit past the available balance and books one of exactly that balance', async () => {
+    const user = await userWhoSpent();
+    const balance = await balanceOf(testEnv, user.walletId);
+    const over = formatUsd(addUsd(parseWireAmount(balance), usdFromUnits(1n)));
+    const refused = await adjust(user.walletId, { kind: 'chargeback', direction: 'debit', amount_usd: over, reason: 'bank' });
+    expect(refused.status).toBe(402);
+    const exact = await adjust(user.walletId, { kind: 'chargeback', direction: 'debit', amount_usd: balance, reason: 'bank' });
+    expect(exact.status).toBe(201);
+    expect(await balanceOf(testEnv, user.walletId)).toBe('0.00000000');
+    expect(await traces(user.walletId)).toMatchObject({ transactions: 1, receivables: 0, clawbacks: 0, audits: 1 });
+    await endsBalanced();
+  });
+
+  it('counts the holds of calls in flight: money a call holds cannot be debited', async () => {
     const user = await createTestUser(testEnv);
-    await fund(database, user.walletId, '1.00000000');
-    for (const kind of ['refund', 'adjustment']) {
-      const response = await adjust(user.walletId, { kind, direction: 'debit', amount_usd: '2.00000000', reason: 'too much' });
-      expect(response.status).toBe(402);
-    }
-    expect(await balanceOf(testEnv, user.walletId)).toBe('1.00000000');
+    await fund(database, user.walletId, '5.00000000');
+    const hold = await reserveHold(database.db, {
+      endUserId: user.endUserId,
+      requestId: `hold-${crypto.randomUUID()}`,
+      amount: parseWireAmount('4.00000000'),
+      ttlSeconds: 600,
+    });
+    expect(hold.outcome).toBe('reserved');
+    const response = await adjust(user.walletId, { kind: 'refund', direction: 'debit', amount_usd: '2.00000000', reason: 'refund' });
+    expect(response.status).toBe(402);
+    expect(await balanceOf(testEnv, user.walletId)).toBe('5.00000000');
+  });
+
+  it('lets one of two debits raced against the same balance through, never both', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '10.00000000');
+    const debit = (key: string) =>
+      adjust(user.walletId, { kind: 'chargeback', direction: 'debit', amount_usd: '6.00000000', reason: 'bank', idempotency_key: key });
+    const statuses = (await Promise.all([debit('race-a'), debit('race-b')])).map((response) => response.status).sort();
+    expect(statuses).toEqual([201, 402]);
+    expect(await balanceOf(testEnv, user.walletId)).toBe('4.00000000');
+    await endsBalanced();
+  });
+
+  it('refuses a developer wallet debit past its balance too', async () => {
+    const { developer_wallet_id: developerWalletId } = await demoFixture(testEnv);
+    const before = await balanceOf(testEnv, developerWalletId);
+    const response = await adjust(developerWalletId, {
+      kind: 'adjustment',
+      direction: 'debit',
+      amount_usd: '99999999.00000000',
+      reason: 'typo',
+    });
+    expect(response.status).toBe(402);
+    expect(await balanceOf(testEnv, developerWalletId)).toBe(before);
+    await endsBalanced();
   });
 });

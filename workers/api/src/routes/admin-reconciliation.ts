@@ -44,6 +44,21 @@ const Reconciliation = z
       .array(z.object({ wallet_id: z.string(), kind: z.string(), outstanding_usd: usdStringSchema, recorded_usd: usdStringSchema }))
       .describe('Wallets below zero by chargebacks, refunds or clawbacks of spent money: owed to the platform, not a violation'),
     receivables_total_usd: usdStringSchema,
+    excess_clawbacks: z
+      .array(
+        z.object({
+          user_wallet_id: z.string(),
+          developer_id: z.string(),
+          earned_usd: usdStringSchema,
+          clawed_back_usd: usdStringSchema,
+          excess_usd: usdStringSchema,
+          clawback_ids: z.array(z.string()),
+        }),
+      )
+      .describe(
+        'End users whose clawbacks still booked exceed the developer revenue earned from them (a violation; ' +
+          'reverse the listed clawbacks with POST /v1/admin/clawbacks/{id}/reverse to mend it)',
+      ),
     leases: z
       .object({ active: z.number().int(), leased_usd: usdStringSchema })
       .describe('Active leases of wallet objects (holds for calls authorized at the edge, not booked yet); not a violation'),
