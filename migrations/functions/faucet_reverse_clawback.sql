@@ -9,11 +9,18 @@ declare
   v_clawback revenue_clawbacks%rowtype;
   v_posted record;
 begin
-  select * into v_clawback from revenue_clawbacks c where c.id = p_clawback_id for update;
+  select * into v_clawback from revenue_clawbacks c where c.id = p_clawback_id;
   if not found then
     return query select 'not_found'::text, p_clawback_id;
     return;
   end if;
+  -- Wallets before the clawback row, in the global order, as a won dispute (which reverses its
+  -- clawback through here) and a new clawback of the same user take them; the other way round deadlocks.
+  perform 1 from wallets w
+  where w.id in (v_clawback.user_wallet_id, v_clawback.developer_wallet_id, faucet_system_wallet('platform_adjustments'))
+  order by faucet_wallet_rank(w.kind), w.id
+  for no key update;
+  select * into v_clawback from revenue_clawbacks c where c.id = p_clawback_id for update;
   if v_clawback.status = 'reversed' then
     return query select 'already_reversed'::text, p_clawback_id;
     return;
