@@ -8,6 +8,7 @@ import type { AppEnv } from './app-env.ts';
 import { intSetting, type ServiceName } from './env.ts';
 import type { OpenDatabase } from './db.ts';
 import { FaucetError } from './wire/errors.ts';
+import { registerHealthRoutes } from './health-routes.ts';
 import { appCors } from './middleware/app-cors.ts';
 import { database } from './middleware/database.ts';
 import { flushPending } from './request-counters/batch.ts';
@@ -20,6 +21,7 @@ import { describeZodError, renderError } from './render-error.ts';
 export interface ServiceAppOptions {
   service: ServiceName;
   title: string;
+  /** The worker's version on the release line (`workerVersions`, release.ts): `/health`, `/ready` and the OpenAPI document report it. */
   version: string;
   rateLimit: Omit<RateLimitOptions, 'exempt'>;
   defaultMaxBodyBytes: number;
@@ -59,19 +61,7 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   app.onError(renderError);
   app.notFound((c) => renderError(new FaucetError('not_found', `No route for ${c.req.method} ${c.req.path}`), c));
 
-  app.get('/health', (c) => c.json({ status: 'ok', service: options.service }));
-  app.get('/ready', (c) => {
-    const checks = {
-      database_configured: Boolean(c.env.DATABASE_URL),
-      gateway_base_url: c.env.GATEWAY_BASE_URL ?? null,
-      api_base_url: c.env.API_BASE_URL ?? null,
-      rate_limiter_bound: Boolean(c.env.RATE_LIMITER),
-      metrics_bound: Boolean(c.env.METRICS),
-      environment: c.env.ENVIRONMENT ?? 'development',
-    };
-    const ready = checks.database_configured;
-    return c.json({ status: ready ? 'ready' : 'not_ready', service: options.service, checks }, ready ? 200 : 503);
-  });
+  registerHealthRoutes(app, { service: options.service, version: options.version });
   app.get('/metrics', async (c) => {
     if (!c.env.METRICS) throw new FaucetError('not_found', 'Metrics are not configured');
     await flushPending(c);

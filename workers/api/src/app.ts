@@ -1,4 +1,5 @@
 import { createServiceApp, type ServiceApp } from '#shared/app.ts';
+import { workerVersions } from '#shared/release.ts';
 import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 import { registerAdminDeveloperRoutes } from './routes/admin-developers.ts';
 import { registerAdminProviderKeyRoutes } from './routes/admin-provider-keys.ts';
@@ -25,7 +26,7 @@ export function createApiApp(dependencies: { fetch?: FetchFunction } = {}): Serv
   const app = createServiceApp({
     service: 'api',
     title: 'Faucet control API',
-    version: '1.0.0',
+    version: workerVersions.api,
     rateLimit: {
       maxRequestsSetting: 'API_RATE_LIMIT_MAX_REQUESTS',
       windowMsSetting: 'API_RATE_LIMIT_WINDOW_MS',

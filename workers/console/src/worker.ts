@@ -1,9 +1,12 @@
 /**
  * The console's Worker: static assets (the built single-page app, served by the platform before this
- * code runs) and a transparent pass-through of `/api/*` to the public control API. It adds no
- * endpoint of its own and keeps nothing: the request goes on with its method, headers and body, and
- * the API's answer (error envelopes included) comes back unchanged.
+ * code runs) and a transparent pass-through of `/api/*` to the public control API. Its one endpoint
+ * of its own is `GET /health` (the console's version on the release line); it keeps nothing: the
+ * request goes on with its method, headers and body, and the API's answer (error envelopes
+ * included) comes back unchanged.
  */
+import { workerVersions } from '#shared/release.ts';
+
 interface ConsoleEnv {
   /** Origin of the control API, e.g. `https://faucet-api.example.workers.dev`. */
   API_ORIGIN: string;
@@ -21,7 +24,9 @@ export function apiTarget(url: URL, apiOrigin: string): URL | null {
 
 export default {
   async fetch(request, env) {
-    const target = apiTarget(new URL(request.url), env.API_ORIGIN);
+    const url = new URL(request.url);
+    if (url.pathname === '/health') return Response.json({ status: 'ok', service: 'console', version: workerVersions.console });
+    const target = apiTarget(url, env.API_ORIGIN);
     if (!target) return env.ASSETS.fetch(request);
     const headers = new Headers(request.headers);
     // The API sees the console's own call, not the browser's cookies or origin checks.

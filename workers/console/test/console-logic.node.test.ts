@@ -92,6 +92,15 @@ describe('console Worker', () => {
     expect(apiTarget(new URL('https://c.example/'), 'https://api.example')).toBeNull();
   });
 
+  it('answers /health itself with its version on the release line, without calling the API', async () => {
+    vi.stubGlobal('fetch', async () => {
+      throw new Error('the API must not be called');
+    });
+    const env = { API_ORIGIN: 'https://api.example', ASSETS: { fetch: async () => new Response('asset') } };
+    const answer = await worker.fetch(new Request('https://c.example/health') as never, env);
+    expect(await answer.json()).toEqual({ status: 'ok', service: 'console', version: '0.6.0' });
+  });
+
   it('forwards method, authorization and body, drops cookies, hands the decoded answer back without its old encoding, and answers an envelope when the API is down', async () => {
     const seen: Array<{ url: string; method: string; headers: Headers; body: string }> = [];
     vi.stubGlobal('fetch', async (url: URL, init: RequestInit) => {

@@ -1,4 +1,5 @@
 import { createServiceApp, type ServiceApp } from '#shared/app.ts';
+import { workerVersions } from '#shared/release.ts';
 import { defaultGatewayDependencies, type GatewayDependencies } from './gateway-dependencies.ts';
 import { registerChatCompletions } from './routes/chat-completions.ts';
 import { registerGatewayOpenApi } from './routes/gateway-openapi.ts';
@@ -10,7 +11,7 @@ export function createGatewayApp(overrides: Partial<GatewayDependencies> = {}): 
   const app = createServiceApp({
     service: 'gateway',
     title: 'Faucet gateway',
-    version: '1.0.0',
+    version: workerVersions.gateway,
     rateLimit: {
       maxRequestsSetting: 'GATEWAY_RATE_LIMIT_MAX_REQUESTS',
       windowMsSetting: 'GATEWAY_RATE_LIMIT_WINDOW_MS',

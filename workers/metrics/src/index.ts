@@ -3,6 +3,7 @@ import type { AppEnv } from '#shared/app-env.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { requestId } from '#shared/middleware/request-id.ts';
 import { readMetrics } from '#shared/request-counters/shards.ts';
+import { workerVersions } from '#shared/release.ts';
 import { renderError } from '#shared/render-error.ts';
 
 export { MetricsAggregator } from './metrics-aggregator.ts';
@@ -10,7 +11,7 @@ export { RateLimiter } from './rate-limiter.ts';
 
 /**
  * The metrics worker hosts the Durable Objects that the API and the gateway bind to by
- * `script_name`. Its own HTTP face is minimal: liveness and the aggregated exposition of all services.
+ * `script_name`. Its own HTTP face is minimal: liveness (with its version) and the aggregated exposition of all services.
  */
 const app = new Hono<AppEnv>();
 
@@ -18,7 +19,7 @@ const app = new Hono<AppEnv>();
 app.use(requestId());
 app.onError((error, c) => renderError(error, c));
 
-app.get('/health', (c) => c.json({ status: 'ok', service: 'metrics' }));
+app.get('/health', (c) => c.json({ status: 'ok', service: 'metrics', version: workerVersions.metrics }));
 app.get('/metrics', async (c) => {
   if (!c.env.METRICS) return c.text('metrics binding missing\n', 503);
   const text = await readMetrics(c.env.METRICS);

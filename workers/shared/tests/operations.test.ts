@@ -1,6 +1,7 @@
 import parsePrometheus from 'parse-prometheus-text-format';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createServiceApp } from '../app.ts';
+import { workerVersions } from '../release.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { adminToken, api, call, createSession, createTestEnv, gateway, sql, type TestEnv } from '../../test/harness.ts';
 
@@ -249,8 +250,35 @@ describe("CORS: an app's web origins only", () => {
 });
 
 describe('health, readiness, OpenAPI', () => {
-  it('GET /health answers ok', async () => {
-    expect(await (await call(api(), testEnv, '/health')).json()).toEqual({ status: 'ok', service: 'api' });
+  it('GET /health answers ok, naming the worker and its version', async () => {
+    expect(await (await call(api(), testEnv, '/health')).json()).toEqual({ status: 'ok', service: 'api', version: '0.7.0' });
+    expect(await (await call(gateway(), testEnv, '/health')).json()).toEqual({ status: 'ok', service: 'gateway', version: '0.7.0' });
+  });
+
+  it('GET /ready names the answering worker and its version on the release line, as its OpenAPI document does', async () => {
+    for (const [app, service] of [
+      [api(), 'api'],
+      [gateway(), 'gateway'],
+    ] as const) {
+      const ready = await call(app, testEnv, '/ready');
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ status: 'ready', service, version: workerVersions[service] });
+      const document = (await (await call(app, testEnv, '/openapi.json')).json()) as {
+        info: { version: string };
+        components: { schemas: Record<string, { required?: string[] }> };
+        paths: Record<string, unknown>;
+      };
+      expect(document.info.version).toBe(workerVersions[service]);
+      expect(document.paths).toHaveProperty(['/ready', 'get']);
+      expect(document.components.schemas.Readiness!.required).toEqual(expect.arrayContaining(['service', 'version']));
+    }
+    expect(workerVersions).toMatchObject({ api: '0.7.0', gateway: '0.7.0' });
+  });
+
+  it('GET /ready answers 503 not_ready, still naming its version, when no database is configured', async () => {
+    const response = await call(gateway(), { ...testEnv, DATABASE_URL: undefined }, '/ready');
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ status: 'not_ready', service: 'gateway', version: '0.7.0' });
   });
 
   it('GET /ready reports configuration without secrets', async () => {
