@@ -13,6 +13,7 @@ import { freePort, portOrFree, waitForHttp } from './ports.ts';
 import { ensureDatabase, type PostgresServer, startPostgres, withClient } from './postgres.ts';
 import { demo, seed, type SeedResult } from './seed.ts';
 import { startStripeFake, usesFakeStripe, type StripeFake } from './stripe-fake.ts';
+import { workerEnv } from './worker-env.ts';
 import { startWsProxy, type WsProxy } from './ws-proxy.ts';
 
 export const repoRoot = join(import.meta.dirname, '..', '..');
@@ -20,13 +21,15 @@ export const repoRoot = join(import.meta.dirname, '..', '..');
 export interface StackOptions {
   /** Folder for the database, wrangler state and generated files. */
   stateDir: string;
+  /** `.dev.vars` (or a test's secrets): secrets and worker settings, which win over the stack's defaults. */
   secrets: LocalSecrets;
   /** Preferred ports (taken when free); random free ports otherwise. */
   ports?: Partial<Record<'api' | 'gateway' | 'metrics' | 'console' | 'postgres' | 'proxy', number>>;
   /** Also build the console (workers/console) into the state folder and serve it, forwarding `/api/*` to this stack's API. */
   console?: boolean;
+  /** Overrides SESSION_TTL_SECONDS, also one in `secrets` (tests). */
   sessionTtlSeconds?: number;
-  /** Extra worker variables (e.g. rate limits, MOCK_PROVIDER_LATENCY_MS). */
+  /** Extra worker variables (e.g. rate limits, MOCK_PROVIDER_LATENCY_MS); they win over `secrets` and the stack's wiring. */
   workerVars?: Record<string, string>;
   /** Echo worker output (npm start) instead of keeping it for failure reports (tests). */
   verbose?: boolean;
@@ -119,24 +122,18 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     }
     const stripeTarget = stripeFake
       ? { STRIPE_API_HOST: '127.0.0.1', STRIPE_API_PORT: String(stripeFake.port), STRIPE_API_PROTOCOL: 'http' }
-      : {};
-    const { DEMO_DEVELOPER_KEY: _notAWorkerSecret, ...workerSecrets } = options.secrets;
+      : undefined;
+    const { env, ignored } = workerEnv({
+      devVars: options.secrets,
+      stack: { databaseUrl, wsProxy: `127.0.0.1:${proxy.port}`, apiUrl: urls.api, gatewayUrl: urls.gateway, stripeTarget },
+      sessionTtlSeconds: options.sessionTtlSeconds,
+      workerVars: options.workerVars,
+    });
+    if (ignored.length > 0) {
+      console.warn(`faucet: ignoring ${ignored.join(', ')} from .dev.vars: the local stack runs its own PostgreSQL`);
+    }
     const envFile = join(options.stateDir, 'workers.env');
-    writeFileSync(
-      envFile,
-      formatEnvFile({
-        ...workerSecrets,
-        ENVIRONMENT: 'development',
-        DATABASE_URL: databaseUrl,
-        DATABASE_WS_PROXY: `127.0.0.1:${proxy.port}`,
-        API_BASE_URL: urls.api,
-        GATEWAY_BASE_URL: urls.gateway,
-        SESSION_TTL_SECONDS: String(options.sessionTtlSeconds ?? 900),
-        ...stripeTarget,
-        ...options.workerVars,
-      }),
-      { mode: 0o600 },
-    );
+    writeFileSync(envFile, formatEnvFile(env), { mode: 0o600 });
 
     // The console's bundle is built while PostgreSQL and the workers start (a few seconds).
     const consoleConfig = options.console ? buildConsole(join(options.stateDir, 'console-dist')) : undefined;

@@ -19,9 +19,10 @@ export async function sha256Hex(value: string): Promise<string> {
   return toHex(await crypto.subtle.digest('SHA-256', encoder.encode(value)));
 }
 
-export async function hmacSha256Hex(secret: string, value: string): Promise<string> {
+/** A string is signed as its UTF-8 bytes; bytes as given (an input no string can spell, e.g. with 0xFF). */
+export async function hmacSha256Hex(secret: string, value: string | Uint8Array<ArrayBuffer>): Promise<string> {
   const key = await crypto.subtle.importKey('raw', encoder.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
-  return toHex(await crypto.subtle.sign('HMAC', key, encoder.encode(value)));
+  return toHex(await crypto.subtle.sign('HMAC', key, typeof value === 'string' ? encoder.encode(value) : value));
 }
 
 /** `prefix` + 32 random bytes, base64url (DESIGN §2: `fvs_` sessions, `fdk_` developer keys). */

@@ -2,12 +2,13 @@
  * What vouches for the end user of a new session (docs/identity.md), decided before anything is
  * written: the app developer's `fdk_` key (any policy: the developer's backend may always mint), a
  * user token the developer signed (`signed`), or a random device id (`anonymous`). Returns the
- * stored form of the end user's identity; every refusal is a 401 or 403.
+ * stored form of the end user's identity; every refusal is a 401 or 403 (400 for a named user id in
+ * the devices' reserved namespace).
  */
-import { hashExternalUserId } from '#shared/crypto.ts';
 import type { Db } from '#shared/db.ts';
 import { findDeveloperByKey } from '#shared/developers/find-developer-by-key.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
+import { deviceUserHash, isReservedUserId, namedUserHash } from './end-user-hash.ts';
 import type { AppIdentity } from './session-policy.ts';
 import { verifyUserToken, type UserTokenVerifier } from './verify-user-token.ts';
 
@@ -18,15 +19,22 @@ export interface SessionRequest {
   deviceId: string | undefined;
 }
 
-export async function provenUserHash(
+/** `end_users.external_user_hash` of the proven user; for a device also the hash it may still be stored under. */
+export interface ProvenUser {
+  hash: string;
+  formerHash: string | null;
+}
+
+export async function provenUser(
   request: SessionRequest,
   app: AppIdentity,
   context: { db: Db; hashSecret: string; verifier: UserTokenVerifier },
-): Promise<string> {
+): Promise<ProvenUser> {
+  const named = async (externalUserId: string) => ({ hash: await namedUserHash(context.hashSecret, externalUserId), formerHash: null });
   if (request.authorization !== undefined) {
     await requireAppDeveloper(request.authorization, app, context.db);
     if (request.externalUserId === undefined) throw new FaucetError('invalid_request', 'external_user_id is required');
-    return hashExternalUserId(context.hashSecret, request.externalUserId);
+    return named(request.externalUserId);
   }
   switch (app.sessionPolicy) {
     case 'server':
@@ -40,7 +48,8 @@ export async function provenUserHash(
       if (request.externalUserId !== undefined && request.externalUserId !== subject) {
         throw new FaucetError('unauthorized', 'user_token refused: its sub is not external_user_id');
       }
-      return hashExternalUserId(context.hashSecret, subject);
+      if (isReservedUserId(subject)) throw new FaucetError('unauthorized', 'user_token refused: its sub is reserved for device identities');
+      return named(subject);
     }
     case 'anonymous': {
       if (request.externalUserId !== undefined || request.userToken !== undefined) {
@@ -50,8 +59,8 @@ export async function provenUserHash(
         );
       }
       if (request.deviceId === undefined) throw new FaucetError('unauthorized', "This app's sessions need a device_id");
-      // Its own namespace: a device id can never collide with an external user id of the same app.
-      return hashExternalUserId(context.hashSecret, `anonymous-device:${request.deviceId}`);
+      // Its own domain: no external user id of the app, however spelled, hashes to a device.
+      return deviceUserHash(context.hashSecret, request.deviceId);
     }
   }
 }

@@ -14,13 +14,13 @@ import type { AppEnv } from '#shared/app-env.ts';
 import type { ServiceApp } from '#shared/app.ts';
 import { pushRevocations } from '#shared/auth/wallet-notices.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
-import { hashExternalUserId } from '#shared/crypto.ts';
 import type { Db } from '#shared/db.ts';
 import { findEndUserByRef, USER_REF_PATTERN } from '#shared/developers/find-end-user-by-ref.ts';
 import { queryOne } from '#shared/ledger/database.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { ownedApp, PublicAppIdParam } from '../identity/app-identity-view.ts';
+import { namedUserHash } from '../identity/end-user-hash.ts';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 
@@ -108,7 +108,7 @@ export function registerDeveloperSessionRoutes(app: ServiceApp): void {
     const { db } = c.var.database();
     const developerId = c.var.developer.developerId;
     const owned = await ownedApp(db, c.req.valid('param').public_app_id, developerId);
-    const userHash = await hashExternalUserId(secret, c.req.valid('json').external_user_id);
+    const userHash = await namedUserHash(secret, c.req.valid('json').external_user_id);
     const revoked = await revokeSessions(c, db, {
       appId: owned.appId,
       developerId,

@@ -17,7 +17,7 @@ import { queryOne } from '#shared/ledger/database.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
-import { provenUserHash } from '../identity/session-proof.ts';
+import { provenUser, type ProvenUser } from '../identity/session-proof.ts';
 import { findAppIdentity } from '../identity/session-policy.ts';
 import { verifyingSigningSecrets } from '../identity/signing-secrets.ts';
 
@@ -34,7 +34,10 @@ const CreateSessionBody = z
       .max(256)
       .regex(/^[^\u0000-\u001f\u007f]+$/, 'must not contain control characters')
       .optional()
-      .openapi({ description: "The app's id of the end user; with the developer's key, or checked against user_token's sub" }),
+      .openapi({
+        description:
+          "The app's id of the end user; with the developer's key, or checked against user_token's sub. Must not begin with `anonymous-device:` (reserved for device identities)",
+      }),
     user_token: z
       .string()
       .min(1)
@@ -70,18 +73,28 @@ const route = createRoute({
   },
 });
 
-/** Upserts the end user and their wallet: the session's token names the wallet, so it is minted after this. */
-function upsertEndUser(db: Db, input: { appId: string; userHash: string }) {
+/**
+ * Upserts the end user and their wallet: the session's token names the wallet, so it is minted after
+ * this. A device still stored under its former hash is moved to its current one (same row, same
+ * wallet) instead of getting a new end user; racing first sessions of that device find one row.
+ */
+function upsertEndUser(db: Db, input: { appId: string; user: ProvenUser }) {
   return queryOne<{ endUserId: string }>(
     db,
-    sql`with end_user as (
-          insert into end_users (app_id, external_user_hash) values (${input.appId}::uuid, ${input.userHash})
+    sql`with moved as (
+          update end_users set external_user_hash = ${input.user.hash}
+           where app_id = ${input.appId}::uuid and external_user_hash = ${input.user.formerHash}::text
+             and not exists (select 1 from end_users where app_id = ${input.appId}::uuid and external_user_hash = ${input.user.hash})
+          returning id),
+        end_user as (
+          insert into end_users (app_id, external_user_hash)
+          select ${input.appId}::uuid, ${input.user.hash} where not exists (select 1 from moved)
           on conflict (app_id, external_user_hash) do update set app_id = excluded.app_id
           returning id),
         wallet as (
           insert into wallets (kind, end_user_id) select 'user', id from end_user
           on conflict (end_user_id) do nothing)
-        select id as "endUserId" from end_user`,
+        select id as "endUserId" from moved union all select id from end_user`,
   );
 }
 
@@ -115,7 +128,7 @@ export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchF
     if (origin !== undefined && !identity.allowedOrigins.includes(origin)) {
       throw new FaucetError('forbidden', "This origin is not among the app's allowed web origins");
     }
-    const userHash = await provenUserHash(
+    const user = await provenUser(
       {
         authorization: c.req.header('authorization'),
         externalUserId: body.external_user_id,
@@ -130,7 +143,7 @@ export function registerSessionRoutes(app: ServiceApp, options: { fetch?: FetchF
       },
     );
     const ttlSeconds = Math.min(Math.max(intSetting(c.env.SESSION_TTL_SECONDS, 900), 1), 86_400);
-    const { endUserId } = await upsertEndUser(db, { appId: identity.appId, userHash });
+    const { endUserId } = await upsertEndUser(db, { appId: identity.appId, user });
     // The token names the end user's wallet object (docs/edge.md): the gateway reaches it without the database.
     const wallet = await walletName(secret, endUserId);
     const token = mintSessionToken(wallet);
