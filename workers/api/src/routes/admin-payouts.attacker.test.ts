@@ -194,6 +194,44 @@ describe('POST /v1/admin/payouts/run-mock: the threshold', () => {
   });
 });
 
+describe('the transitions: what is not a request', () => {
+  it('bodies that are not the request → 400, ids that are no payout → 404, never a 500; nothing changes', async () => {
+    const [payout] = await pendingPayouts(1);
+    const json = { 'content-type': 'application/json' };
+    const bad: [Action, RequestInit][] = [
+      ['mark-paid', { body: 'null', headers: json }],
+      ['mark-paid', { body: '[]', headers: json }],
+      ['mark-paid', { body: '{"operator_note": 5}', headers: json }],
+      ['mark-paid', { body: '{"operator_note": "ok", "amount_usd": "1.00000000"}', headers: json }],
+      ['mark-paid', { body: '{"operator_note":', headers: json }],
+      ['mark-paid', { body: 'paid, trust me', headers: { 'content-type': 'text/plain' } }],
+      ['mark-paid', { body: '{"operator_note": "ok"}' }],
+      ['approve', { body: JSON.stringify({ operator_note: 'x'.repeat(1001) }), headers: json }],
+      ['approve', { body: '{"operator_note": "ok", "status": "paid"}', headers: json }],
+      ['approve', {}],
+      ['cancel', { body: '{"operator_note": null}', headers: json }],
+      ['reject', { body: 'operator_note=ok', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+    ];
+    for (const [action, init] of bad) {
+      const response = await call(api(), testEnv, `/v1/admin/payouts/${payout!.id}/${action}`, {
+        method: 'POST',
+        token: adminToken,
+        ...init,
+      });
+      expect(response.status, `${action} ${init.body}`).toBe(400);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
+    }
+    for (const id of ['not-a-uuid', crypto.randomUUID(), '00000000-0000-0000-0000-000000000000', `${payout!.id}x`, '%27%20or%201%3D1--']) {
+      for (const action of actions) expect((await act(id, action)).status, `${action} ${id}`).toBe(404);
+    }
+    for (const query of ['limit=0', 'limit=501', 'limit=-1', 'limit=abc', 'status=lost', 'status=']) {
+      expect((await call(api(), testEnv, `/v1/admin/payouts?${query}`, { token: adminToken })).status, query).toBe(400);
+    }
+    await expectMoved(payout!, { status: 'pending', audit: [] });
+    await expectBooksAgree();
+  });
+});
+
 describe('payout runs at once', () => {
   it('eight runs at once reserve each wallet once, for exactly what it holds', async () => {
     const balances = Array.from({ length: 12 }, (_, index) => `${index + 1}.${String(index).padStart(8, '0')}`);
