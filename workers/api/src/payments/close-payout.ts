@@ -1,8 +1,9 @@
 /**
  * pending → cancelled | rejected with the operator's note and an audit row, releasing the payout's
- * reservation hold in the same statement (faucet_close_payout, migrations/0007). One conditional
- * update: of a cancel racing an approve (or a reject) exactly one takes effect; repeating the same
- * close is idempotent.
+ * reservation hold in the same statement (faucet_close_payout); an approved payout closes too while
+ * its wallet no longer covers it (a clawback ate the reservation: mark-paid answers 402). Under the
+ * wallet's lock and the payout row's: of a cancel racing an approve, a mark-paid or a reject exactly
+ * one takes effect; repeating the same close is idempotent.
  */
 import { sql } from 'drizzle-orm';
 import { queryOne, requireUuid, type LedgerDatabase } from '#shared/ledger/database.ts';

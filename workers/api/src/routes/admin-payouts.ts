@@ -57,7 +57,8 @@ const approve = createRoute({
 const markPaid = createRoute({
   method: 'post',
   path: '/v1/admin/payouts/{id}/mark-paid',
-  summary: 'processing → paid, booking the payout in the ledger; any other state → 409 invalid_state',
+  summary:
+    'processing → paid, booking the payout in the ledger; a wallet that no longer covers it → 402; any other state → 409 invalid_state',
   middleware: [requireAdmin()] as const,
   request: {
     params: IdParam,
@@ -70,7 +71,7 @@ const closeRoute = (action: 'cancel' | 'reject', to: PayoutClosing) =>
   createRoute({
     method: 'post',
     path: `/v1/admin/payouts/{id}/${action}`,
-    summary: `pending → ${to}, releasing the payout's reservation, with the operator note (repeating it is a no-op); any other state → 409 invalid_state`,
+    summary: `pending (or processing its wallet no longer covers) → ${to}, releasing the payout's reservation, with the operator note (repeating it is a no-op); any other state → 409 invalid_state`,
     middleware: [requireAdmin()] as const,
     request: {
       params: IdParam,
