@@ -146,6 +146,32 @@ describe('a payout whose reservation a clawback ate', () => {
     await expectBooksAgree();
   });
 
+  it('mark-paid racing the chargeback that claws the revenue back: paid with a receivable left, or 402 and closable', async () => {
+    for (let round = 0; round < 4; round++) {
+      const { payout, developerWalletId, dispute } = await payoutBeforeAChargeback();
+      expect((await approve(payout.id)).status).toBe(200);
+      const [paid, clawedBack] = await Promise.all([markPaid(payout.id), dispute()]);
+      if (paid.status === 200) {
+        expect(await payoutState(payout.id)).toMatchObject({ status: 'paid', hold: 'settled', payouts: 1 });
+        // Paid in full before the clawback: the developer owes the clawback.
+        expect(await wallet(developerWalletId)).toEqual({ balance: `-${clawedBack}`, available: '0.00000000' });
+        await fund(database, developerWalletId, clawedBack); // settled, so the next round starts from zero
+      } else {
+        await expectError(paid, 402, 'insufficient_balance');
+        expect(await payoutState(payout.id)).toMatchObject({ status: 'processing', hold: 'active', payouts: 0 });
+        expect((await reject(payout.id)).status).toBe(200);
+        expect(await payoutState(payout.id)).toMatchObject({ status: 'rejected', hold: 'released', payouts: 0 });
+        // The left-over stays with the developer; the run pays it (closed again to leave the next round a clean wallet).
+        const rerun = await admin('/v1/admin/payouts/run-mock', { threshold_usd: '0.00000001' });
+        const again = ((await rerun.json()) as { data: Payout[] }).data.find((row) => row.wallet_id === developerWalletId);
+        expect(units(again!.amount_usd)).toBe(units(payout.amount_usd) - units(clawedBack));
+        expect((await approve(again!.id)).status).toBe(200);
+        expect((await markPaid(again!.id)).status).toBe(200);
+      }
+    }
+    await expectBooksAgree();
+  });
+
   it('an approved payout still covered cannot be cancelled (409); covered again by new revenue it is paid in full', async () => {
     const { payout, developerWalletId, dispute } = await payoutBeforeAChargeback();
     expect((await approve(payout.id)).status).toBe(200);
