@@ -19,6 +19,7 @@ export const serverErrorStatus = {
   rate_limited: 429,
   internal_error: 500,
   upstream_error: 502,
+  unavailable: 503,
   upstream_timeout: 504,
 } as const;
 
@@ -84,6 +85,7 @@ function codeForStatus(status: number): FaucetErrorCode {
   if (status === 413) return 'payload_too_large';
   if (status === 429) return 'rate_limited';
   if (status === 502) return 'upstream_error';
+  if (status === 503) return 'unavailable';
   if (status === 504) return 'upstream_timeout';
   return status >= 500 ? 'internal_error' : 'invalid_response';
 }

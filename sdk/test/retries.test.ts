@@ -49,6 +49,13 @@ describe('retries', () => {
     expect(result.retries).toEqual([expect.objectContaining({ attempt: 1, delayMs: 1000 })]);
   });
 
+  it('retry a 503 unavailable (the database is unreachable) after its retry-after, and keep its code', async () => {
+    const result = await run([failWith(503, 'unavailable', { 'retry-after': '0' })], { baseDelayMs: 1, maxRetries: 1 });
+    expect(result.error).toMatchObject({ code: 'unavailable', status: 503 });
+    expect(result.retries).toEqual([expect.objectContaining({ attempt: 1, delayMs: 0 })]);
+    expect(result.attempts).toHaveLength(2);
+  });
+
   it('give up when retry-after asks for longer than the SDK may wait', async () => {
     const result = await run([failWith(429, 'rate_limited', { 'retry-after': '120' }), ok], { baseDelayMs: 1, maxDelayMs: 5_000 });
     expect(result.error).toMatchObject({ code: 'rate_limited', status: 429 });

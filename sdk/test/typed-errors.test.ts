@@ -38,6 +38,17 @@ describe('typed errors', () => {
     expect(error).toMatchObject({ code: 'not_found', status: 404, requestId: 'req_plain' });
   });
 
+  it('name a 503 without an envelope unavailable', async () => {
+    const server = await startScriptedGateway([
+      (_, response) => {
+        response.writeHead(503, { 'x-request-id': 'req_down', 'content-type': 'text/plain' }).end('down');
+      },
+    ]);
+    servers.push(server);
+    const error = await failure(clientFor(server.url, { retry: { maxRetries: 0 } }).chat({ feature: 'chat', input: 'hi' }));
+    expect(error).toMatchObject({ code: 'unavailable', status: 503, requestId: 'req_down' });
+  });
+
   it('report a refused connection as network_error with status 0', async () => {
     const server = await startScriptedGateway([]);
     await server.close();

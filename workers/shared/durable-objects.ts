@@ -85,7 +85,10 @@ export interface WalletCallRequest {
   databaseUrl?: string;
 }
 
-/** The object's answer: authorized on its lease, refused, or "ask Postgres" (the per-call path). */
+/**
+ * The object's answer: authorized on its lease, refused, "ask Postgres" (the per-call path), or
+ * `unavailable`: the call needed Postgres (a context, a lease) and it could not be reached.
+ */
 export type WalletCallDecision =
   | {
       outcome: 'authorized';
@@ -104,6 +107,7 @@ export type WalletCallDecision =
       fallbackKeys: Record<string, { id: string; ciphertext: string; iv: string; key_version: number }>;
     }
   | { outcome: 'database' }
+  | { outcome: 'unavailable' }
   | { outcome: 'routing_changed'; routing: { aliases: Record<string, string>; fallbacks: string[] } }
   | {
       outcome: 'refused';

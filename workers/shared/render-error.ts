@@ -2,6 +2,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ZodError } from 'zod';
 import type { AppEnv } from './app-env.ts';
+import { databaseUnavailable, isDatabaseUnreachable } from './database-unreachable.ts';
 import { type ErrorCode, errorEnvelope, FaucetError } from './wire/errors.ts';
 
 const codeForStatus: Record<number, ErrorCode> = {
@@ -25,6 +26,9 @@ export function renderError(error: unknown, c: Context<AppEnv>): Response {
     const code = codeForStatus[error.status] ?? 'invalid_request';
     const message = error.status === 400 ? error.message || 'Malformed request' : error.message || code;
     faucetError = new FaucetError(code, message);
+  } else if (isDatabaseUnreachable(error)) {
+    // A dependency's failure, not ours: 503 with retry-after, whatever route needed the database.
+    faucetError = databaseUnavailable();
   } else {
     const name = error instanceof Error ? error.name : typeof error;
     c.get('logger')?.error('unhandled error', { error: name });

@@ -15,6 +15,8 @@ export const errorStatus = {
   rate_limited: 429,
   internal_error: 500,
   upstream_error: 502,
+  /** A dependency (the database) is unreachable; answered with `retry-after`. */
+  unavailable: 503,
   upstream_timeout: 504,
 } as const;
 
@@ -27,7 +29,7 @@ export class FaucetError extends Error {
   readonly [marker] = true;
   readonly code: ErrorCode;
   readonly status: ErrorStatus;
-  /** Extra response headers, e.g. `retry-after` on `rate_limited`. */
+  /** Extra response headers, e.g. `retry-after` on `rate_limited` and `unavailable`. */
   readonly headers: Record<string, string>;
   /** For an upstream's refusal: the HTTP status it answered with (the gateway's fallback records it, never sends it as its own). */
   readonly upstreamStatus: number | undefined;

@@ -10,6 +10,7 @@
  * - the upstream fails mid-stream: what was delivered is booked (nothing delivered: released, as
  *   the provider bills no failed generation) and the stream ends with an error event.
  */
+import { databaseUnavailable, isDatabaseUnreachable } from '#shared/database-unreachable.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatCompletionChunk, ChatUsage } from '../openai/chat-schemas.ts';
 import type { FaucetObject } from '../metering/faucet-object.ts';
@@ -212,7 +213,12 @@ function faucetEvent(faucet: FaucetObject) {
 }
 
 function errorEvent(error: unknown, requestId: string) {
-  const failure = FaucetError.isInstance(error) ? error : new FaucetError('upstream_error', 'The upstream stream failed.');
+  // A settlement that could not reach the database says so; anything else unknown ended the upstream's stream.
+  const failure = FaucetError.isInstance(error)
+    ? error
+    : isDatabaseUnreachable(error)
+      ? databaseUnavailable()
+      : new FaucetError('upstream_error', 'The upstream stream failed.');
   return { error: { code: failure.code, message: failure.message, request_id: requestId } };
 }
 

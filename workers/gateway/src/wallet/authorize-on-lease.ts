@@ -3,11 +3,13 @@
  * authorized by that wallet's object, with no Postgres round trip when the object's lease covers the
  * call: the platform route, the byok route with the end user's own key, or the developer_key route
  * with the developer's (the object leases part of its monthly budget). The object answers
- * `database` for what it does not decide: that takes the per-call path (routing/authorize-call.ts).
+ * `database` for what it does not decide: that takes the per-call path (routing/authorize-call.ts);
+ * `unavailable` when the call needed Postgres and it could not be reached (503, retry-after).
  */
 import type { Env } from '#shared/env.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import { walletOfToken } from '#shared/auth/session-token.ts';
+import { databaseUnavailable } from '#shared/database-unreachable.ts';
 import { formatUsd } from '#shared/money/index.ts';
 import { featurePricingFromRow, ratingSettingsFor } from '#shared/rating/index.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
@@ -82,6 +84,7 @@ export async function authorizeOnLease(
     databaseUrl: env.ENVIRONMENT === 'test' ? env.DATABASE_URL : undefined,
   });
   if (decision.outcome === 'database') return null;
+  if (decision.outcome === 'unavailable') throw databaseUnavailable();
   if (decision.outcome === 'routing_changed') throw new RoutingChanged(decision.routing);
   if (decision.outcome === 'refused') {
     throw refusal(decision.refusal as Exclude<Outcome, 'authorized' | 'routing_changed'>, input, {

@@ -41,6 +41,7 @@ import { intSetting } from '#shared/env.ts';
 import { callLimits } from '#shared/calls/call-limits.ts';
 import { walletName } from '#shared/auth/session-token.ts';
 import { createHttpDatabase } from '#shared/db.ts';
+import { isDatabaseUnreachable } from '#shared/database-unreachable.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { createLogger, type Logger } from '#shared/logger.ts';
 import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
@@ -150,6 +151,17 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   }
 
   async authorize(request: WalletCallRequest): Promise<WalletCallDecision> {
+    try {
+      return await this.decide(request);
+    } catch (error) {
+      // Postgres could not be reached for what the call needed (its context, a lease renewal): nothing
+      // was reserved for it. Answered as an outcome: an error need not keep its cause across the RPC.
+      if (isDatabaseUnreachable(error)) return { outcome: 'unavailable' };
+      throw error;
+    }
+  }
+
+  private async decide(request: WalletCallRequest): Promise<WalletCallDecision> {
     this.adoptDatabaseUrl(request.databaseUrl);
     if (this.revoked.has(request.tokenHash)) return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
     const limits = callLimits(this.env);

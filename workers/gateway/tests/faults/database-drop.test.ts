@@ -77,7 +77,9 @@ describe('database connection dropped mid-booking', () => {
     cutter.arm('faucet_book_usage(', 'before_statement', 2);
     const response = await chat(gatewayWith(), testEnv, session.token, hello, requestId);
     const error = await errorOf(response);
-    expect(error.status).toBeGreaterThanOrEqual(500);
+    // A lost connection is the database's failure, not the server's: 503 unavailable with retry-after.
+    expect(error).toMatchObject({ status: 503, code: 'unavailable' });
+    expect(response.headers.get('retry-after')).not.toBeNull();
     expect(error.message).not.toMatch(/terminated|socket|websocket|postgres|faucet_book_usage/i);
     expect(await usageRows(testEnv, requestId)).toEqual([]);
     // The upstream answered: its hold must keep covering the call until it is booked.
@@ -116,7 +118,7 @@ describe('database connection dropped mid-booking', () => {
     const response = await chat(gatewayWith(), testEnv, session.token, { ...hello, stream: true }, requestId);
     const events = sseData(await response.text());
     expect(events.at(-1)).not.toBe('[DONE]');
-    expect(JSON.parse(events.at(-1)!)).toMatchObject({ error: { request_id: requestId } });
+    expect(JSON.parse(events.at(-1)!)).toMatchObject({ error: { code: 'unavailable', request_id: requestId } });
     expect(await holdStatus(testEnv, requestId)).toBe('active');
   });
 
@@ -125,7 +127,7 @@ describe('database connection dropped mid-booking', () => {
     const requestId = newRequestId();
     cutter.arm('faucet_authorize_call(', 'before_statement');
     const response = await chat(gatewayWith(), testEnv, session.token, hello, requestId);
-    expect((await errorOf(response)).status).toBeGreaterThanOrEqual(500);
+    expect(await errorOf(response)).toMatchObject({ status: 503, code: 'unavailable' });
     expect(await usageRows(testEnv, requestId)).toEqual([]);
     expect(await wallet(testEnv, session.walletId)).toEqual({ balance: '1.00000000', held: '0.00000000', available: '1.00000000' });
     // The next call with a fresh request id works: the pool recovers.
