@@ -8,7 +8,7 @@
  *   npm run load -- --outage-seconds 60      # also stop PostgreSQL for a minute, a third of the way in
  */
 import { parseArgs } from 'node:util';
-import { formatSummary, summarize } from '../tests/load/load-report.ts';
+import { databaseFaultFigures, formatSummary, summarize } from '../tests/load/load-report.ts';
 import { runLoad } from '../tests/load/load-run.ts';
 import { flushWallets } from '../tests/load/stack-client.ts';
 import { findLeaks, needlesOf, scanDatabase } from '../tests/load/scan-secrets.ts';
@@ -79,11 +79,14 @@ try {
         }
       : {}),
   });
-  if (result.outage) {
+  // With the database away, 503 `unavailable` (with retry-after) is the expected answer to what needed it; a 500 is a failure.
+  const database = databaseFaultFigures(result);
+  if (result.outage && database.outageCalls) {
     const { beganMs, endedMs } = result.outage;
-    const during = result.calls.filter((call) => call.answeredMs >= beganMs && call.sentMs < endedMs);
+    const calls = database.outageCalls;
     console.log(
-      `faucet load: PostgreSQL stopped at ${(beganMs / 1000).toFixed(1)} s for ${((endedMs - beganMs) / 1000).toFixed(1)} s; ${during.length} calls meanwhile, ${during.filter((call) => call.status === 200).length} served on leases`,
+      `faucet load: PostgreSQL stopped at ${(beganMs / 1000).toFixed(1)} s for ${((endedMs - beganMs) / 1000).toFixed(1)} s; ${calls.total} calls meanwhile: ` +
+        `${calls.served} served on leases, ${calls.unavailable} answered 503 unavailable, ${calls.internalErrors} answered 500`,
     );
   }
   // The wallet objects book what they hold (they would within a second on their own).
@@ -113,6 +116,15 @@ try {
   ).length;
   const faults = drops > 0 || outageMs > 0;
   if (!faults && serverFailures > 0) console.log(`faucet load: ${serverFailures} server-side failures without any injected fault`);
+  // With them, every request the database's absence refused says so: 503 unavailable with retry-after
+  // (during the outage, for an outage), never a 500.
+  const faultFailures = database.internalErrors + database.unavailableWithoutRetryAfter + database.unavailableOutsideOutage;
+  if (faults) {
+    console.log(
+      `faucet load: answers to the database's absence: ${database.unavailable} × 503 unavailable (expected; ${database.unavailableWithoutRetryAfter} without retry-after, ` +
+        `${database.unavailableOutsideOutage} outside the outage), ${database.internalErrors} × 500 (failures)`,
+    );
+  }
   failed =
     leaks.length > 0 ||
     requestLines === 0 ||
@@ -120,7 +132,8 @@ try {
     !upstreamAudit.ok ||
     books.problems.length > 0 ||
     result.problems.length > 0 ||
-    (!faults && serverFailures > 0);
+    (!faults && serverFailures > 0) ||
+    (faults && faultFailures > 0);
   console.log(failed ? 'faucet load: FAILED' : 'faucet load: ok');
 } finally {
   await stack.stop();

@@ -64,3 +64,42 @@ export function formatSummary(result: LoadResult, summary: LoadSummary, books: B
   ];
   return lines.join('\n');
 }
+
+/** After the database is back, this long for the stack to find it again (connections re-opened). */
+export const outageRecoveryMs = 5_000;
+
+/**
+ * The server errors of a run with database faults. 503 `unavailable` (with `retry-after`) is the
+ * expected answer to a request that needed the database while it was away; a 500 is a failure.
+ */
+export interface DatabaseFaultFigures {
+  unavailable: number;
+  unavailableWithoutRetryAfter: number;
+  /** 503s answered outside the outage and its recovery (an outage run only). */
+  unavailableOutsideOutage: number;
+  internalErrors: number;
+  /** Gateway calls answered while the database was away: served (on leases), 503, 500. */
+  outageCalls: { total: number; served: number; unavailable: number; internalErrors: number } | null;
+}
+
+export function databaseFaultFigures(result: LoadResult): DatabaseFaultFigures {
+  const unavailable = result.operations.filter((operation) => operation.status === 503 && operation.code === 'unavailable');
+  const { outage } = result;
+  const windowStart = outage ? result.mainPhaseStartedAt + outage.beganMs : 0;
+  const windowEnd = outage ? result.mainPhaseStartedAt + outage.endedMs + outageRecoveryMs : 0;
+  const during = outage ? result.calls.filter((call) => call.answeredMs >= outage.beganMs && call.sentMs < outage.endedMs) : null;
+  return {
+    unavailable: unavailable.length,
+    unavailableWithoutRetryAfter: unavailable.filter((operation) => operation.retryAfter === null).length,
+    unavailableOutsideOutage: outage
+      ? unavailable.filter((operation) => operation.endedAt < windowStart || operation.endedAt > windowEnd).length
+      : 0,
+    internalErrors: result.operations.filter((operation) => operation.status === 500).length,
+    outageCalls: during && {
+      total: during.length,
+      served: during.filter((call) => call.status === 200 && call.code === null).length,
+      unavailable: during.filter((call) => call.status === 503 && call.code === 'unavailable').length,
+      internalErrors: during.filter((call) => call.status === 500).length,
+    },
+  };
+}

@@ -57,6 +57,10 @@ export interface OperationRecord {
   status: number;
   code: string | null;
   ms: number;
+  /** When the answer came (or the client gave up), as `performance.now()`. */
+  endedAt: number;
+  /** The answer's `retry-after` header, if any. */
+  retryAfter: string | null;
 }
 
 export interface CallRecord {
@@ -102,15 +106,31 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function timed<T>(
   kind: OperationKind,
   operations: OperationRecord[],
-  work: () => Promise<T & { status: number; code: string | null }>,
+  work: () => Promise<T & { status: number; code: string | null; retryAfter?: string | null }>,
 ) {
   const started = performance.now();
   try {
     const result = await work();
-    operations.push({ kind, status: result.status, code: result.code, ms: performance.now() - started });
+    const endedAt = performance.now();
+    operations.push({
+      kind,
+      status: result.status,
+      code: result.code,
+      ms: endedAt - started,
+      endedAt,
+      retryAfter: result.retryAfter ?? null,
+    });
     return result;
   } catch (error) {
-    operations.push({ kind, status: NETWORK_ERROR, code: `network:${(error as Error).name}`, ms: performance.now() - started });
+    const endedAt = performance.now();
+    operations.push({
+      kind,
+      status: NETWORK_ERROR,
+      code: `network:${(error as Error).name}`,
+      ms: endedAt - started,
+      endedAt,
+      retryAfter: null,
+    });
     return undefined;
   }
 }

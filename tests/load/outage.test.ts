@@ -5,10 +5,11 @@
  * (fast shutdown: every connection cut, every transaction in progress aborted) and started again a
  * minute later, while the clients go on. Wallet objects holding a lease serve calls for as long as
  * their session context may be kept (10 s), hold what they settled until the database is back, and
- * book it then; everything else is refused in the error envelope. Then every cent is checked.
+ * book it then; everything else is refused 503 `unavailable` with `retry-after` (a dependency's
+ * failure, never a 500). Then every cent is checked.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatSummary, summarize } from './load-report.ts';
+import { databaseFaultFigures, formatSummary, outageRecoveryMs, summarize } from './load-report.ts';
 import { runLoad } from './load-run.ts';
 import { startReliabilityStack, type ReliabilityStack } from './reliability-stack.ts';
 import { flushWallets, sampleReconciliation } from './stack-client.ts';
@@ -16,8 +17,7 @@ import { formatUpstreamAudit, runUpstreamAudit } from './upstream-audit-report.t
 import { verifyBooks } from './verify-books.ts';
 
 const OUTAGE_MS = 60_000;
-/** After the database is back, this long for the stack to find it again (connections re-opened). */
-const RECOVERY_MS = 5_000;
+const RECOVERY_MS = outageRecoveryMs;
 
 describe('a minute-long PostgreSQL outage during a load run', () => {
   let stack: ReliabilityStack;
@@ -50,22 +50,24 @@ describe('a minute-long PostgreSQL outage during a load run', () => {
     const recovered = after.filter((call) => call.sentMs >= outage.endedMs + RECOVERY_MS);
     const served = (calls: typeof result.calls) => calls.filter((call) => call.status === 200 && call.code === null);
     expect(served(before)).toEqual(before);
-    // Calls go on for a while on the leases, then are refused in the envelope; never a bare failure.
+    // Calls go on for a while on the leases, then are refused 503 unavailable; never a 500 or a bare failure.
     expect(served(during).length).toBeGreaterThan(0);
     const refused = during.filter((call) => call.status !== 200);
     expect(refused.length).toBeGreaterThan(0);
-    expect(refused.filter((call) => call.status !== 500 || call.code !== 'internal_error')).toEqual([]);
+    const unavailable = (call: { status: number; code: string | null }) => call.status === 503 && call.code === 'unavailable';
+    expect(refused.filter((call) => !unavailable(call))).toEqual([]);
     // And once the database is back, calls are served again: all of them once it has been back a
     // while, and (however fast the run goes after it) the last ten.
     expect(after.length).toBeGreaterThanOrEqual(30);
-    expect(after.filter((call) => call.status !== 200 && (call.status !== 500 || call.code !== 'internal_error'))).toEqual([]);
+    expect(after.filter((call) => call.status !== 200 && !unavailable(call))).toEqual([]);
     expect(served(recovered)).toEqual(recovered);
     const lastTen = [...after].sort((a, b) => a.sentMs - b.sentMs).slice(-10);
     expect(served(lastTen)).toEqual(lastTen);
-    // Money operations fail only while the database is away, always in the envelope.
+    // Money operations fail only while the database is away, 503 unavailable with retry-after.
     const windowEnd = result.mainPhaseStartedAt + outage.endedMs + RECOVERY_MS;
     const failedOperations = result.operations.filter((operation) => operation.code !== null);
-    expect(failedOperations.filter((operation) => operation.status !== 500 || operation.code !== 'internal_error')).toEqual([]);
+    expect(failedOperations.filter((operation) => !unavailable(operation))).toEqual([]);
+    expect(databaseFaultFigures(result)).toMatchObject({ internalErrors: 0, unavailableWithoutRetryAfter: 0, unavailableOutsideOutage: 0 });
     // Reconciliation answered ok whenever it answered, and went unanswered only during the outage.
     expect(sampled.samples.every((ok) => ok)).toBe(true);
     expect(sampled.unanswered.length).toBeGreaterThan(0);

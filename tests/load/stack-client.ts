@@ -21,6 +21,8 @@ export interface Outcome {
   code: string | null;
   body: unknown;
   requestId: string | null;
+  /** The `retry-after` header, when the answer had one (429, 503 `unavailable`). */
+  retryAfter: string | null;
 }
 
 async function outcomeOf(response: Response): Promise<Outcome> {
@@ -32,7 +34,13 @@ async function outcomeOf(response: Response): Promise<Outcome> {
     // Not JSON (CSV, SSE): keep the text.
   }
   const code = response.status >= 400 ? ((body as { error?: { code?: string } })?.error?.code ?? 'no_envelope') : null;
-  return { status: response.status, code, body, requestId: response.headers.get('x-request-id') };
+  return {
+    status: response.status,
+    code,
+    body,
+    requestId: response.headers.get('x-request-id'),
+    retryAfter: response.headers.get('retry-after'),
+  };
 }
 
 export async function request(
@@ -118,6 +126,7 @@ export async function chat(
     code: complete ? null : 'stream_incomplete',
     body: null,
     requestId: response.headers.get('x-request-id'),
+    retryAfter: null,
     chargedUsd: usage?.faucet?.charge?.amount_usd ?? null,
     streamIncomplete: !complete,
   };
