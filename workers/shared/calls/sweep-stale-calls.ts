@@ -15,28 +15,18 @@
  * booked at the feature's and app's current rows and this worker's settings, as before.
  *
  * A call with fallbacks (docs/models.md, "Fallback and aliases") may have been answered by any of
- * its candidates, and its record names only the first. The sweeper cannot know which answered, so
- * it books the call at the costliest candidate its route could have tried — the one whose booking at
- * the call's bound is largest (retail, then upstream cost) — never at a cheaper first model: the
- * platform is never left paying more upstream than it billed. The candidates are the fallbacks
- * recorded at authorization (migration 0018), not the feature's current ones.
+ * its candidates, and its record names only the first: it is rated by the one rule for a call at its
+ * bound (rate-at-bound.ts, the wallet object's too), at the costliest candidate. The candidates are
+ * the fallbacks recorded at authorization, not the feature's current ones.
  */
 import { sql } from 'drizzle-orm';
 import { abandonCall } from './abandon-call.ts';
 import type { Env } from '../env.ts';
 import { bookUsage } from '../ledger/book-usage.ts';
 import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
-import { compareUsd } from '../money/index.ts';
-import { outputTokenCap } from '../rating/model-limits.ts';
-import {
-  featurePricingFromRow,
-  featurePricingMetadata,
-  rateUsage,
-  ratingSettingsFor,
-  type RatedUsage,
-  type RouteMode,
-} from '../rating/index.ts';
+import { featurePricingFromRow, featurePricingMetadata, ratingSettingsFor, type RouteMode } from '../rating/index.ts';
 import { callLimits } from './call-limits.ts';
+import { rateAtBound } from './rate-at-bound.ts';
 
 export interface SweepResult {
   booked: number;
@@ -97,24 +87,20 @@ export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200)
       ...(call.platform_markup_bps === null ? {} : { platformMarkupBps: call.platform_markup_bps }),
       ...(call.platform_fee_bps === null ? {} : { platformFeeBps: call.platform_fee_bps }),
     };
-    const rated = costliest(
-      candidatesOf(call).map(
-        (candidate) => () =>
-          rateUsage(
-            {
-              routeMode: call.route_mode as RouteMode,
-              ...candidate,
-              inputTokens: call.bound_input_tokens,
-              // The call's output bound is the largest over its candidates; none answers past its own cap.
-              outputTokens: Math.min(call.bound_output_tokens, outputTokenCap(candidate.provider, candidate.model)),
-              estimated: true,
-              // The catalog's price period when the call was authorized (a time-of-day price may have changed since).
-              pricedAt: new Date(call.created_at),
-            },
-            pricing,
-            settings,
-          ),
-      ),
+    const rated = rateAtBound(
+      {
+        routeMode: call.route_mode,
+        // The call's output bound is the largest over its candidates; rateAtBound caps each at its model's.
+        candidates: candidatesOf(call).map((candidate) => ({
+          ...candidate,
+          inputTokens: call.bound_input_tokens,
+          outputTokens: call.bound_output_tokens,
+        })),
+        // The catalog's price period when the call was authorized (a time-of-day price may have changed since).
+        pricedAt: new Date(call.created_at),
+      },
+      pricing,
+      settings,
     );
     const booking = await bookUsage(db, {
       requestId: call.money_key,
@@ -147,23 +133,4 @@ function candidatesOf(call: StaleCall): Array<{ provider: string; model: string 
     return call.route_mode === 'developer_key' && candidate.provider !== call.provider ? [] : [candidate];
   });
   return [first, ...fallbacks];
-}
-
-/** The largest booking among the candidates' (retail, then upstream cost); the first's error if none can be rated. */
-function costliest(ratings: Array<() => RatedUsage>): RatedUsage {
-  const [first, ...rest] = ratings;
-  if (first === undefined) throw new Error('a swept call has at least one candidate');
-  let best = first();
-  for (const rate of rest) {
-    let rated: RatedUsage;
-    try {
-      rated = rate();
-    } catch {
-      // A fallback the catalog cannot price was never tried on a priced route (the hold could not cover it).
-      continue;
-    }
-    const byRetail = compareUsd(rated.retailUsd, best.retailUsd);
-    if (byRetail > 0 || (byRetail === 0 && compareUsd(rated.upstreamCostUsd, best.upstreamCostUsd) > 0)) best = rated;
-  }
-  return best;
 }

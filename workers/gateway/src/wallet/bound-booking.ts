@@ -1,13 +1,14 @@
 /**
  * A leased call the gateway never settled (its isolate ended mid-call) is booked, once its deadline
- * and grace have passed, at its bound: the costliest of its candidates at their worst-case tokens,
- * within the feature's output cap, marked estimated — the stale-call sweeper's rule for calls of the
- * per-call path (workers/shared/calls/, docs/money.md "The guarantee").
+ * and grace have passed, at its bound: the one rule the stale-call sweeper applies too
+ * (workers/shared/calls/rate-at-bound.ts, docs/money.md "The guarantee"), over the candidates and
+ * bounds the object stored at authorization, within the feature's output cap.
  */
 import { bookingElement } from '#shared/ledger/book-usage-batch.ts';
-import { compareUsd, formatUsd } from '#shared/money/index.ts';
+import { rateAtBound } from '#shared/calls/rate-at-bound.ts';
+import { formatUsd } from '#shared/money/index.ts';
 import type { Env } from '#shared/env.ts';
-import { featurePricingFromRow, featurePricingMetadata, rateUsage, ratingSettingsFor, type RatedUsage } from '#shared/rating/index.ts';
+import { featurePricingFromRow, featurePricingMetadata, ratingSettingsFor } from '#shared/rating/index.ts';
 import type { WalletSettlement } from '#shared/durable-objects.ts';
 import type { StoredCall } from './lease-book.ts';
 
@@ -22,26 +23,21 @@ export function boundBooking(env: Env, call: StoredCall): WalletSettlement {
     platformFeeBps: rating.platformFeeBps,
     channelShareBps: ratingSettingsFor(env, rating.developerShareBps).channelShareBps,
   };
-  let costliest: RatedUsage | null = null;
-  for (const candidate of rating.candidates) {
-    const outputTokens = Math.min(candidate.boundOutputTokens, rating.maxOutputTokens ?? candidate.boundOutputTokens);
-    const rated = rateUsage(
-      {
-        // On the byok route the bound is the open fee, whatever the tokens.
-        routeMode: rating.routeMode ?? 'platform',
+  const costliest = rateAtBound(
+    {
+      // On the byok route the bound is the open fee, whatever the tokens.
+      routeMode: rating.routeMode ?? 'platform',
+      candidates: rating.candidates.map((candidate) => ({
         provider: candidate.provider,
         model: candidate.model,
         inputTokens: candidate.boundInputTokens,
-        outputTokens,
-        estimated: true,
-        pricedAt: new Date(rating.authorizedAt),
-      },
-      featurePricing,
-      settings,
-    );
-    if (costliest === null || compareUsd(rated.retailUsd, costliest.retailUsd) > 0) costliest = rated;
-  }
-  if (costliest === null) throw new Error('a leased call has no candidate to book');
+        outputTokens: Math.min(candidate.boundOutputTokens, rating.maxOutputTokens ?? candidate.boundOutputTokens),
+      })),
+      pricedAt: new Date(rating.authorizedAt),
+    },
+    featurePricing,
+    settings,
+  );
   return {
     booking: bookingElement({
       requestId: call.moneyKey,
