@@ -13,8 +13,9 @@ begin
     raise exception 'threshold must be positive' using errcode = '22023';
   end if;
   for r in
-    select w.id, w.developer_id from wallets w
-    where w.kind = 'developer' and w.developer_id is not null
+    -- A suspended developer's money stays in their wallet until the suspension is lifted.
+    select w.id, w.developer_id from wallets w join developers d on d.id = w.developer_id
+    where w.kind = 'developer' and d.suspended_at is null
       and not exists (select 1 from payouts p where p.wallet_id = w.id and p.status in ('pending', 'processing'))
     order by w.id
   loop
