@@ -1,11 +1,14 @@
 /**
- * Gateway-specific test helpers over the shared harness: an app with an intercepted upstream,
- * funded sessions, chat calls, and reads of wallets and usage records.
+ * Gateway-specific test helpers over the shared harness: an env on the path production takes (wallet
+ * leases on), an app with an intercepted upstream, funded sessions, chat calls, the wallet objects'
+ * settlements booked on demand, and reads of wallets and usage records.
  */
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
+import { expect } from 'vitest';
+import type { Env } from '#shared/env.ts';
 import { getWalletBalance } from '#shared/ledger/index.ts';
 import { formatUsd } from '#shared/money/index.ts';
-import { call, createDatabase, createSession, sql, type TestEnv } from './harness.ts';
+import { call, createDatabase, createSession, createTestEnv, sql, type TestEnv } from './harness.ts';
 import { fund } from './ledger-kit.ts';
 
 export { fund };
@@ -16,6 +19,59 @@ export type GatewayApp = ReturnType<typeof createGatewayApp>;
 
 export function gatewayWith(dependencies: Partial<GatewayDependencies> = {}): GatewayApp {
   return createGatewayApp(dependencies);
+}
+
+/**
+ * A database of the test's own, on the path production takes: the end user's wallet object
+ * authorizes each call on its lease (what it does not decide falls to the per-call path, as in
+ * production). Read the ledger after `settled`.
+ */
+export function gatewayTestEnv(overrides: Partial<Env> = {}): Promise<TestEnv> {
+  return createTestEnv({ ...overrides, WALLET_LEASES: 'on' });
+}
+
+/**
+ * The same database with every call authorized per call in Postgres (`faucet_authorize_call`), for the
+ * tests of where that path and the wallet object's disagree (each names the disagreement).
+ */
+export const perCallPath = (testEnv: TestEnv): TestEnv => ({ ...testEnv, WALLET_LEASES: 'off' });
+
+/**
+ * The ledger as it stands once every call that has ended is booked. On the lease path a settled call
+ * is booked when its wallet object flushes (on its own within a second); here every object that holds
+ * or held a lease in the last day books what it settled now and gives its lease back but the worst
+ * cases of calls still in flight (a recall) — so `held` is what calls in flight hold, as on the
+ * per-call path. An object that cannot book what it settled fails the test.
+ */
+export async function settled(testEnv: TestEnv): Promise<void> {
+  const namespace = testEnv.WALLET;
+  if (namespace === undefined) return;
+  const rows = await sql<{ name: string }>(
+    testEnv,
+    `select substr(request_id, length('lease:') + 1) as name from balance_holds
+      where request_id like 'lease:%' and expires_at > now() - interval '1 day'`,
+  );
+  await Promise.all(
+    rows.map(async ({ name }) => {
+      const object = namespace.get(namespace.idFromName(name));
+      const after = await object.recall();
+      await object.resume();
+      if (after.unflushed > 0 || after.refused > 0) {
+        throw new Error(`a wallet object kept ${after.unflushed} settled and ${after.refused} refused calls unbooked`);
+      }
+    }),
+  );
+}
+
+/**
+ * Once every call has settled, the wallet holds nothing (no call's worst case, on a hold of its own or
+ * in its wallet object's lease) and nothing is booked under the request id: what a refused call, or one
+ * the upstream never accepted, leaves behind on either path.
+ */
+export async function expectNothingHeldOrBooked(testEnv: TestEnv, walletId: string, requestId: string): Promise<void> {
+  await settled(testEnv);
+  expect((await wallet(testEnv, walletId)).held).toBe('0.00000000');
+  expect(await usageRows(testEnv, requestId)).toEqual([]);
 }
 
 /** A new end user of the demo app with `balanceUsd` in their wallet. */
@@ -59,6 +115,10 @@ export async function usageRows(testEnv: TestEnv, requestId: string): Promise<Us
   );
 }
 
+/**
+ * The status of a call's own hold, which only the per-call path takes (a call authorized on a wallet
+ * object's lease has none: its worst case is part of the lease).
+ */
 export async function holdStatus(testEnv: TestEnv, requestId: string): Promise<string | undefined> {
   // Holds are keyed by the server's money key; the test knows the client's request id.
   const [row] = await sql<{ status: string }>(

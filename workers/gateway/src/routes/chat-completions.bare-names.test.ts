@@ -6,13 +6,13 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { FaucetObject } from '../metering/faucet-object.ts';
-import { createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayTestEnv, gatewayWith, settled, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
 });
 
 interface CompletionBody {
@@ -40,6 +40,7 @@ describe('bare model names', () => {
     expect(upstream.requests).toHaveLength(1);
     expect(upstream.requests[0]?.url).toBe('https://api.openai.com/v1/chat/completions');
     expect(upstream.requests[0]?.body).toMatchObject({ model: 'gpt-4o-mini' });
+    await settled(testEnv);
     const [row] = await usageRows(testEnv, faucet.request_id);
     expect(row).toMatchObject({ provider: 'openai', model: 'gpt-4o-mini', retail_usd: '0.00054000' });
   });

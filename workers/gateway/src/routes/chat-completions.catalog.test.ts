@@ -9,12 +9,13 @@ import { formatUsd, parseWireAmount, usdFromUnits } from '#shared/money/index.ts
 import { catalogSourcesOf, currentPriceCatalog, PriceCatalog } from '#shared/rating/index.ts';
 import { defaultGatewayDependencies } from '../gateway-dependencies.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, userMessage } from '../../../test/gateway-kit.ts';
-import { createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { chat, fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled, userMessage } from '../../../test/gateway-kit.ts';
+import { walletObjectOf } from '../../../test/wallet-kit.ts';
+import { sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', PLATFORM_MARKUP_BPS: '2000' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', PLATFORM_MARKUP_BPS: '2000' });
 });
 
 const flat = (amount: string) => ({ base: parseWireAmount(amount), tiers: [] });
@@ -41,12 +42,8 @@ describe('the price catalog a gateway is given', () => {
     const session = await fundedSession(testEnv);
     let held = '';
     const upstream = fakeUpstream(async () => {
-      const [row] = await sql<{ amount: string }>(
-        testEnv,
-        `select h.amount::text from balance_holds h join gateway_calls g on g.money_key = h.request_id where g.client_request_id = $1`,
-        [requestId],
-      );
-      held = row?.amount ?? '';
+      // The call is the only one of its wallet object: what the object commits is the call's hold.
+      held = (await walletObjectOf(session.token).snapshot()).committedUsd;
       return jsonResponse(openAiCompletion('Paris.', { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 }));
     });
     const requestId = newRequestId();
@@ -58,6 +55,7 @@ describe('the price catalog a gateway is given', () => {
       requestId,
     );
     expect(response.status).toBe(200);
+    await settled(testEnv);
     const [bound] = await sql<{ bound_input_tokens: number; bound_output_tokens: number }>(
       testEnv,
       'select bound_input_tokens, bound_output_tokens from gateway_calls where client_request_id = $1',

@@ -1,11 +1,11 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
+import type { TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage } from '../../../test/gateway-kit.ts';
+import { fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
 });
 
 describe('a client that goes away during a non-streaming call', () => {
@@ -44,8 +44,10 @@ describe('a client that goes away during a non-streaming call', () => {
     // The client is gone (its response is never read); the registered work still books the call.
     answerUpstream();
     await Promise.allSettled(background);
+    await settled(testEnv);
+    // Booked once, and its worst case no longer held.
     expect(await usageRows(testEnv, requestId)).toHaveLength(1);
-    expect(await holdStatus(testEnv, requestId)).toBe('settled');
+    expect(await wallet(testEnv, session.walletId)).toMatchObject({ held: '0.00000000' });
     await responding;
   });
 });

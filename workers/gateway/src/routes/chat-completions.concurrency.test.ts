@@ -1,12 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { addUsd, formatUsd, parseWireAmount, subtractUsd, zeroUsd } from '#shared/money/index.ts';
-import { createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled, userMessage, wallet } from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
 });
 
 describe('concurrent calls', () => {
@@ -36,6 +36,7 @@ describe('concurrent calls', () => {
       const { faucet } = (await response.json()) as { faucet: { charge: { amount_usd: string } } };
       charged = addUsd(charged, parseWireAmount(faucet.charge.amount_usd));
     }
+    await settled(testEnv);
     const after = await wallet(testEnv, session.walletId);
     expect(after.balance).toBe(formatUsd(subtractUsd(parseWireAmount(funded), charged)));
     expect(after.balance.startsWith('-')).toBe(false);

@@ -6,13 +6,22 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { randomToken } from '#shared/crypto.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, usageRows, userMessage } from '../../../test/gateway-kit.ts';
-import { createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
+import {
+  chat,
+  expectNothingHeldOrBooked,
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  settled,
+  usageRows,
+  userMessage,
+} from '../../../test/gateway-kit.ts';
+import { developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { send } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv();
+  testEnv = await gatewayTestEnv();
 });
 
 const token = (length: number) =>
@@ -50,6 +59,7 @@ describe('registered endpoints', () => {
     );
     expect(upstream.requests[0]!.headers['api-key']).toBe(azureKey);
     expect(upstream.requests[0]!.headers.authorization).toBeUndefined();
+    await settled(testEnv);
     const [usage] = await usageRows(testEnv, response.headers.get('x-request-id')!);
     expect(usage).toMatchObject({ route_mode: 'developer_key', provider: 'azure', model: 'gpt-4o-mini' });
     const [row] = await sql<{ provider_credential_id: string }>(
@@ -119,6 +129,6 @@ describe('registered endpoints', () => {
     expect(body).toContain('upstream_error');
     expect(body).not.toContain(userKey);
     expect(upstream.requests).toEqual([]);
-    expect(await usageRows(testEnv, response.headers.get('x-request-id')!)).toEqual([]);
+    await expectNothingHeldOrBooked(testEnv, session.walletId, response.headers.get('x-request-id')!);
   });
 });

@@ -1,12 +1,23 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { call, createSession, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { call, createSession, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import {
+  chat,
+  expectNothingHeldOrBooked,
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  newRequestId,
+  settled,
+  usageRows,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
 import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', UPSTREAM_TIMEOUT_MS: '50' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', UPSTREAM_TIMEOUT_MS: '50' });
 });
 
 const hello = { model: 'mock:echo', feature: 'chat', messages: [userMessage('hello')] };
@@ -73,7 +84,7 @@ describe('authentication', () => {
     const requestId = newRequestId();
     const response = await chat(gatewayWith(), testEnv, session.token, hello, requestId);
     expect(await errorOf(response)).toMatchObject({ status: 401, code: 'unauthorized' });
-    expect(await holdStatus(testEnv, requestId)).toBeUndefined();
+    await expectNothingHeldOrBooked(testEnv, session.walletId, requestId);
   });
 });
 
@@ -127,7 +138,7 @@ describe('request validation', () => {
     const requestId = newRequestId();
     const response = await chat(gatewayWith(), testEnv, session.token, { ...hello, route_mode: 'byok' }, requestId);
     expect(await errorOf(response)).toMatchObject({ status: 400, code: 'invalid_request' });
-    expect(await holdStatus(testEnv, requestId)).toBeUndefined();
+    await expectNothingHeldOrBooked(testEnv, session.walletId, requestId);
   });
 
   it('refuses a model that has no platform price on the platform route', async () => {
@@ -156,8 +167,7 @@ describe('balance', () => {
     );
     expect(await errorOf(response)).toMatchObject({ status: 402, code: 'insufficient_balance' });
     expect(upstream.requests).toEqual([]);
-    expect(await holdStatus(testEnv, requestId)).toBeUndefined();
-    expect(await usageRows(testEnv, requestId)).toEqual([]);
+    await expectNothingHeldOrBooked(testEnv, session.walletId, requestId);
   });
 
   it('refuses a call whose worst case exceeds the available balance, even if the actual cost would fit', async () => {
@@ -188,8 +198,8 @@ describe('upstream failures', () => {
       requestId,
     );
     expect(await errorOf(response)).toMatchObject({ status, code, request_id: requestId });
-    expect(await holdStatus(testEnv, requestId)).toBe('released');
-    expect(await usageRows(testEnv, requestId)).toEqual([]);
+    // Released: once settled, nothing of the call is held or booked and the balance is whole.
+    await expectNothingHeldOrBooked(testEnv, session.walletId, requestId);
     expect(await wallet(testEnv, session.walletId)).toEqual({ balance: '1.00000000', held: '0.00000000', available: '1.00000000' });
   });
 
@@ -206,9 +216,11 @@ describe('upstream failures', () => {
       requestId,
     );
     expect(await errorOf(response)).toMatchObject({ status: 504, code: 'upstream_timeout', request_id: requestId });
-    expect(await holdStatus(testEnv, requestId)).toBe('settled');
+    await settled(testEnv);
+    // Booked, and its worst case no longer held.
     const [row] = await usageRows(testEnv, requestId);
     expect(row).toMatchObject({ estimated: true, output_tokens: 40 });
+    expect((await wallet(testEnv, session.walletId)).held).toBe('0.00000000');
     // A retry is refused: the timed-out call was billed, and retrying it must not be billed again.
     expect(
       (await chat(gatewayWith({ upstreamFetch: hang }), testEnv, session.token, { ...hello, model: 'openai:gpt-4o-mini' }, requestId))
@@ -236,11 +248,13 @@ describe('request ids', () => {
     const requestId = newRequestId();
     const body = { ...hello, model: 'openai:gpt-4o-mini', max_tokens: 10 };
     expect((await chat(app, testEnv, session.token, body, requestId)).status).toBe(200);
+    await settled(testEnv);
     const afterFirst = await wallet(testEnv, session.walletId);
 
     const again = await chat(app, testEnv, session.token, body, requestId);
     expect(await errorOf(again)).toMatchObject({ status: 409, code: 'conflict' });
     expect(upstream.requests).toHaveLength(1);
+    await settled(testEnv);
     expect(await wallet(testEnv, session.walletId)).toEqual(afterFirst);
     expect(await usageRows(testEnv, requestId)).toHaveLength(1);
   });
@@ -250,10 +264,12 @@ describe('request ids', () => {
     const second = await fundedSession(testEnv);
     const requestId = newRequestId();
     expect((await chat(gatewayWith(), testEnv, first.token, { ...hello, max_tokens: 10 }, requestId)).status).toBe(200);
+    await settled(testEnv);
     const firstAfter = await wallet(testEnv, first.walletId);
     const secondBefore = await wallet(testEnv, second.walletId);
     const response = await chat(gatewayWith(), testEnv, second.token, { ...hello, max_tokens: 10 }, requestId);
     expect(response.status).toBe(200);
+    await settled(testEnv);
     expect(await wallet(testEnv, first.walletId)).toEqual(firstAfter);
     expect((await wallet(testEnv, second.walletId)).balance).not.toBe(secondBefore.balance);
     expect(await usageRows(testEnv, requestId)).toHaveLength(2);

@@ -4,7 +4,7 @@ import { formatUsd, parseWireAmount, subtractUsd } from '#shared/money/index.ts'
 import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayWith, newRequestId, settled, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
 import { countPromptTokens } from '../tokens/count-prompt-tokens.ts';
 import { countTokens } from '../tokens/tokenize.ts';
 
@@ -53,6 +53,7 @@ describe('POST /v1/chat/completions on the platform route', () => {
       charge: { currency: 'USD', amount_usd: formatUsd(rated.retailUsd), upstream_cost_usd: formatUsd(rated.upstreamCostUsd) },
     });
     expect(body.faucet.charge.amount_usd).toMatch(/^\d+\.\d{8}$/);
+    await settled(testEnv);
 
     expect(await usageRows(testEnv, requestId)).toEqual([
       {
@@ -130,6 +131,7 @@ describe('POST /v1/chat/completions on the platform route', () => {
     expect(body.faucet.output_tokens).toBeGreaterThan(countTokens(answer) * 2);
     expect(body.faucet.input_tokens).toBeGreaterThanOrEqual(new TextEncoder().encode('四つの言葉を言って 🙏').byteLength);
     expect(body.faucet.input_tokens).toBeGreaterThanOrEqual(countPromptTokens(messages) * 2);
+    await settled(testEnv);
     const [row] = await usageRows(testEnv, body.faucet.request_id);
     expect(row?.estimated).toBe(true);
   });
