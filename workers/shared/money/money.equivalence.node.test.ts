@@ -3,12 +3,13 @@
  * each is compared with the dinero.js expression it replaced, kept below as the reference: the same
  * amount at the same scale in the same currency, or the same error, for every generated input.
  */
-import { add, dinero, down, EUR, multiply, subtract, toSnapshot, transformScale, up, USD, type Dinero } from 'dinero.js/bigint';
+import { add, compare, dinero, down, EUR, multiply, subtract, toSnapshot, transformScale, up, USD, type Dinero } from 'dinero.js/bigint';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   addUsd,
   applyBasisPoints,
+  compareUsd,
   multiplyByRatio,
   negateUsd,
   priceTokensExact,
@@ -76,6 +77,16 @@ describe('the money functions agree with the dinero expressions they replaced', 
     );
   });
 
+  it('compareUsd: the same order, across scales and signs', () => {
+    fc.assert(
+      fc.property(amount, amount, (left, right) => {
+        expect(compareUsd(left, right)).toBe(compare(left, right));
+        expect(compareUsd(left, left)).toBe(0);
+      }),
+      runs,
+    );
+  });
+
   it('roundToScale: the same ceiling and floor, negative amounts included', () => {
     fc.assert(
       fc.property(amount, rounding, (value, direction) => {
@@ -135,6 +146,7 @@ describe('the money functions agree with the dinero expressions they replaced', 
     const mixing = /\[Dinero\.js\] Objects must have the same currency\./;
     expect(() => addUsd(dollar, euro)).toThrowError(mixing);
     expect(() => subtractUsd(dollar, euro)).toThrowError(mixing);
+    expect(() => compareUsd(dollar, euro)).toThrowError(mixing);
     expect(() => sumExactThenRound([dollar, euro], 'up')).toThrowError(mixing);
     expect(() => priceTokensThenRound([[euro, 1n]], 'up')).toThrowError(mixing);
     expect(exactly(priceTokensExact(euro, 3n))).toEqual(exactly(reference.priceTokensExact(euro, 3n)));

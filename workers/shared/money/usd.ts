@@ -128,7 +128,13 @@ export function negateUsd(amount: Usd): Usd {
 }
 
 export function compareUsd(left: Usd, right: Usd): -1 | 0 | 1 {
-  return compare(left, right) as -1 | 0 | 1;
+  const a = scaledUsd(left);
+  const b = scaledUsd(right);
+  if (a === null || b === null) return compare(left, right) as -1 | 0 | 1;
+  // biome-ignore lint/complexity/useMathMinMax: Math.max throws on bigints.
+  const scale = a.scale > b.scale ? a.scale : b.scale;
+  const difference = atScale(a, scale) - atScale(b, scale);
+  return difference < 0n ? -1 : difference > 0n ? 1 : 0;
 }
 
 export const isNegativeUsd = (amount: Usd): boolean => isNegative(amount);
