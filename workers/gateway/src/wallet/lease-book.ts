@@ -1,12 +1,13 @@
 /**
  * A wallet object's accounts, in memory and in its storage (docs/edge.md, "The wallet object"): the
  * lease Postgres granted, the calls in flight (each reserving its worst case) and the settled calls
- * not yet flushed (each counting its retail). A call is covered when the lease, less everything
- * committed, holds its worst case and the lease outlives the call. On the developer_key route the
- * same again on the key's budget lease: the worst-case upstream cost in flight, the recorded one once
- * settled. Amounts are integer units of 10⁻⁸ USD (bigint), never floats.
+ * not yet flushed (each counting its retail); on the developer_key route the same again on the key's
+ * budget lease: the worst-case upstream cost in flight, the recorded one once settled. `callRoom`
+ * hands them to the decision (workers/shared/authorize/decide-call.ts), which says whether a call
+ * fits. Amounts are integer units of 10⁻⁸ USD (bigint), never floats.
  */
 import { formatUsd, parseDatabaseAmount, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
+import type { CallRoom, KeyBudgetRoom } from '#shared/authorize/decide-call.ts';
 import type { LeasedRoute } from '#shared/wallet/lease-context.ts';
 import type { KeyBudgets } from '#shared/wallet/settle-lease.ts';
 
@@ -94,42 +95,6 @@ export function budgetCommittedUnits(call: StoredCall, keyId: string): bigint {
   return 0n;
 }
 
-/**
- * Whether the key's budget lease holds one more call of `worst` upstream cost that may run until
- * `until` (epoch ms; `now` the time of the decision): `covered`; `ends_first` when it has the room but
- * ends before the call may; `no_room` otherwise (none held, or too little). A lease that ends at the
- * start of a month (Postgres never lends a month's budget into the next) covers a call it is alive
- * for, as the per-call path's reservation does: the call is counted in the month it was authorized
- * in, and its cost in the month it is booked in.
- */
-export function budgetFit(
-  budget: KeyBudget | undefined,
-  committed: bigint,
-  worst: bigint,
-  until: number,
-  now: number,
-): 'covered' | 'ends_first' | 'no_room' {
-  if (budget === undefined || budget.units - committed < worst) return 'no_room';
-  if (budget.expiresAt >= until || (isMonthStart(budget.expiresAt) && budget.expiresAt > now)) return 'covered';
-  return 'ends_first';
-}
-
-/** Whether the instant is the start of a calendar month (UTC). */
-function isMonthStart(at: number): boolean {
-  const date = new Date(at);
-  return date.getTime() === Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
-}
-
-/**
- * The end user's worst case on the developer_key route (faucet_authorize_call's hold): the feature's
- * price for the bound tokens, rounded up to 10⁻⁸ USD (faucet_developer_price), else the catalog cost.
- */
-export function developerKeyHold(pricePerMtokUsd: string | null, tokens: number, catalogCost: bigint): bigint {
-  if (pricePerMtokUsd === null) return catalogCost;
-  const product = units(pricePerMtokUsd) * BigInt(tokens);
-  return (product + 999_999n) / 1_000_000n;
-}
-
 /** The upstream cost a booking (faucet_usage_booking as JSON) records, in units. */
 function bookedCostUnits(booking: Record<string, unknown> | null): bigint {
   const cost = booking?.upstream_cost;
@@ -154,22 +119,6 @@ export function leaseRate(rateLimit: unknown): LeaseRate | undefined {
   return { limit: Number(limit), slots: Number(slots), windowMs: window.map(Number) };
 }
 
-/** Whether one more call fits the lease's call slots (always, without a requests-per-minute limit). */
-export function hasCallSlot(lease: Lease, unrecordedCalls: number): boolean {
-  return lease.rate === undefined || unrecordedCalls + 1 <= lease.rate.slots;
-}
-
-/**
- * Seconds until one more call fits the window — when the oldest call whose leaving brings the window
- * (Postgres's, with the object's unrecorded calls, `callTimes`) below the limit is 60 s old; 1 to 60.
- */
-export function retryAfterSeconds(rate: LeaseRate, callTimes: number[], now: number): number {
-  const times = [...rate.windowMs, ...callTimes].filter((at) => at > now - 60_000).sort((a, b) => a - b);
-  if (times.length < rate.limit) return 1;
-  const leaving = times[Math.min(times.length - rate.limit, times.length - 1)] as number;
-  return Math.min(Math.max(Math.ceil((leaving + 60_000 - now) / 1000), 1), 60);
-}
-
 /** A per-end-user spend limit of the app and the room it leaves the lease in all (faucet_settle_lease's spend_limits). */
 export interface LeaseLimit {
   period: 'month' | 'day';
@@ -190,15 +139,6 @@ export function leaseLimits(spendLimits: unknown): LeaseLimit[] {
   return limits;
 }
 
-/**
- * Which spend limit refuses a call the lease cannot cover: the first (the month, then the day, as
- * the per-call path names them) whose room is below what the lease would have to hold with the call;
- * null: the balance is what falls short.
- */
-export function refusingLimit(lease: Lease, committed: bigint, worst: bigint): LeaseLimit | null {
-  return lease.limits?.find((limit) => committed + worst > limit.roomUnits) ?? null;
-}
-
 export const units = (usd: string): bigint => usdToUnits(parseDatabaseAmount(usd));
 export const usdString = (amount: bigint): string => formatUsd(usdFromUnits(amount));
 
@@ -215,7 +155,62 @@ export function totalCommitted(calls: Iterable<StoredCall>): bigint {
   return total;
 }
 
-/** Whether the lease covers one more call of `worst` units that may run until `until` (epoch ms). */
-export function covers(lease: Lease, committed: bigint, worst: bigint, until: number): boolean {
-  return lease.expiresAt >= until && lease.units - committed >= worst;
+/**
+ * The room the object holds, as the decision reads it (workers/shared/authorize/decide-call.ts):
+ * its lease, what its calls commit of it and of each key's budget lease, its unrecorded calls of the
+ * last minute, and the call's request id claim.
+ */
+export function callRoom(state: {
+  lease: Lease;
+  calls: Iterable<StoredCall>;
+  now: number;
+  renewed: boolean;
+  recalling: boolean;
+  budgetShort: ReadonlySet<string>;
+  claimedUntil: number | null;
+}): CallRoom {
+  const { lease, now } = state;
+  const since = now - 60_000;
+  const keyIds = Object.keys(lease.budgets ?? {});
+  const keyCommitted = new Map<string, bigint>(keyIds.map((id) => [id, 0n]));
+  const callTimes: number[] = [];
+  let committed = 0n;
+  let unrecordedCalls = 0;
+  for (const call of state.calls) {
+    committed += committedUnits(call);
+    if (call.state === 'refused') continue;
+    callTimes.push(call.rating.authorizedAt);
+    // A call authorized more than a minute ago has left the end user's window.
+    if (call.rating.authorizedAt > since) unrecordedCalls += 1;
+    for (const id of keyIds) keyCommitted.set(id, (keyCommitted.get(id) as bigint) + budgetCommittedUnits(call, id));
+  }
+  const keyBudgets: Record<string, KeyBudgetRoom> = {};
+  for (const [id, budget] of Object.entries(lease.budgets ?? {})) {
+    keyBudgets[id] = {
+      amount: usdFromUnits(budget.units),
+      expiresAt: budget.expiresAt,
+      committed: usdFromUnits(keyCommitted.get(id) as bigint),
+    };
+  }
+  return {
+    now,
+    renewed: state.renewed,
+    recalling: state.recalling,
+    lease: {
+      amount: usdFromUnits(lease.units),
+      expiresAt: lease.expiresAt,
+      spendLimits: (lease.limits ?? []).map((limit) => ({
+        period: limit.period,
+        limitUsd: limit.limitUsd,
+        room: usdFromUnits(limit.roomUnits),
+      })),
+      rate: lease.rate ?? null,
+    },
+    committed: usdFromUnits(committed),
+    unrecordedCalls,
+    callTimes,
+    keyBudgets,
+    budgetShort: state.budgetShort,
+    claimedUntil: state.claimedUntil,
+  };
 }

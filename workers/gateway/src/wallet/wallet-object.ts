@@ -7,16 +7,18 @@
  * Postgres in batches from its alarm (`faucet_settle_lease`: idempotent per call, the lease reset in
  * the same statement). Prepaid online charging (3GPP credit control) in small.
  *
- * What it decides and what it leaves to Postgres:
+ * What it decides and what it leaves to Postgres — the decision itself is `decideCall`
+ * (workers/shared/authorize/decide-call.ts, table-tested in Node): this object reads the facts, holds
+ * the room, renews it once when the decision asks, and stores what was decided:
  * - The session and the app's settings come from Postgres (`faucet_lease_context`), cached per
  *   (session, feature, model, route) for `freshMs`, refreshed in the background up to `staleMs`, and
  *   read again after that: a developer's suspension or an app's archive takes effect within seconds;
  *   a revoked session at once when the API pushes it (`revokeSessions`), else within the same bound.
  * - Only calls Postgres calls `leasable` are authorized here (the platform route, the byok route with
  *   the end user's key, the developer_key route with the developer's); the rest answer `database` and
- *   take the per-call path, which decides them exactly. So does a developer_key call the key's budget
- *   lease cannot cover after a renewal (the per-call path then falls back to the platform route, or
- *   refuses it `budget_exceeded`, as it always has). The app's per-end-user limits
+ *   take the per-call path, which decides them exactly. So does a developer_key call whose budget
+ *   lease, renewed, ends before the call may; one the renewed budget has no room for falls back to
+ *   the platform route or is refused `budget_exceeded`, as the per-call path does. The app's per-end-user limits
  *   cap the lease in Postgres, which counts it against them for the per-call calls: its amount as
  *   spent (spend limits), its call slots as calls in the window (requests per minute). A call the
  *   capped lease cannot cover is refused naming the limit.
@@ -44,21 +46,17 @@ import { createHttpDatabase } from '#shared/db.ts';
 import { isDatabaseUnreachable } from '#shared/database-unreachable.ts';
 import type { LedgerDatabase } from '#shared/ledger/database.ts';
 import { createLogger, type Logger } from '#shared/logger.ts';
-import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
+import { parseDatabaseAmount, parseUsdSetting, usdFromUnits, usdToUnits, zeroUsd } from '#shared/money/index.ts';
+import { type CallFacts, type CallRoom, decideCall, leaseCovers } from '#shared/authorize/decide-call.ts';
 import {
   budgetCommittedUnits,
-  budgetFit,
+  callRoom,
   committedUnits,
-  covers,
-  developerKeyHold,
-  hasCallSlot,
   heldKeyBudgets,
   type Lease,
   leaseLimits,
   mergeKeyBudgets,
   leaseRate,
-  refusingLimit,
-  retryAfterSeconds,
   type StoredCall,
   totalCommitted,
   units,
@@ -161,114 +159,99 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     }
   }
 
+  /**
+   * Read the context → `decideCall` on the room held → (room short: one renewal, then `decideCall`
+   * again on the renewed room) → store the call → answer. Every decision is taken on the room as it
+   * is after the last await, with no await between it and the call's claim in memory.
+   */
   private async decide(request: WalletCallRequest): Promise<WalletCallDecision> {
     this.adoptDatabaseUrl(request.databaseUrl);
     if (this.revoked.has(request.tokenHash)) return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
     const limits = callLimits(this.env);
-    const platformWorst = request.platformHold === null ? 0n : units(request.platformHold);
-    const catalogWorst = request.catalogCost === null ? null : units(request.catalogCost);
-    const until = Date.now() + (limits.maxDurationSeconds + limits.settleGraceSeconds) * 1000;
+    const { call } = request;
+    const platformHold = request.platformHold === null ? null : parseDatabaseAmount(request.platformHold);
+    const catalogCost = request.catalogCost === null ? null : parseDatabaseAmount(request.catalogCost);
+    const runsUntil = Date.now() + (limits.maxDurationSeconds + limits.settleGraceSeconds) * 1000;
     // A lease that falls short: the session's context and the lease come in one statement when the
     // context has to be read anyway (the first call of a wallet waits on one round trip).
-    const leaseShort = !this.leaseCovers(platformWorst, until);
-    const context = await this.context(request, leaseShort ? maxUnits(platformWorst, catalogWorst ?? 0n) : null, catalogWorst ?? 0n);
+    const leaseShort = !leaseCovers(this.room(call.clientRequestId, false), platformHold ?? zeroUsd(), runsUntil);
+    const platformWorst = platformHold === null ? 0n : usdToUnits(platformHold);
+    const catalogWorst = catalogCost === null ? 0n : usdToUnits(catalogCost);
+    const context = await this.context(request, leaseShort ? maxUnits(platformWorst, catalogWorst) : null, catalogWorst);
     const routing = { aliases: context.aliases, fallbacks: context.fallbacks };
-    if (context.outcome === 'database') return { outcome: 'database' };
-    if (context.outcome === 'routing_changed') return { outcome: 'routing_changed', routing };
-    if (context.outcome !== 'leasable') return { outcome: 'refused', refusal: context.outcome, featureKey: context.featureKey };
-    if ((context.sessionExpiresAt ?? 0) <= Date.now()) return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
-    const endUserId = context.endUserId as string;
     // The token's wallet part routed the call here; the session's end user must be this wallet's.
-    if (!(await this.isWalletOf(endUserId, request.wallet))) {
-      return { outcome: 'refused', refusal: 'unauthorized', featureKey: null };
-    }
-    if (this.meta.wallet === null) {
+    const ownsWallet =
+      context.outcome === 'leasable' && context.endUserId !== null && (await this.isWalletOf(context.endUserId, request.wallet));
+    const facts: CallFacts = {
+      call: {
+        requestedRoute: request.requestedRoute,
+        boundInputTokens: call.boundInputTokens,
+        boundOutputTokens: call.boundOutputTokens,
+        platformHold,
+        catalogCost,
+        poolAvailable: request.poolAvailable,
+        askedAt: Date.now(),
+        runsUntil,
+      },
+      context: {
+        outcome: context.outcome,
+        sessionExpiresAt: context.sessionExpiresAt,
+        ownsWallet,
+        route: context.routeMode,
+        routeKey: context.routeKey,
+        maxOutputTokens: context.maxOutputTokens,
+        developerPricePerMtok: context.developerPricePerMtokUsd === null ? null : parseDatabaseAmount(context.developerPricePerMtokUsd),
+        openFee: context.openFeeUsd === null ? null : parseDatabaseAmount(context.openFeeUsd),
+      },
+    };
+    let room = this.room(call.clientRequestId, false);
+    let decision = decideCall(facts, room);
+    const endUserId = context.endUserId as string;
+    if (
+      this.meta.wallet === null &&
+      context.outcome === 'leasable' &&
+      !(decision.outcome === 'refused' && decision.code === 'unauthorized')
+    ) {
+      // The object is this end user's from now on (a renewal flushes and leases for them).
       this.meta = { ...this.meta, wallet: request.wallet, endUserId };
       await this.ctx.storage.put('meta', this.meta);
+      room = this.room(call.clientRequestId, false);
+      decision = decideCall(facts, room);
     }
-    let route = context.routeMode ?? 'platform';
-    if (route === 'platform' && request.platformHold === null) return { outcome: 'database' };
-    const boundOutputTokens = Math.min(request.call.boundOutputTokens, context.maxOutputTokens ?? request.call.boundOutputTokens);
-    // The key's budget on the developer_key route: the call's worst-case upstream cost (0 for a
-    // custom server's model at the feature's price, whose cost Faucet cannot know; Postgres answers
-    // the route only for a priced call or such a model).
-    let keyId = route === 'developer_key' ? (context.routeKey?.id ?? null) : null;
-    const keyWorst = catalogWorst ?? 0n;
-    // Past the key's budget the per-call path (step 5) takes the platform route when the call asked
-    // for none and the platform can serve it, else refuses it: so does the object.
-    const platformFallback = request.requestedRoute === null && request.platformHold !== null && request.poolAvailable;
-    const budgetRefusal = { outcome: 'refused', refusal: 'budget_exceeded', featureKey: context.featureKey } as const;
-    if (keyId !== null && (this.budgetShortUntil.get(keyId) ?? 0) > Date.now()) {
-      // A renewal found no room for a call on this key a moment ago: not asked again for a while.
-      if (!platformFallback) return budgetRefusal;
-      route = 'platform';
-      keyId = null;
+    if (decision.outcome === 'needs_room') {
+      // One renewal (which also flushes what is settled); what it still cannot cover is refused. The
+      // keys marked short when the call was first decided stay its view of them.
+      const { budgetNeed } = decision;
+      await this.sync(
+        usdToUnits(decision.leaseNeed),
+        budgetNeed === null ? {} : { budgetNeed: { keyId: budgetNeed.keyId, units: usdToUnits(budgetNeed.amount) } },
+      );
+      decision = decideCall(facts, this.room(call.clientRequestId, true, room.budgetShort));
     }
-    // The call's worst case on its route: the platform price; on the byok route the open fee; on the
-    // developer_key route the feature's price for the bound tokens, else the catalog cost.
-    let worst =
-      route === 'byok'
-        ? units(context.openFeeUsd ?? '0.00000000')
-        : route === 'developer_key'
-          ? developerKeyHold(context.developerPricePerMtokUsd, request.call.boundInputTokens + boundOutputTokens, keyWorst)
-          : platformWorst;
-
-    const { call } = request;
-    const claimed = this.claims.get(call.clientRequestId);
-    if (claimed !== undefined && claimed > Date.now()) return { outcome: 'refused', refusal: 'conflict', featureKey: context.featureKey };
-
-    // While a recall is under way the lease in memory is not what Postgres will hold: the release
-    // keeps only the calls in flight when it began. A call then waits for the debit and a renewal.
-    if (this.recalling() || !this.leaseCovers(worst, until) || (keyId !== null && this.budgetFit(keyId, keyWorst, until) !== 'covered')) {
-      // One renewal (which also flushes what is settled); a call it still cannot cover is refused.
-      // With a fallback to the platform it asks for the larger worst case: either route may be taken.
-      const need = keyId !== null && platformFallback ? maxUnits(worst, platformWorst) : worst;
-      await this.sync(need, keyId === null ? {} : { budgetNeed: { keyId, units: keyWorst } });
-      const { rate } = this.meta.lease;
-      if (rate !== undefined && !hasCallSlot(this.meta.lease, this.unrecordedCalls())) {
-        // The window is full (the per-call path checks it first too).
-        // retryAfterSeconds keeps those of the last minute.
-        const callTimes = [...this.calls.values()].filter((call) => call.state !== 'refused').map((call) => call.rating.authorizedAt);
-        return {
-          outcome: 'refused',
-          refusal: 'rate_limited',
-          refusedLimit: String(rate.limit),
-          retryAfterSeconds: retryAfterSeconds(rate, callTimes, Date.now()),
-          featureKey: context.featureKey,
-        };
-      }
-      const fit = keyId === null ? 'covered' : this.budgetFit(keyId, keyWorst, until);
-      // A budget lease that cannot outlive the call (renewed for less than the call may run): the
-      // per-call path decides.
-      if (fit === 'ends_first') return { outcome: 'database' };
-      // The key's budget has no room for it (the other objects' leases and the per-call calls hold
-      // it; the per-call check counts the same, this lease included): the platform, or refused.
-      if (keyId !== null && fit === 'no_room') {
-        this.budgetShortUntil.set(keyId, Date.now() + budgetShortMs);
-        if (!platformFallback) return budgetRefusal;
-        route = 'platform';
-        keyId = null;
-        worst = platformWorst;
-      }
-      if (!covers(this.meta.lease, this.committed(), worst, until)) {
-        // Postgres capped the lease by the app's spend limit or by the balance: the refusal says which.
-        const limit = refusingLimit(this.meta.lease, this.committed(), worst);
-        return limit === null
-          ? { outcome: 'refused', refusal: 'insufficient_balance', featureKey: context.featureKey }
-          : { outcome: 'refused', refusal: `spend_limit_${limit.period}`, refusedLimit: limit.limitUsd, featureKey: context.featureKey };
-      }
-      // The renewal awaited Postgres: another call may have claimed the id meanwhile.
-      const again = this.claims.get(call.clientRequestId);
-      if (again !== undefined && again > Date.now()) return { outcome: 'refused', refusal: 'conflict', featureKey: context.featureKey };
+    if ((decision.outcome === 'refused' || decision.outcome === 'authorized') && decision.budgetShort !== undefined) {
+      this.budgetShortUntil.set(decision.budgetShort, Date.now() + budgetShortMs);
+    }
+    if (decision.outcome === 'per_call') return { outcome: 'database' };
+    if (decision.outcome === 'needs_room') throw new Error('a renewed room is decided, never asked to grow');
+    if (decision.outcome === 'refused') {
+      if (decision.code === 'routing_changed') return { outcome: 'routing_changed', routing };
+      return {
+        outcome: 'refused',
+        refusal: decision.code,
+        ...(decision.refusedLimit === undefined ? {} : { refusedLimit: decision.refusedLimit }),
+        ...(decision.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: decision.retryAfterSeconds }),
+        featureKey: decision.code === 'unauthorized' ? null : context.featureKey,
+      };
     }
 
+    const { route, key } = decision;
     const stored: StoredCall = {
       id: call.id,
       moneyKey: call.moneyKey,
       clientRequestId: call.clientRequestId,
       state: 'in_flight',
-      reservedUnits: worst,
-      ...(keyId === null ? {} : { budgetUnits: keyWorst }),
+      reservedUnits: usdToUnits(decision.hold),
+      ...(decision.budget === null ? {} : { budgetUnits: usdToUnits(decision.budget.amount) }),
       retailUnits: 0n,
       sweepAt: Date.now() + (call.maxDurationSeconds + limits.settleGraceSeconds) * 1000,
       record: {
@@ -282,9 +265,9 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         route_mode: route,
         provider: request.provider,
         model: request.model,
-        provider_credential_id: route === 'platform' ? null : (context.routeKey?.id ?? null),
+        provider_credential_id: key?.id ?? null,
         bound_input_tokens: call.boundInputTokens,
-        bound_output_tokens: boundOutputTokens,
+        bound_output_tokens: decision.boundOutputTokens,
         deadline_at: new Date(call.authorizedAt + call.maxDurationSeconds * 1000).toISOString(),
         created_at: new Date(call.authorizedAt).toISOString(),
         developer_price_per_mtok_usd: context.developerPricePerMtokUsd,
@@ -307,7 +290,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
         endUserId,
         candidates: call.candidates,
         routeMode: route,
-        providerCredentialId: route === 'platform' ? null : (context.routeKey?.id ?? null),
+        providerCredentialId: key?.id ?? null,
       },
       booking: null,
       refusal: null,
@@ -331,9 +314,23 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       maxOutputTokens: context.maxOutputTokens,
       routing,
       routeMode: route,
-      routeKey: route === 'platform' ? null : context.routeKey,
+      routeKey: key,
       fallbackKeys: route === 'byok' ? context.fallbackKeys : {},
     };
+  }
+
+  /** The room this object holds for a call with this request id (`renewed`: after its one renewal). */
+  private room(clientRequestId: string, renewed: boolean, budgetShort?: ReadonlySet<string>): CallRoom {
+    const now = Date.now();
+    return callRoom({
+      lease: this.meta.lease,
+      calls: this.calls.values(),
+      now,
+      renewed,
+      recalling: this.recalling(),
+      budgetShort: budgetShort ?? new Set([...this.budgetShortUntil].filter(([, until]) => until > now).map(([keyId]) => keyId)),
+      claimedUntil: this.claims.get(clientRequestId) ?? null,
+    });
   }
 
   async settle(callId: string, settlement: WalletSettlement): Promise<void> {
@@ -484,16 +481,6 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       if (state === undefined || call.state === state) count += 1;
     }
     return count;
-  }
-
-  /** The lease holds one more call of `worst` until `until`, and a call slot for it under a rate limit. */
-  private leaseCovers(worst: bigint, until: number): boolean {
-    return covers(this.meta.lease, this.committed(), worst, until) && hasCallSlot(this.meta.lease, this.unrecordedCalls());
-  }
-
-  /** Whether the key's budget lease holds one more call of `worst` upstream cost until `until` (`budgetFit`). */
-  private budgetFit(keyId: string, worst: bigint, until: number): ReturnType<typeof budgetFit> {
-    return budgetFit(this.meta.lease.budgets?.[keyId], this.budgetCommitted(keyId), worst, until, Date.now());
   }
 
   /** What the object's calls commit of a developer key's budget (`inFlightOnly`: the calls in flight alone). */
