@@ -7,7 +7,8 @@ import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test'
 import { expect } from 'vitest';
 import type { Env } from '#shared/env.ts';
 import { getWalletBalance } from '#shared/ledger/index.ts';
-import { formatUsd } from '#shared/money/index.ts';
+import { addUsd, formatUsd, parseDatabaseAmount, parseWireAmount, type Usd, zeroUsd } from '#shared/money/index.ts';
+import { walletOfToken } from '#shared/auth/session-token.ts';
 import { call, createDatabase, createSession, createTestEnv, sql, type TestEnv } from './harness.ts';
 import { fund } from './ledger-kit.ts';
 
@@ -72,6 +73,27 @@ export async function expectNothingHeldOrBooked(testEnv: TestEnv, walletId: stri
   await settled(testEnv);
   expect((await wallet(testEnv, walletId)).held).toBe('0.00000000');
   expect(await usageRows(testEnv, requestId)).toEqual([]);
+}
+
+/**
+ * What a wallet sets aside for its calls right now, whichever path authorized them: the holds of calls
+ * in flight on the per-call path, plus what the wallet object commits (the worst cases of calls in
+ * flight on its lease, and the charges it has not booked yet) — not the unused part of a lease.
+ */
+export async function heldForCalls(testEnv: TestEnv, session: { token: string; walletId: string }): Promise<Usd> {
+  const [row] = await sql<{ held: string }>(
+    testEnv,
+    `select coalesce(sum(amount), 0)::numeric(20, 8)::text as held from balance_holds
+      where wallet_id = $1 and status = 'active' and request_id not like 'lease:%'`,
+    [session.walletId],
+  );
+  const name = walletOfToken(session.token);
+  const namespace = testEnv.WALLET;
+  const committed =
+    name === null || namespace === undefined
+      ? zeroUsd()
+      : parseWireAmount((await namespace.get(namespace.idFromName(name)).snapshot()).committedUsd);
+  return addUsd(parseDatabaseAmount(row!.held), committed);
 }
 
 /** A new end user of the demo app with `balanceUsd` in their wallet. */

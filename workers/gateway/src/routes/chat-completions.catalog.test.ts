@@ -9,8 +9,16 @@ import { formatUsd, parseWireAmount, usdFromUnits } from '#shared/money/index.ts
 import { catalogSourcesOf, currentPriceCatalog, PriceCatalog } from '#shared/rating/index.ts';
 import { defaultGatewayDependencies } from '../gateway-dependencies.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled, userMessage } from '../../../test/gateway-kit.ts';
-import { walletObjectOf } from '../../../test/wallet-kit.ts';
+import {
+  chat,
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  heldForCalls,
+  newRequestId,
+  settled,
+  userMessage,
+} from '../../../test/gateway-kit.ts';
 import { sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
@@ -42,8 +50,7 @@ describe('the price catalog a gateway is given', () => {
     const session = await fundedSession(testEnv);
     let held = '';
     const upstream = fakeUpstream(async () => {
-      // The call is the only one of its wallet object: what the object commits is the call's hold.
-      held = (await walletObjectOf(session.token).snapshot()).committedUsd;
+      held = formatUsd(await heldForCalls(testEnv, session));
       return jsonResponse(openAiCompletion('Paris.', { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 }));
     });
     const requestId = newRequestId();

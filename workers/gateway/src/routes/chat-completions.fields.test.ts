@@ -4,15 +4,25 @@
  * fields reach the upstream. Images and legacy functions are held at their true worst case.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { compareUsd, formatUsd, parseWireAmount } from '#shared/money/index.ts';
+import { compareUsd, formatUsd, type Usd } from '#shared/money/index.ts';
 import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
-import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
+import type { TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import {
+  chat,
+  expectNothingHeldOrBooked,
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  heldForCalls,
+  newRequestId,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', ANTHROPIC_API_KEY: 'sk-ant-platform-pool-test' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', ANTHROPIC_API_KEY: 'sk-ant-platform-pool-test' });
 });
 
 const gpt = { model: 'openai:gpt-4o-mini', feature: 'chat', max_tokens: 5, messages: [userMessage('hi')] };
@@ -96,8 +106,8 @@ describe('a smuggled field', () => {
     expect(error).toMatchObject({ status: 400, code: 'invalid_request' });
     expect(error.message).toMatch(message);
     expect(upstream.requests).toEqual([]);
-    expect(await wallet(testEnv, session.walletId)).toMatchObject({ balance: '1.00000000', held: '0.00000000' });
-    expect(await usageRows(testEnv, requestId)).toEqual([]);
+    await expectNothingHeldOrBooked(testEnv, session.walletId, requestId);
+    expect((await wallet(testEnv, session.walletId)).balance).toBe('1.00000000');
   });
 });
 
@@ -138,18 +148,18 @@ describe('the fields an ordinary OpenAI client sends', () => {
 });
 
 describe('the hold of a call', () => {
-  /** What the wallet holds while the upstream is answering `body`. */
+  /** What the wallet sets aside for the call while the upstream is answering `body` (its only call). */
   async function heldDuringCall(body: Record<string, unknown>) {
     const session = await fundedSession(testEnv, '5.00000000');
-    let held: string | undefined;
+    let held: Usd | undefined;
     const upstream = fakeUpstream(async () => {
-      held = (await wallet(testEnv, session.walletId)).held;
+      held = await heldForCalls(testEnv, session);
       return jsonResponse(openAiCompletion('ok', { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11 }));
     });
     const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, body);
     expect(response.status).toBe(200);
     if (held === undefined) throw new Error('the upstream was not called');
-    return parseWireAmount(held);
+    return held;
   }
 
   const retailOf = (inputTokens: number, outputTokens: number) =>
