@@ -87,13 +87,37 @@ export async function heldForCalls(testEnv: TestEnv, session: { token: string; w
       where wallet_id = $1 and status = 'active' and request_id not like 'lease:%'`,
     [session.walletId],
   );
-  const name = walletOfToken(session.token);
+  const snapshot = await walletObjectSnapshot(testEnv, session.token);
+  return addUsd(parseDatabaseAmount(row!.held), snapshot === undefined ? zeroUsd() : parseWireAmount(snapshot.committedUsd));
+}
+
+/**
+ * What a developer key's monthly budget sets aside for one end user's calls right now, whichever path
+ * authorized them: the reservations of their calls not yet booked on the per-call path, plus what
+ * their wallet object commits on the key's budget lease — not the unused part of that lease.
+ */
+export async function reservedForCalls(
+  testEnv: TestEnv,
+  session: { token: string; endUserId: string },
+  credentialId: string,
+): Promise<Usd> {
+  const [row] = await sql<{ reserved: string }>(
+    testEnv,
+    `select coalesce(sum(r.amount), 0)::numeric(20, 8)::text as reserved
+       from provider_credential_reservations r join gateway_calls g on g.money_key = r.request_id
+      where r.credential_id = $1 and g.end_user_id = $2
+        and not exists (select 1 from usage_events u where u.request_id = r.request_id)`,
+    [credentialId, session.endUserId],
+  );
+  const budget = (await walletObjectSnapshot(testEnv, session.token))?.keyBudgets[credentialId];
+  return addUsd(parseDatabaseAmount(row!.reserved), budget === undefined ? zeroUsd() : parseWireAmount(budget.committedUsd));
+}
+
+/** The wallet object a session token names, as it stands (none for a token of the older form). */
+function walletObjectSnapshot(testEnv: TestEnv, token: string) {
+  const name = walletOfToken(token);
   const namespace = testEnv.WALLET;
-  const committed =
-    name === null || namespace === undefined
-      ? zeroUsd()
-      : parseWireAmount((await namespace.get(namespace.idFromName(name)).snapshot()).committedUsd);
-  return addUsd(parseDatabaseAmount(row!.held), committed);
+  return name === null || namespace === undefined ? undefined : namespace.get(namespace.idFromName(name)).snapshot();
 }
 
 /** A new end user of the demo app with `balanceUsd` in their wallet. */

@@ -52,6 +52,13 @@ export async function sweepCallNow(token: string, callId: string): Promise<void>
   expect(await runDurableObjectAlarm(walletObjectOf(token))).toBe(true);
 }
 
+/** The ids of the calls the wallet object of `token` keeps (in flight, or settled and not booked yet). */
+export function callsKeptBy(token: string): Promise<string[]> {
+  return runInDurableObject(walletObjectOf(token), async (_instance, state) =>
+    [...(await state.storage.list({ prefix: 'call:' })).keys()].map((key) => key.slice('call:'.length)),
+  );
+}
+
 export const reportedUsage = { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 };
 
 /** A platform-route call of the demo app's `chat` feature. */

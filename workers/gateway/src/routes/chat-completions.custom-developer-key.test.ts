@@ -11,21 +11,24 @@ import { createExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
 import { auditUpstreamCalls } from '#shared/calls/upstream-audit.ts';
-import { formatUsd, usdFromUnits } from '#shared/money/index.ts';
+import { compareUsd, formatUsd, parseWireAmount, usdFromUnits, zeroUsd } from '#shared/money/index.ts';
 import { randomToken } from '#shared/crypto.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, userMessage, wallet } from '../../../test/gateway-kit.ts';
 import {
-  adminToken,
-  api,
-  call,
-  createDatabase,
-  createTestEnv,
-  demoPublicAppId,
-  developerKey,
-  sql,
-  type TestEnv,
-} from '../../../test/harness.ts';
+  chat,
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  heldForCalls,
+  newRequestId,
+  perCallPath,
+  reservedForCalls,
+  settled,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
+import { callsKeptBy, sweepCallNow } from '../../../test/wallet-kit.ts';
+import { adminToken, api, call, createDatabase, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { createDeveloper, send } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
@@ -35,7 +38,7 @@ const root = 'https://llm.example.com/v1';
 const features = `/v1/developer/apps/${demoPublicAppId}/features`;
 
 beforeAll(async () => {
-  testEnv = await createTestEnv({ PLATFORM_FEE_BPS: '1000', PLATFORM_MARKUP_BPS: '2000', CALL_SETTLE_GRACE_SECONDS: '1' });
+  testEnv = await gatewayTestEnv({ PLATFORM_FEE_BPS: '1000', PLATFORM_MARKUP_BPS: '2000', CALL_SETTLE_GRACE_SECONDS: '1' });
   const stored = await send(testEnv, '/v1/developer/provider-keys', {
     json: { provider: 'custom', api_key: serverKey, monthly_budget_usd: '1.00000000', base_url: root },
     token: developerKey,
@@ -84,20 +87,75 @@ async function booked(requestId: string): Promise<Booked[]> {
   );
 }
 
-/** What a call left: its live call record, active hold, budget reservation still counting (not yet booked), bookings. */
-async function leftBehind(requestId: string) {
-  const [row] = await sql<{ calls: number; holds: number; reservations: number; bookings: number }>(
+/**
+ * A developer_key call of the priced custom feature (at most 40 output tokens) that the server takes
+ * and never answers, and whose isolate is lost (its promise never awaited): no settlement ever comes.
+ */
+async function neverSettled(env: TestEnv, token: string): Promise<string> {
+  const upstream = fakeUpstream(() => new Promise<Response>(() => undefined));
+  const requestId = newRequestId();
+  void Promise.resolve(
+    gatewayWith({ upstreamFetch: upstream.fetch }).fetch(
+      new Request('http://faucet.test/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-request-id': requestId },
+        body: JSON.stringify({
+          feature: 'custom_priced',
+          model: 'custom:my-finetune',
+          route_mode: 'developer_key',
+          max_tokens: 40,
+          messages: [userMessage('write a long story')],
+        }),
+      }),
+      env,
+      createExecutionContext(),
+    ),
+  ).catch(() => undefined);
+  await expect.poll(() => upstream.requests.length).toBe(1);
+  return requestId;
+}
+
+/** Booked once, estimated at its bound: every token of it at the feature's 2 USD per million, upstream cost 0. */
+async function expectBookedAtBound(requestId: string) {
+  const [bound] = await sql<{ input: number; output: number }>(
+    testEnv,
+    'select bound_input_tokens as input, bound_output_tokens as output from gateway_calls where client_request_id = $1',
+    [requestId],
+  );
+  expect(bound!.output).toBe(40);
+  // In 1e-8 USD: tokens × 2 × 100.
+  const retail = formatUsd(usdFromUnits(BigInt(bound!.input + bound!.output) * 200n));
+  expect(await booked(requestId)).toMatchObject([
+    {
+      route_mode: 'developer_key',
+      provider: 'custom',
+      input_tokens: bound!.input,
+      output_tokens: 40,
+      retail_usd: retail,
+      upstream_cost_usd: '0.00000000',
+      price_catalog_version: null,
+      provider_credential_id: credentialId,
+    },
+  ]);
+}
+
+/**
+ * What a call of `session` left once every call has settled: its call record (unless abandoned), what
+ * the wallet still holds and the key's budget still reserves for the user's calls, its bookings.
+ */
+async function leftBehind(session: { token: string; walletId: string; endUserId: string }, requestId: string) {
+  await settled(testEnv);
+  const [row] = await sql<{ calls: number; bookings: number }>(
     testEnv,
     `select (select count(*)::int from gateway_calls where client_request_id = $1 and status <> 'abandoned') as calls,
-            (select count(*)::int from balance_holds h join gateway_calls g on g.money_key = h.request_id
-              where g.client_request_id = $1 and h.status = 'active') as holds,
-            (select count(*)::int from provider_credential_reservations r join gateway_calls g on g.money_key = r.request_id
-              where g.client_request_id = $1
-                and not exists (select 1 from usage_events u where u.request_id = r.request_id)) as reservations,
             (select count(*)::int from usage_events where client_request_id = $1) as bookings`,
     [requestId],
   );
-  return row;
+  return {
+    ...row!,
+    held: formatUsd(await heldForCalls(testEnv, session)),
+    reserved: formatUsd(await reservedForCalls(testEnv, session, credentialId)),
+  };
 }
 
 describe('a custom server on the developer_key route', () => {
@@ -125,18 +183,9 @@ describe('a custom server on the developer_key route', () => {
       requestId,
     );
     await atUpstream;
-    // The hold while the server answers: the call's token bounds at the feature's 2 USD per million.
-    const [held] = await sql<{ amount: string; expected: string; bound_output_tokens: number }>(
-      testEnv,
-      `select h.amount::text, faucet_developer_price(2, g.bound_input_tokens::bigint + g.bound_output_tokens)::text as expected,
-              g.bound_output_tokens
-         from balance_holds h join gateway_calls g on g.money_key = h.request_id where g.client_request_id = $1`,
-      [requestId],
-    );
-    expect(held!.bound_output_tokens).toBe(50);
-    expect(held!.amount).toBe(held!.expected);
-    expect(Number(held!.amount.replace('.', ''))).toBeGreaterThan(0);
-    expect(await wallet(testEnv, session.walletId)).toMatchObject({ held: held!.amount });
+    // The hold while the server answers (the user's only call), within what the wallet holds.
+    const held = await heldForCalls(testEnv, session);
+    expect(compareUsd(parseWireAmount((await wallet(testEnv, session.walletId)).held), held)).toBeGreaterThanOrEqual(0);
     release(jsonResponse(openAiCompletion('Paris.', { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 })));
     const response = await inFlight;
     expect(response.status).toBe(200);
@@ -149,6 +198,17 @@ describe('a custom server on the developer_key route', () => {
     // 18 tokens × 2 USD per million = 0.000036; the platform fee 10% of it; the server's cost unknown (0).
     const charge = ((await response.json()) as { faucet: { charge: { amount_usd: string; upstream_cost_usd?: string } } }).faucet.charge;
     expect(charge.amount_usd).toBe('0.00003600');
+    await settled(testEnv);
+    // The hold was the call's token bounds at the feature's 2 USD per million.
+    const [bound] = await sql<{ expected: string; bound_output_tokens: number }>(
+      testEnv,
+      `select faucet_developer_price(2, bound_input_tokens::bigint + bound_output_tokens)::text as expected, bound_output_tokens
+         from gateway_calls where client_request_id = $1`,
+      [requestId],
+    );
+    expect(bound!.bound_output_tokens).toBe(50);
+    expect(formatUsd(held)).toBe(bound!.expected);
+    expect(compareUsd(held, zeroUsd())).toBeGreaterThan(0);
     expect(await booked(requestId)).toEqual([
       {
         route_mode: 'developer_key',
@@ -168,7 +228,7 @@ describe('a custom server on the developer_key route', () => {
       },
     ]);
     expect(await wallet(testEnv, session.walletId)).toEqual({ balance: '0.99996400', held: '0.00000000', available: '0.99996400' });
-    expect(await leftBehind(requestId)).toMatchObject({ holds: 0, reservations: 0, bookings: 1 });
+    expect(await leftBehind(session, requestId)).toMatchObject({ held: '0.00000000', reserved: '0.00000000', bookings: 1 });
 
     // The key's budget counts no cost it cannot know.
     const keys = await send(testEnv, '/v1/developer/provider-keys', { method: 'GET', token: developerKey });
@@ -214,40 +274,27 @@ describe('a custom server on the developer_key route', () => {
     expect(response.status).toBe(200);
     await response.text();
     expect(upstream.requests.map((request) => request.url)).toEqual([`${root}/chat/completions`]);
+    await settled(testEnv);
     expect(await booked(requestId)).toMatchObject([
       { route_mode: 'developer_key', input_tokens: 20, output_tokens: 30, retail_usd: '0.00010000', upstream_cost_usd: '0.00000000' },
     ]);
   });
 
-  it('a call the gateway never settled is swept at its bound × the feature price, upstream cost 0: never left unbilled', async () => {
+  it('a call the gateway never settled is booked by its wallet object at its bound × the feature price, upstream cost 0: never left unbilled', async () => {
     const session = await fundedSession(testEnv);
-    // The server takes the request and never answers; the isolate is lost (its promise never awaited).
-    const upstream = fakeUpstream(() => new Promise<Response>(() => undefined));
-    const requestId = newRequestId();
-    void Promise.resolve(
-      gatewayWith({ upstreamFetch: upstream.fetch }).fetch(
-        new Request('http://faucet.test/v1/chat/completions', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
-          body: JSON.stringify({
-            feature: 'custom_priced',
-            model: 'custom:my-finetune',
-            route_mode: 'developer_key',
-            max_tokens: 40,
-            messages: [userMessage('write a long story')],
-          }),
-        }),
-        testEnv,
-        createExecutionContext(),
-      ),
-    ).catch(() => undefined);
-    await expect.poll(() => upstream.requests.length).toBe(1);
-    const [bound] = await sql<{ input: number; output: number }>(
-      testEnv,
-      'select bound_input_tokens as input, bound_output_tokens as output from gateway_calls where client_request_id = $1',
-      [requestId],
-    );
-    expect(bound!.output).toBe(40);
+    const requestId = await neverSettled(testEnv, session.token);
+    // Its deadline and grace pass: the wallet object that authorized it books it at its bound.
+    const kept = await callsKeptBy(session.token);
+    expect(kept).toHaveLength(1);
+    await sweepCallNow(session.token, kept[0]!);
+    await settled(testEnv);
+    await expectBookedAtBound(requestId);
+    expect(await leftBehind(session, requestId)).toMatchObject({ held: '0.00000000', reserved: '0.00000000', bookings: 1 });
+  });
+
+  it('per call, one never settled is booked by the sweeper at its bound × the feature price, upstream cost 0', async () => {
+    const session = await fundedSession(testEnv);
+    const requestId = await neverSettled(perCallPath(testEnv), session.token);
     await sql(testEnv, `update gateway_calls set deadline_at = now() - interval '1 hour' where client_request_id = $1`, [requestId]);
     const { db, pool } = createDatabase(testEnv);
     try {
@@ -255,21 +302,8 @@ describe('a custom server on the developer_key route', () => {
     } finally {
       await pool.end();
     }
-    // Every token of the bound at 2 USD per million (in 1e-8 USD: tokens × 2 × 100).
-    const retail = formatUsd(usdFromUnits(BigInt(bound!.input + bound!.output) * 200n));
-    expect(await booked(requestId)).toMatchObject([
-      {
-        route_mode: 'developer_key',
-        provider: 'custom',
-        input_tokens: bound!.input,
-        output_tokens: 40,
-        retail_usd: retail,
-        upstream_cost_usd: '0.00000000',
-        price_catalog_version: null,
-        provider_credential_id: credentialId,
-      },
-    ]);
-    expect(await leftBehind(requestId)).toMatchObject({ holds: 0, bookings: 1 });
+    await expectBookedAtBound(requestId);
+    expect(await leftBehind(session, requestId)).toMatchObject({ held: '0.00000000', reserved: '0.00000000', bookings: 1 });
   });
 
   it('without a feature price: 400 naming the setting, nothing sent, held, reserved or booked', async () => {
@@ -288,7 +322,7 @@ describe('a custom server on the developer_key route', () => {
       const error = ((await response.json()) as { error: { code: string; message: string } }).error;
       expect(error.code).toBe('invalid_request');
       expect(error.message).toMatch(/no catalog price.*developer_price_per_mtok_usd/);
-      expect(await leftBehind(requestId)).toEqual({ calls: 0, holds: 0, reservations: 0, bookings: 0 });
+      expect(await leftBehind(session, requestId)).toEqual({ calls: 0, held: '0.00000000', reserved: '0.00000000', bookings: 0 });
     }
     expect(upstream.requests).toEqual([]);
     expect(await wallet(testEnv, session.walletId)).toEqual({ balance: '1.00000000', held: '0.00000000', available: '1.00000000' });
@@ -349,10 +383,11 @@ describe('a custom server on the developer_key route', () => {
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { message: string } }).error.message).toMatch(/needs an active key of the app's developer/);
     expect(upstream.requests).toEqual([]);
-    expect(await leftBehind(requestId)).toEqual({ calls: 0, holds: 0, reservations: 0, bookings: 0 });
+    expect(await leftBehind(session, requestId)).toEqual({ calls: 0, held: '0.00000000', reserved: '0.00000000', bookings: 0 });
   });
 
   it('the books reconcile and the upstream audit finds no paid call unbilled', async () => {
+    await settled(testEnv);
     const ledger = await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: adminToken });
     expect(((await ledger.json()) as { ok: boolean }).ok).toBe(true);
     const audit = await call(api(), testEnv, '/v1/admin/reconciliation/upstream', { token: adminToken });

@@ -6,14 +6,28 @@
  * with that key, and the reservation and hold cover the costlier same-provider fallback.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { formatUsd } from '#shared/money/index.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, holdStatus, newRequestId, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
-import { createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
+import {
+  chat,
+  expectNothingHeldOrBooked,
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  heldForCalls,
+  newRequestId,
+  reservedForCalls,
+  settled,
+  usageRows,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
+import { demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeAnthropicKey, fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({
+  testEnv = await gatewayTestEnv({
     OPENAI_API_KEY: 'sk-platform-pool-openai',
     ANTHROPIC_API_KEY: 'sk-ant-platform-pool-anthropic',
     CIRCUIT_FAILURES: '1000',
@@ -105,6 +119,7 @@ describe('byok fallback to another provider', () => {
     expect(JSON.stringify(upstream.requests)).not.toContain('platform-pool');
     expect(JSON.stringify(body)).not.toContain(anthropicKey);
 
+    await settled(testEnv);
     const rows = await usageRows(testEnv, requestId);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ route_mode: 'byok', provider: 'anthropic', retail_usd: '0.01000000', upstream_cost_usd: '0.00000000' });
@@ -134,8 +149,7 @@ describe('byok fallback to another provider', () => {
     expect(((await response.json()) as Body).error.code).toBe('upstream_error');
     expect(upstream.requests).toHaveLength(1);
     expect(JSON.stringify(upstream.requests)).not.toContain(othersKey);
-    expect(await usageRows(testEnv, requestId)).toEqual([]);
-    expect(await holdStatus(testEnv, requestId)).not.toBe('active');
+    await expectNothingHeldOrBooked(testEnv, session.walletId, requestId);
     expect(await wallet(testEnv, session.walletId)).toMatchObject({ balance: '1.00000000', held: '0.00000000' });
   });
 });
@@ -178,6 +192,7 @@ describe('byok fallback to a registered endpoint', () => {
     expect(upstream.requests[1]?.headers['api-key']).toBe(azureKey);
     expect(upstream.requests[1]?.headers.authorization).toBeUndefined();
     expect(JSON.stringify(body)).not.toContain(azureKey);
+    await settled(testEnv);
     expect(await usageRows(testEnv, requestId)).toMatchObject([{ route_mode: 'byok', provider: 'azure', retail_usd: '0.01000000' }]);
     expect(await bookedCredential(requestId)).toBe(azureId);
   });
@@ -201,21 +216,16 @@ describe('developer_key fallback', () => {
           ? anthropicMessage()
           : jsonResponse(openAiCompletion('from gpt-4o')),
     );
-    let reserved: Array<{ reservation: string; hold: string }> = [];
+    let reserved: { reservation: string; hold: string } | undefined;
     const requestId = newRequestId();
     const response = await chat(
       gatewayWith({
         upstreamFetch: async (request) => {
-          // While the call is in flight: what the statement reserved on the key and held on the wallet.
-          if (reserved.length === 0) {
-            reserved = await sql(
-              testEnv,
-              `select r.amount::numeric(20, 8)::text as reservation, h.amount::numeric(20, 8)::text as hold
-                 from gateway_calls g join provider_credential_reservations r on r.request_id = g.money_key
-                 join balance_holds h on h.request_id = g.money_key where g.client_request_id = $1`,
-              [requestId],
-            );
-          }
+          // While the call is in flight (its user's only one): what it reserved on the key and held on the wallet.
+          reserved ??= {
+            reservation: formatUsd(await reservedForCalls(testEnv, session, credentialId)),
+            hold: formatUsd(await heldForCalls(testEnv, session)),
+          };
           return upstream.fetch(request);
         },
       }),
@@ -240,6 +250,7 @@ describe('developer_key fallback', () => {
     const callId = response.headers.get('x-faucet-call-id');
     expect(upstream.requests.map((request) => request.headers['x-client-request-id'])).toEqual([callId, `${callId}:2`]);
 
+    await settled(testEnv);
     const rows = await usageRows(testEnv, requestId);
     expect(rows).toHaveLength(1);
     // gpt-4o at cost (no developer price): 11 * 2.5e-6 + 7 * 10e-6.
@@ -251,8 +262,7 @@ describe('developer_key fallback', () => {
     });
     expect(await bookedCredential(requestId)).toBe(credentialId);
     // The reservation (the key's budget) and the hold were sized at the costliest same-provider candidate.
-    expect(reserved).toHaveLength(1);
-    const [{ reservation, hold } = { reservation: '0', hold: '0' }] = reserved;
+    const { reservation, hold } = reserved ?? { reservation: '0', hold: '0' };
     expect(reservation).toBe(hold);
     const [bounds] = await sql<{ input: number; output: number }>(
       testEnv,
