@@ -192,7 +192,7 @@ describe("revoking an end user's sessions by the user_ref the end-user list show
     };
     const operation = document.paths['/v1/developer/end-users/{user_ref}/revoke-sessions']?.post;
     expect(operation?.parameters).toEqual([expect.objectContaining({ name: 'user_ref', in: 'path' })]);
-    expect(Object.keys(operation?.responses ?? {}).sort()).toEqual(['200', '400', '401', '403', '404', '429']);
+    expect(Object.keys(operation?.responses ?? {}).sort()).toEqual(['200', '400', '401', '403', '404', '429', '503']);
   });
 
   it('finds the user_ref in SQL exactly as the API computes it (pgcrypto HMAC = WebCrypto HMAC)', async () => {
