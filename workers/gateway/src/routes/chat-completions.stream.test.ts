@@ -1,16 +1,18 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { formatUsd } from '#shared/money/index.ts';
 import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
-import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
+import type { TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiSse, openSseResponse, sseResponse } from '../../../test/fake-upstream.ts';
 import { formatSseEvent } from '#shared/wire/format-sse.ts';
 import {
   chat,
+  expectNothingHeldOrBooked,
   fundedSession,
+  gatewayTestEnv,
   gatewayWith,
-  holdStatus,
   newRequestId,
   openStream,
+  settled,
   sseData,
   usageRows,
   userMessage,
@@ -21,7 +23,7 @@ import { countTokens } from '../tokens/tokenize.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({
+  testEnv = await gatewayTestEnv({
     OPENAI_API_KEY: 'sk-platform-pool-test',
     ANTHROPIC_API_KEY: 'sk-ant-platform-pool-test',
     UPSTREAM_DRAIN_MS: '200',
@@ -75,8 +77,10 @@ describe('streaming', () => {
       estimated: false,
       charge: { amount_usd: formatUsd(rated.retailUsd) },
     });
+    await settled(testEnv);
     expect((await usageRows(testEnv, requestId))[0]?.retail_usd).toBe(formatUsd(rated.retailUsd));
-    expect(await holdStatus(testEnv, requestId)).toBe('settled');
+    // Its worst case no longer held.
+    expect((await wallet(testEnv, session.walletId)).held).toBe('0.00000000');
   });
 
   it('asks the upstream for usage, forwards it when the client asked too, and settles on the reported counts', async () => {
@@ -184,6 +188,7 @@ describe('streaming', () => {
 
     // Faucet cut an upstream still generating: the provider may have produced more than was seen, so
     // the output is billed at the request's bound; the input at the prompt's byte bound.
+    await settled(testEnv);
     const [row] = await usageRows(testEnv, requestId);
     expect(row).toMatchObject({ output_tokens: 300, estimated: true });
     expect(row!.input_tokens).toBeGreaterThanOrEqual(new TextEncoder().encode('Tell me a very long story').byteLength);
@@ -201,7 +206,6 @@ describe('streaming', () => {
     );
     expect(row!.retail_usd).toBe(formatUsd(rated.retailUsd));
     expect(countTokens('The first few words')).toBeLessThan(300);
-    expect(await holdStatus(testEnv, requestId)).toBe('settled');
     expect((await wallet(testEnv, session.walletId)).held).toBe('0.00000000');
   });
 
@@ -218,7 +222,7 @@ describe('streaming', () => {
     );
     expect(response.status).toBe(502);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
-    expect(await holdStatus(testEnv, requestId)).toBe('released');
+    await expectNothingHeldOrBooked(testEnv, session.walletId, requestId);
     expect((await wallet(testEnv, session.walletId)).balance).toBe('1.00000000');
   });
 
@@ -243,6 +247,7 @@ describe('streaming', () => {
       faucet: { output_tokens: 'Half an'.length, estimated: true },
     });
     expect(JSON.parse(events.at(-1)!)).toMatchObject({ error: { code: 'upstream_error', request_id: requestId } });
+    await settled(testEnv);
     expect((await usageRows(testEnv, requestId))[0]?.output_tokens).toBe('Half an'.length);
   });
 });
