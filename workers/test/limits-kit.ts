@@ -1,7 +1,7 @@
 /**
  * Apps with per-end-user limits for the gateway's limit tests: a developer of its own (so its
- * provider keys and limits touch no other test's app) with one app, its limits set in SQL, and
- * funded sessions of new end users of that app.
+ * provider keys and limits touch no other test's app) with one app, its first limits set in SQL
+ * (later ones through the API), and funded sessions of new end users of that app.
  */
 import { sha256Hex } from '#shared/crypto.ts';
 import { createDeveloper } from './provider-keys-kit.ts';
@@ -24,6 +24,7 @@ export interface LimitedApp {
   appId: string;
   publicAppId: string;
   developerKey: string;
+  /** Changes the limits through the API (PATCH /v1/developer/apps/{public_app_id}). */
   setLimits(limits: EndUserLimits): Promise<void>;
   /** A session of a new end user of the app with `balanceUsd` in their wallet. */
   session(balanceUsd?: string): Promise<LimitedSession>;
@@ -41,19 +42,31 @@ export async function limitedApp(testEnv: TestEnv, limits: EndUserLimits = {}): 
     [developer.developerId, publicAppId],
   );
   const appId = app!.id;
-  const setLimits = async (next: EndUserLimits) => {
-    await sql(
-      testEnv,
-      `update apps set limit_spend_per_day_usd = $2, limit_spend_per_month_usd = $3, limit_requests_per_minute = $4 where id = $1`,
-      [appId, next.spendPerDayUsd ?? null, next.spendPerMonthUsd ?? null, next.requestsPerMinute ?? null],
-    );
-  };
-  await setLimits(limits);
+  await sql(
+    testEnv,
+    `update apps set limit_spend_per_day_usd = $2, limit_spend_per_month_usd = $3, limit_requests_per_minute = $4 where id = $1`,
+    [appId, limits.spendPerDayUsd ?? null, limits.spendPerMonthUsd ?? null, limits.requestsPerMinute ?? null],
+  );
   return {
     appId,
     publicAppId,
     developerKey: developer.key,
-    setLimits,
+    async setLimits(next: EndUserLimits) {
+      // Through the API, as a developer changes them: the wallet objects of the app's end users give
+      // back leases granted under the former limits.
+      const response = await call(api(), testEnv, `/v1/developer/apps/${publicAppId}`, {
+        method: 'PATCH',
+        json: {
+          limits: {
+            spend_per_day_usd: next.spendPerDayUsd ?? null,
+            spend_per_month_usd: next.spendPerMonthUsd ?? null,
+            requests_per_minute: next.requestsPerMinute ?? null,
+          },
+        },
+        token: developer.key,
+      });
+      if (response.status !== 200) throw new Error(`limits not set: ${response.status} ${await response.text()}`);
+    },
     async session(balanceUsd = '1.00000000') {
       const response = await call(api(), testEnv, '/v1/sessions', {
         json: { public_app_id: publicAppId, external_user_id: `user-${crypto.randomUUID()}` },

@@ -2,24 +2,37 @@
  * The app's per-end-user limits at the gateway (docs/gateway.md, "Per-end-user limits"): spend per
  * UTC day and month (booked retail + worst case in flight + this call ≤ limit, else 402
  * budget_exceeded) and requests per minute (sliding 60 s window, else 429 with retry-after), enforced
- * inside the one authorize statement, race-free, and nothing held, booked or sent upstream on refusal.
+ * when the call is authorized (on the wallet object's lease, whose room Postgres grants within the
+ * limits), race-free, and nothing held, booked or sent upstream on refusal.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { addUsd, formatUsd, multiplyByRatio, parseWireAmount, type Usd } from '#shared/money/index.ts';
+import { addUsd, formatUsd, multiplyByRatio, type Usd } from '#shared/money/index.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
 import { worstCaseInputTokens } from '../metering/worst-case-tokens.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { parseModel } from '../routing/parse-model.ts';
 import { createDatabase, observeStatements } from '#shared/db.ts';
-import { createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from '../../../test/fake-upstream.ts';
-import { chat, fund, gatewayWith, newRequestId, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import {
+  chat,
+  fund,
+  gatewayTestEnv,
+  gatewayWith,
+  heldForCalls,
+  newRequestId,
+  perCallPath,
+  settled,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
+import { walletObjectOf } from '../../../test/wallet-kit.ts';
 import { endUserSpend, limitedApp, type LimitedSession } from '../../../test/limits-kit.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
 });
 
 const model = 'openai:gpt-4o-mini';
@@ -65,8 +78,12 @@ async function errorOf(response: Response) {
   return { status: response.status, ...body.error };
 }
 
-/** The refused call left nothing that bills: no usage, no hold, and its call record (if any) abandoned without a route. */
+/**
+ * Once every call has settled, the refused call left nothing that bills: no usage, nothing held, and
+ * its call record (if any) abandoned without a route.
+ */
 async function expectNothingBilled(requestId: string, session: LimitedSession) {
+  await settled(testEnv);
   expect(await sql(testEnv, 'select 1 from usage_events where client_request_id = $1', [requestId])).toEqual([]);
   const calls = await sql<{ status: string; route_mode: string | null; held: string | null }>(
     testEnv,
@@ -87,20 +104,39 @@ async function until(condition: () => boolean) {
 }
 
 describe('cost of the limits', () => {
-  it('add no database round trip: a call of an app with every limit set is still authorize + settle, two statements', async () => {
-    const limited = await limitedApp(testEnv, { spendPerDayUsd: '1.00000000', spendPerMonthUsd: '2.00000000', requestsPerMinute: 100 });
-    const session = await limited.session();
-    let statements = 0;
+  /** The gateway, counting the Postgres statements it runs itself (a wallet object's are its own). */
+  function countingApp() {
+    const counted = { statements: 0 };
     const app = gatewayWith({
       upstreamFetch: scriptedUpstream().fetch,
       openDatabase: (env) =>
         observeStatements(createDatabase(env), (run) => {
-          statements++;
+          counted.statements++;
           return run();
         }),
     });
+    return { app, counted };
+  }
+
+  it('add no database round trip: with every limit set, a call the lease covers runs no statement at all', async () => {
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: '1.00000000', spendPerMonthUsd: '2.00000000', requestsPerMinute: 100 });
+    const session = await limited.session();
+    const { app, counted } = countingApp();
+    // The first call takes the lease (one statement of the wallet object's).
     expect((await chat(app, testEnv, session.token, ask('hello'))).status).toBe(200);
-    expect(statements).toBe(2);
+    const object = walletObjectOf(session.token);
+    const before = (await object.snapshot()).statements;
+    expect((await chat(app, testEnv, session.token, ask('hello'))).status).toBe(200);
+    expect(counted.statements).toBe(0);
+    expect((await object.snapshot()).statements).toBe(before);
+  });
+
+  it('per call, add no database round trip: a call of an app with every limit set is still authorize + settle, two statements', async () => {
+    const limited = await limitedApp(testEnv, { spendPerDayUsd: '1.00000000', spendPerMonthUsd: '2.00000000', requestsPerMinute: 100 });
+    const session = await limited.session();
+    const { app, counted } = countingApp();
+    expect((await chat(app, perCallPath(testEnv), session.token, ask('hello'))).status).toBe(200);
+    expect(counted.statements).toBe(2);
   });
 });
 
@@ -113,6 +149,7 @@ describe('spend per day', () => {
 
     for (let index = 0; index < 2; index++) expect((await chat(app, testEnv, session.token, ask('hello'))).status).toBe(200);
     // Each booking cost exactly the worst case: two fill the limit to the cent.
+    await settled(testEnv);
     expect((await endUserSpend(testEnv, session.endUserId)).booked).toBe(times(worstCase(), 20n));
 
     const requestId = newRequestId();
@@ -131,6 +168,7 @@ describe('spend per day', () => {
     expect((await chat(app, testEnv, session.token, ask('hello'))).status).toBe(200);
     expect((await chat(app, testEnv, session.token, ask('hello'))).status).toBe(402);
 
+    await settled(testEnv);
     await sql(
       testEnv,
       `update usage_events set created_at = date_trunc('day', now(), 'UTC') - interval '1 second' where end_user_id = $1`,
@@ -148,7 +186,7 @@ describe('spend per day', () => {
     upstream.hold();
     const inFlight = chat(app, testEnv, session.token, ask('wait small'));
     await until(() => upstream.requests.length === 1);
-    expect((await wallet(testEnv, session.walletId)).held).toBe(formatUsd(worstCase('wait small')));
+    expect(formatUsd(await heldForCalls(testEnv, session))).toBe(formatUsd(worstCase('wait small')));
     const whileHeld = await chat(app, testEnv, session.token, ask('hello'));
     expect(await errorOf(whileHeld)).toMatchObject({ status: 402, code: 'budget_exceeded' });
     upstream.release();
@@ -188,6 +226,7 @@ describe('spend per month', () => {
     expect(refused.message).toContain('per calendar month');
 
     // Earlier this month (yesterday, or today when today is the 1st) still counts for the month.
+    await settled(testEnv);
     await sql(
       testEnv,
       `update usage_events set created_at = greatest(faucet_month_start(now()), date_trunc('day', now(), 'UTC') - interval '1 day')
@@ -195,6 +234,7 @@ describe('spend per month', () => {
       [session.endUserId],
     );
     expect((await errorOf(await chat(app, testEnv, session.token, ask('hello')))).message).toContain('per calendar month');
+    await settled(testEnv);
     await sql(testEnv, `update usage_events set created_at = faucet_month_start(now()) - interval '1 second' where end_user_id = $1`, [
       session.endUserId,
     ]);
@@ -227,7 +267,7 @@ describe('spend limits on routes the user does not pay the platform for', () => 
     upstream.hold();
     const first = chat(app, testEnv, session.token, ask('wait'));
     await until(() => upstream.requests.length === 1);
-    const held = parseWireAmount((await wallet(testEnv, session.walletId)).held);
+    const held = await heldForCalls(testEnv, session);
     upstream.release();
     const firstBody = (await (await first).json()) as { faucet: { route_mode: string; charge: { amount_usd: string } } };
     expect(firstBody.faucet.route_mode).toBe('developer_key');
@@ -241,6 +281,7 @@ describe('spend limits on routes the user does not pay the platform for', () => 
     expect(await errorOf(await chat(app, testEnv, session.token, ask('hello')))).toMatchObject({ status: 402, code: 'budget_exceeded' });
     upstream.release();
     expect((await second).status).toBe(200);
+    await settled(testEnv);
     expect((await endUserSpend(testEnv, session.endUserId)).booked).toBe(formatUsd(addUsd(held, held)));
 
     // The limit is reached; a byok call (no open fee) can charge nothing and is served.
@@ -265,6 +306,7 @@ describe('requests per minute', () => {
     for (let index = 0; index < 3; index++) expect((await chat(app, testEnv, session.token, ask('small'))).status).toBe(200);
 
     // The window's oldest call is 50 s old: the next slot opens in ~10 s.
+    await settled(testEnv);
     await sql(
       testEnv,
       `update gateway_calls set created_at = now() - interval '50 seconds'
@@ -306,6 +348,7 @@ describe('requests per minute', () => {
     await fund(testEnv, session.walletId, '1.00000000');
     expect(await statuses(4)).toEqual([200, 200, 429, 429]);
     // The two served calls leave the window; the two 429s were never in it.
+    await settled(testEnv);
     await sql(testEnv, `update gateway_calls set created_at = now() - interval '61 seconds' where end_user_id = $1`, [session.endUserId]);
     expect(await statuses(3)).toEqual([200, 200, 429]);
   });
@@ -326,6 +369,7 @@ describe('an attacker racing the limits', () => {
     for (const response of responses.filter((candidate) => candidate.status === 402))
       expect((await errorOf(response)).code).toBe('budget_exceeded');
     expect(upstream.requests).toHaveLength(5);
+    await settled(testEnv);
     const spend = await endUserSpend(testEnv, session.endUserId);
     expect(spend).toEqual({ booked: times(worstCase(), 50n), held: '0.00000000', calls: 5 });
   });
@@ -344,6 +388,7 @@ describe('an attacker racing the limits', () => {
       expect(Number(response.headers.get('retry-after'))).toBeLessThanOrEqual(60);
     }
     expect(upstream.requests).toHaveLength(5);
+    await settled(testEnv);
     expect((await endUserSpend(testEnv, session.endUserId)).calls).toBe(5);
   });
 });
