@@ -5,8 +5,9 @@
  * cut the bill, 7 retries that always fail.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { walletOfToken } from '#shared/auth/session-token.ts';
 import { compareUsd, parseDatabaseAmount, usdFromUnits } from '#shared/money/index.ts';
-import { api, call, createTestEnv, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
+import { api, call, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
 import {
   fakeUpstream,
   jsonResponse,
@@ -19,10 +20,13 @@ import {
 import {
   chat,
   fundedSession,
+  gatewayTestEnv,
   gatewayWith,
   holdStatus,
   newRequestId,
   openStream,
+  perCallPath,
+  settled,
   sseData,
   usageRows,
   userMessage,
@@ -32,9 +36,9 @@ import {
 let testEnv: TestEnv;
 let shortCalls: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', UPSTREAM_DRAIN_MS: '2000' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', UPSTREAM_DRAIN_MS: '2000' });
   // Calls end after 1 s: streams that run longer than a hold used to live (the test stand-in for 300 s).
-  shortCalls = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', CALL_MAX_DURATION_SECONDS: '1', UPSTREAM_DRAIN_MS: '100' });
+  shortCalls = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', CALL_MAX_DURATION_SECONDS: '1', UPSTREAM_DRAIN_MS: '100' });
 });
 
 const usage = { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 };
@@ -82,10 +86,12 @@ describe('defect 1: the money key is the server’s, not the client’s x-reques
     const body = (await response.json()) as { faucet: { charge: { amount_usd: string }; route_mode: string } };
     expect(body.faucet.route_mode).toBe('platform');
     expect(body.faucet.charge.amount_usd).not.toBe('0.00000000');
+    await settled(testEnv);
     const rows = await usageRows(testEnv, requestId);
     expect(rows.map((row) => row.route_mode).sort()).toEqual(['local', 'platform']);
     expect(rows.find((row) => row.route_mode === 'platform')).toMatchObject({ input_tokens: 12, output_tokens: 9 });
-    expect(await holdStatus(testEnv, requestId)).toBe('settled');
+    // Its worst case no longer held.
+    expect((await wallet(testEnv, session.walletId)).held).toBe('0.00000000');
   });
 
   it('streamed too: the stream’s booking is its own, never a duplicate of the $0 report', async () => {
@@ -122,6 +128,7 @@ describe('defect 1: the money key is the server’s, not the client’s x-reques
     for (const id of [requestId, `call:${callId}`]) {
       expect((await call(api(), testEnv, '/v1/usage/local', { json: localReport(id, bob.userRef), token: bob.token })).status).toBe(200);
     }
+    await settled(testEnv);
     const [booking] = await sql<{ route_mode: string; end_user_id: string }>(
       testEnv,
       'select route_mode, end_user_id::text from usage_events where request_id = $1',
@@ -142,16 +149,19 @@ describe('defect 7: retries', () => {
     const requestId = newRequestId();
     const first = await chat(app, testEnv, session.token, platformBody, requestId);
     expect(first.status).toBeGreaterThanOrEqual(500);
+    await settled(testEnv);
     expect(await usageRows(testEnv, requestId)).toEqual([]);
 
     fail = false;
     const retry = await chat(app, testEnv, session.token, platformBody, requestId);
     expect(retry.status).toBe(200);
+    await settled(testEnv);
     const afterRetry = await wallet(testEnv, session.walletId);
 
     const replay = await chat(app, testEnv, session.token, platformBody, requestId);
     expect(replay.status).toBe(409);
     expect(upstream.requests).toHaveLength(2);
+    await settled(testEnv);
     expect(await usageRows(testEnv, requestId)).toHaveLength(1);
     expect(await wallet(testEnv, session.walletId)).toEqual(afterRetry);
   });
@@ -173,45 +183,102 @@ describe('defect 7: retries', () => {
     const statuses = responses.map((response) => response.status).sort();
     expect(statuses.filter((status) => status === 200)).toHaveLength(1);
     expect(statuses.filter((status) => status !== 200).every((status) => status === 409)).toBe(true);
+    await settled(testEnv);
     expect(await usageRows(testEnv, requestId)).toHaveLength(1);
     expect((await wallet(testEnv, session.walletId)).held).toBe('0.00000000');
   });
 });
 
 describe('defect 2: a hold lives as long as its call', () => {
-  it('holds until past the call’s deadline, and the gateway ends a stream at that deadline and bills it', async () => {
-    const upstream = fakeUpstream(
-      (_request, signal) =>
-        openSseResponse(
-          openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: 'a very long story' })], false),
-          signal,
-        ).response,
+  /** A stream of the user of `token` that stays open past its deadline (max_tokens just under the cap). */
+  const longStream = (env: TestEnv, token: string) =>
+    openStream(
+      gatewayWith({
+        upstreamFetch: fakeUpstream(
+          (_request, signal) =>
+            openSseResponse(
+              openAiSse([openAiChunk({ role: 'assistant', content: '' }), openAiChunk({ content: 'a very long story' })], false),
+              signal,
+            ).response,
+        ).fetch,
+      }),
+      env,
+      token,
+      { ...platformBody, max_tokens: 64_000 - 1 },
     );
-    const session = await fundedSession(shortCalls);
-    const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), shortCalls, session.token, {
-      ...platformBody,
-      max_tokens: 64_000 - 1,
-    });
-    const [times] = await sql<{ deadline_ok: boolean }>(
-      shortCalls,
-      `select h.expires_at > g.deadline_at as deadline_ok from gateway_calls g join balance_holds h on h.request_id = g.money_key where g.client_request_id = $1`,
-      [requestId],
-    );
-    expect(times?.deadline_ok).toBe(true);
-    const events = sseData(await response.text());
-    await finished();
+
+  /** The gateway ended the stream at its deadline and billed it at its bound; nothing of it is held after. */
+  async function expectEndedAtDeadlineAndBilled(
+    env: TestEnv,
+    session: { walletId: string },
+    stream: Awaited<ReturnType<typeof longStream>>,
+  ) {
+    const events = sseData(await stream.response.text());
+    await stream.finished();
     expect(JSON.parse(events.at(-1)!)).toMatchObject({ error: { code: 'upstream_timeout' } });
     expect(JSON.parse(events.at(-2)!)).toMatchObject({ object: 'faucet.usage', faucet: { estimated: true, output_tokens: 64_000 - 1 } });
-    expect(await holdStatus(shortCalls, requestId)).toBe('settled');
+    await settled(env);
+    expect(await usageRows(env, stream.requestId)).toHaveLength(1);
+    expect((await wallet(env, session.walletId)).held).toBe('0.00000000');
+  }
+
+  it('holds until past the call’s deadline (the lease outlives it), and the gateway ends a stream at that deadline and bills it', async () => {
+    const session = await fundedSession(shortCalls);
+    const stream = await longStream(shortCalls, session.token);
+    // The call is authorized at the latest now: its deadline is at most one call duration (1 s) away.
+    const [lease] = await sql<{ outlives_deadline: boolean }>(
+      shortCalls,
+      `select expires_at > now() + interval '1 second' as outlives_deadline from balance_holds where request_id = $1 and status = 'active'`,
+      [`lease:${walletOfToken(session.token)}`],
+    );
+    expect(lease?.outlives_deadline).toBe(true);
+    await expectEndedAtDeadlineAndBilled(shortCalls, session, stream);
   });
 
-  it('a booking that arrives after its hold is gone is still written, the shortfall a receivable', async () => {
+  it('per call, holds until past the call’s deadline (its own hold outlives it), and the gateway ends a stream at that deadline and bills it', async () => {
+    const perCall = perCallPath(shortCalls);
+    const session = await fundedSession(perCall);
+    const stream = await longStream(perCall, session.token);
+    const [times] = await sql<{ deadline_ok: boolean }>(
+      perCall,
+      `select h.expires_at > g.deadline_at as deadline_ok from gateway_calls g join balance_holds h on h.request_id = g.money_key where g.client_request_id = $1`,
+      [stream.requestId],
+    );
+    expect(times?.deadline_ok).toBe(true);
+    await expectEndedAtDeadlineAndBilled(perCall, session, stream);
+    expect(await holdStatus(perCall, stream.requestId)).toBe('settled');
+  });
+
+  it('a booking that arrives after its lease is gone is still written, the shortfall a receivable', async () => {
     const upstream = fakeUpstream((_request, signal) => {
       const open = openSseResponse(openAiSse([openAiChunk({ role: 'assistant', content: 'Part one' })], false), signal);
       return open.response;
     });
     const session = await fundedSession(testEnv, '0.00100000');
     const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, {
+      ...platformBody,
+      max_tokens: 1_000,
+    });
+    const reader = await readUntil(response, 'Part one');
+    // The lease lapses (as when Postgres was unreachable for its renewal) and the money is spent elsewhere.
+    await sql(testEnv, `update balance_holds set expires_at = now() - interval '1 second' where request_id = $1`, [
+      `lease:${walletOfToken(session.token)}`,
+    ]);
+    await sql(testEnv, `update wallets set balance = 0 where id = $1`, [session.walletId]);
+    await reader.cancel();
+    await finished();
+    await settled(testEnv);
+    await expectBookedAsReceivable(session, requestId);
+  });
+
+  it('per call, a booking that arrives after its own hold is gone is still written, the shortfall a receivable', async () => {
+    const perCall = perCallPath(testEnv);
+    const upstream = fakeUpstream((_request, signal) => {
+      const open = openSseResponse(openAiSse([openAiChunk({ role: 'assistant', content: 'Part one' })], false), signal);
+      return open.response;
+    });
+    const session = await fundedSession(testEnv, '0.00100000');
+    const { response, requestId, finished } = await openStream(gatewayWith({ upstreamFetch: upstream.fetch }), perCall, session.token, {
       ...platformBody,
       max_tokens: 1_000,
     });
@@ -225,16 +292,21 @@ describe('defect 2: a hold lives as long as its call', () => {
     await sql(testEnv, `update wallets set balance = 0 where id = $1`, [session.walletId]);
     await reader.cancel();
     await finished();
-    const [row] = await sql<{ receivable_usd: string; retail_usd: string }>(
+    await expectBookedAsReceivable(session, requestId);
+  });
+
+  /** Booked once in full, the shortfall a receivable: the wallet below zero. */
+  async function expectBookedAsReceivable(session: { walletId: string }, requestId: string) {
+    const rows = await sql<{ receivable_usd: string; retail_usd: string }>(
       testEnv,
       'select receivable_usd::text, retail_usd::text from usage_events where client_request_id = $1',
       [requestId],
     );
-    expect(row).toBeDefined();
-    expect(row!.receivable_usd).toBe(row!.retail_usd);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.receivable_usd).toBe(rows[0]!.retail_usd);
     // Below zero: the receivable (amounts compared through the money module, never as floats).
     expect(compareUsd(parseDatabaseAmount((await wallet(testEnv, session.walletId)).balance), usdFromUnits(0n))).toBe(-1);
-  });
+  }
 });
 
 describe('defect 4: aborts do not cut the bill', () => {
@@ -274,6 +346,7 @@ describe('defect 4: aborts do not cut the bill', () => {
     await reader.cancel();
     release();
     await finished();
+    await settled(testEnv);
     const [row] = await usageRows(testEnv, requestId);
     expect(row).toMatchObject({ route_mode: 'platform', input_tokens: 40, output_tokens: 6, estimated: false });
     expect(row!.retail_usd).not.toBe('0.00000000');
@@ -297,6 +370,7 @@ describe('defect 4: aborts do not cut the bill', () => {
     const reader = await readUntil(response, '物語');
     await reader.cancel();
     await finished();
+    await settled(shortCalls);
     const [row] = await usageRows(shortCalls, requestId);
     expect(row).toMatchObject({ estimated: true, output_tokens: 200 });
     expect(row!.input_tokens).toBeGreaterThanOrEqual(new TextEncoder().encode(prompt).byteLength);
