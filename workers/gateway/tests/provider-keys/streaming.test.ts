@@ -1,8 +1,8 @@
 /** Stored keys on the streaming path: the key goes upstream, the last event names the route, budgets settle or come back. */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiSse, sseResponse } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, sseData } from '../../../test/gateway-kit.ts';
-import { createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
+import { chat, fundedSession, gatewayTestEnv, gatewayWith, settled, sseData } from '../../../test/gateway-kit.ts';
+import { developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
@@ -21,7 +21,7 @@ const gateway = gatewayWith({ upstreamFetch: upstream.fetch });
 const hi = { model: 'openai:gpt-4o-mini', feature: 'chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 7, stream: true };
 
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-key-for-tests-000000' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-key-for-tests-000000' });
 });
 
 async function streamed(token: string, body: Record<string, unknown>) {
@@ -52,6 +52,7 @@ describe('streaming with stored keys', () => {
     const viaDeveloper = await streamed(session.token, hi);
     expect(viaDeveloper.authorization).toBe(`Bearer ${developerApiKey}`);
     expect(viaDeveloper.last).toMatchObject({ object: 'faucet.usage', faucet: { route_mode: 'developer_key' } });
+    await settled(testEnv);
     const [usage] = await sql<{ provider_credential_id: string }>(
       testEnv,
       'select provider_credential_id from usage_events where client_request_id = $1',
@@ -64,6 +65,7 @@ describe('streaming with stored keys', () => {
     const failed = await streamed(session.token, { ...hi, messages: [{ role: 'user', content: 'fail please' }] });
     expect(failed.status).toBe(502);
     expect(failed.authorization).toBe(`Bearer ${developerApiKey}`);
+    await settled(testEnv);
     const open = await sql(
       testEnv,
       `select 1 from provider_credential_reservations r
