@@ -32,6 +32,14 @@ export function gatewayTestEnv(overrides: Partial<Env> = {}): Promise<TestEnv> {
 }
 
 /**
+ * A database of the test's own with every call authorized and booked per call in Postgres
+ * (`faucet_authorize_call`, `faucet_book_usage`): for the suites of that path's own statements.
+ */
+export function perCallTestEnv(overrides: Partial<Env> = {}): Promise<TestEnv> {
+  return createTestEnv({ ...overrides, WALLET_LEASES: 'off' });
+}
+
+/**
  * The same database with every call authorized per call in Postgres (`faucet_authorize_call`), for the
  * tests of where that path and the wallet object's disagree (each names the disagreement).
  */

@@ -8,14 +8,14 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { formatUsd } from '#shared/money/index.ts';
 import { featurePricingFromRow, rateUsage, type RatingSettings } from '#shared/rating/index.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, userMessage } from '../../../test/gateway-kit.ts';
-import { api, call, createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
+import { chat, fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled, userMessage } from '../../../test/gateway-kit.ts';
+import { api, call, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeOpenAiKey } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
   // This gateway's own rating settings, not the defaults.
-  testEnv = await createTestEnv({
+  testEnv = await gatewayTestEnv({
     OPENAI_API_KEY: 'sk-platform-pool-test',
     DEEPSEEK_API_KEY: 'sk-deepseek-pool-test',
     PLATFORM_MARKUP_BPS: '3000',
@@ -57,7 +57,9 @@ async function callChangingMeanwhile(
   return requestId;
 }
 
+/** The call's booking and what its call record keeps, once every call has settled. */
 async function booked(requestId: string) {
+  await settled(testEnv);
   const [row] = await sql<{
     route_mode: string;
     retail_usd: string;

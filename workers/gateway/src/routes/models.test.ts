@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isProviderName } from '#shared/providers/provider-catalog.ts';
-import { call, createTestEnv } from '../../../test/harness.ts';
-import { gatewayWith } from '../../../test/gateway-kit.ts';
+import { call } from '../../../test/harness.ts';
+import { gatewayTestEnv, gatewayWith } from '../../../test/gateway-kit.ts';
 
 interface Pricing {
   currency: string;
@@ -24,8 +24,8 @@ interface Listed {
   supported_features: string[];
 }
 
-async function listModels(overrides: Parameters<typeof createTestEnv>[0] = {}) {
-  const response = await call(gatewayWith(), await createTestEnv(overrides), '/v1/models');
+async function listModels(overrides: Parameters<typeof gatewayTestEnv>[0] = {}) {
+  const response = await call(gatewayWith(), await gatewayTestEnv(overrides), '/v1/models');
   expect(response.status).toBe(200);
   return (await response.json()) as { object: string; catalog_version: string; data: Listed[] };
 }

@@ -1,20 +1,25 @@
 /**
- * The database connection dropped in the middle of a booking. The upstream has answered, so the call
- * must be billed: the gateway retries its booking once (the money key makes a retry after a commit a
- * duplicate, never a second charge). Whichever side of the commit the cut falls on, the call is
- * charged exactly once, a retry with the same request id is refused, no money is created or lost,
- * and the ledger reconciles. When the retry fails too, the client gets the error envelope and the
- * call stays on record for the sweeper, which books it at its bound.
+ * The database connection dropped in the middle of a booking made per call. The upstream has
+ * answered, so the call must be billed: the gateway retries its booking once (the money key makes a
+ * retry after a commit a duplicate, never a second charge). Whichever side of the commit the cut
+ * falls on, the call is charged exactly once, a retry with the same request id is refused, no money
+ * is created or lost, and the ledger reconciles. When the retry fails too, the client gets the error
+ * envelope and the call stays on record for the sweeper, which books it at its bound.
+ *
+ * Per call only: the statements cut here are the per-call path's own. On a wallet object's lease
+ * the gateway books nothing; the object books at its flush, whose faults wallet/wallet-object.test.ts
+ * covers (Postgres unreachable, a flush failing half-way, an object restarted with calls unflushed).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
-import { adminToken, api, call, createDatabase, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { adminToken, api, call, createDatabase, sql, type TestEnv } from '../../../test/harness.ts';
 import {
   chat,
   fundedSession,
   gatewayWith,
   holdStatus,
   newRequestId,
+  perCallTestEnv,
   sseData,
   usageRows,
   userMessage,
@@ -25,7 +30,7 @@ import { installConnectionCutter, type CutPoint } from './connection-cutter.ts';
 let testEnv: TestEnv;
 const cutter = installConnectionCutter();
 beforeAll(async () => {
-  testEnv = await createTestEnv({ CALL_SETTLE_GRACE_SECONDS: '1' });
+  testEnv = await perCallTestEnv({ CALL_SETTLE_GRACE_SECONDS: '1' });
 });
 
 const hello = { model: 'mock:echo', feature: 'chat', max_tokens: 10, messages: [userMessage('hello there')] };

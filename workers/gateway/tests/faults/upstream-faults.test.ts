@@ -5,15 +5,25 @@
  * charge, at exactly that amount; no hold stays active; the ledger reconciles.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
+import { adminToken, api, call, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, type RecordedRequest } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, sseData, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import {
+  chat,
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  newRequestId,
+  settled,
+  sseData,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
   // The circuit breaker is not under test here: with its default (5 failures), a call that starts
   // late on a busy machine finds the circuit opened by the others' failures (upstream_error).
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', UPSTREAM_TIMEOUT_MS: '150', CIRCUIT_FAILURES: '1000' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', UPSTREAM_TIMEOUT_MS: '150', CIRCUIT_FAILURES: '1000' });
 });
 
 const scenarios = ['ok', 'error_500', 'hang', 'hang_mid_stream', 'reset_mid_stream', 'close_mid_stream', 'garbage_mid_stream'] as const;
@@ -129,6 +139,7 @@ describe('upstream faults under concurrency', () => {
       Array(4).fill('envelope:upstream_error'),
     );
 
+    await settled(testEnv);
     const ids = seen.map((call) => call.requestId);
     const rows = await sql<{ request_id: string; retail_usd: string }>(
       testEnv,
@@ -152,6 +163,8 @@ describe('upstream faults under concurrency', () => {
       [ids],
     );
     expect(active).toEqual([]);
+    // Nor is any call's worst case still held in the wallet object's lease.
+    expect((await wallet(testEnv, session.walletId)).held).toBe('0.00000000');
 
     const [sums] = await sql<{ retail: string }>(
       testEnv,
