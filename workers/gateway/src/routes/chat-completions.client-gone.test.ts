@@ -1,7 +1,16 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import {
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  newRequestId,
+  settled,
+  usageRows,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {

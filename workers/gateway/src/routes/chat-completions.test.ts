@@ -2,15 +2,25 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { FaucetObject } from '../metering/faucet-object.ts';
 import { formatUsd, parseWireAmount, subtractUsd } from '#shared/money/index.ts';
 import { rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
-import { createTestEnv, type TestEnv } from '../../../test/harness.ts';
+import type { TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, settled, usageRows, userMessage, wallet } from '../../../test/gateway-kit.ts';
+import {
+  chat,
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  newRequestId,
+  settled,
+  usageRows,
+  userMessage,
+  wallet,
+} from '../../../test/gateway-kit.ts';
 import { countPromptTokens } from '../tokens/count-prompt-tokens.ts';
 import { countTokens } from '../tokens/tokenize.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', ANTHROPIC_API_KEY: 'sk-ant-platform-pool-test' });
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', ANTHROPIC_API_KEY: 'sk-ant-platform-pool-test' });
 });
 
 interface CompletionBody {
