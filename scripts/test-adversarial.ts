@@ -1,5 +1,5 @@
 /**
- * `npm run test:adversarial`: the attacks of issue 12 as an attacker's scripts against a local stack
+ * `npm run test:adversarial`: the attacks an attacker's scripts against a local stack
  * of its own whose `openai` platform pool is a fake upstream that keeps the provider's books, with a
  * short call deadline and drain so long streams and stalls fit in a minute. Ends with the upstream
  * audit (`unbilled upstream calls: 0, unbilled upstream tokens: 0`) and reconciliation; exits 1 when

@@ -1,5 +1,5 @@
 -- The current definition of faucet_book_usage_batch (migrations/README.md: edit it here; the runner re-applies a changed file).
--- Book many settled calls in one statement (issue 19: the flush of a wallet object's settlements).
+-- Book many settled calls in one statement (the flush of a wallet object's settlements).
 -- p_bookings is a JSON array; each element carries what faucet_book_usage takes, named as the
 -- attributes of the type faucet_usage_booking (its parameters without `p_`; amounts as decimal
 -- strings). The booking itself is faucet_book_usage_locked, the one faucet_book_usage makes too, so

@@ -1,6 +1,6 @@
 -- The current definition of faucet_lease_context (migrations/README.md: edit it here; the runner re-applies a changed file).
 -- May the calls of this session be authorized by the end user's wallet object against its lease
--- (issue 19, docs/edge.md), with no statement of their own? Read-only: it writes nothing (no claim,
+-- (docs/edge.md), with no statement of their own? Read-only: it writes nothing (no claim,
 -- no call record, no hold, no budget reservation).
 --
 -- It runs the checks of faucet_authorize_call's steps 1–2 (faucet_call_context, the one definition

@@ -1,6 +1,6 @@
 -- The current definition of faucet_open_lease (migrations/README.md: edit it here; the runner re-applies a changed file).
--- A wallet object's lease, taken in the statement that reads a call's context (issue 19,
--- docs/edge.md): renewed to p_target by faucet_settle_lease (no calls, keep) only when the call is
+-- A wallet object's lease, taken in the statement that reads a call's context
+-- (docs/edge.md): renewed to p_target by faucet_settle_lease (no calls, keep) only when the call is
 -- leasable (p_outcome, faucet_lease_context's answer) and the session's end user is the one the
 -- object is named after (end_users.wallet_object, migration 0022). Otherwise nothing is run and no
 -- row is returned: a token whose wallet part names another user's object leases nothing. The lease

@@ -1,5 +1,5 @@
 -- The current definition of faucet_settle_lease (migrations/README.md: edit it here; the runner re-applies a changed file).
--- One statement of a wallet object (issue 19, docs/edge.md): book a flush of the calls it authorized
+-- One statement of a wallet object (docs/edge.md): book a flush of the calls it authorized
 -- against its lease, and set the lease — a hold on the end user's wallet keyed by p_lease_key
 -- ('lease:<object name>'; another prefix is refused, so a lease never shares a key with a call, a
 -- payout or a top-up). With the wallet row locked (`for no key update`, as every hold and booking

@@ -1,5 +1,5 @@
 /**
- * Catalog lookup benchmark (issue 16: "model lookup must not scan"): what one call spends on the price
+ * Catalog lookup benchmark ("model lookup must not scan"): what one call spends on the price
  * catalog and the model limits — resolve the model, its output cap, rate its worst case — with the full
  * catalog (genai-prices + models.dev limits) against a reference catalog of only the models asked for,
  * the size of the hand-kept catalog it replaced, in the same run. Equal times mean lookups do not grow

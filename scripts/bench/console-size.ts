@@ -1,5 +1,5 @@
 /**
- * The console's first-view JavaScript (issue 17: under 150 kB minified + gzipped): builds
+ * The console's first-view JavaScript (under 150 kB minified + gzipped): builds
  * workers/console as deployed (Vite, minified) into a temporary folder and sums the gzipped size
  * of the scripts index.html loads before the first view renders — the entry module and the chunks it
  * preloads; views loaded on demand are counted apart.

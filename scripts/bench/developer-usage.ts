@@ -1,5 +1,5 @@
 /**
- * Developer usage benchmark (issue 15 item 5): GET /v1/developer/usage for a 90-day range over
+ * Developer usage benchmark: GET /v1/developer/usage for a 90-day range over
  * 1,000,000 usage events of one developer, through the API worker of the whole local stack (wrangler
  * dev, embedded PostgreSQL, proxy). The events are generated inside PostgreSQL and folded into the
  * rollup by the cron's own function; the floor is `GET /health` of the same worker, the reference the

@@ -1,6 +1,6 @@
 /**
  * The gateway's added latency with the full price catalog against a reference catalog of only the
- * models asked (issue 16: "the gateway's added latency with the larger catalog within noise of
+ * models asked ("the gateway's added latency with the larger catalog within noise of
  * before; model lookup must not scan"). Two in-process gateways, identical but for the catalog they
  * are given (`GatewayDependencies.priceCatalog`, the seam tests and benchmarks use; production always
  * has the current catalog), call an upstream in this process that answers at once, so a call's whole

@@ -1,5 +1,5 @@
 /**
- * The database round-trip knob of the gateway benchmark (issue 19), in workerd: Faucet's gateway
+ * The database round-trip knob of the gateway benchmark, in workerd: Faucet's gateway
  * under `wrangler dev` with its Durable Objects (the local stack), the workers reaching the database
  * through a delay pipe in front of the local WebSocket proxy, standing for the round trip between an
  * edge location and the database region. At 25, 50 and 100 ms RTT, for a warm wallet (its

@@ -139,7 +139,7 @@ export async function runGatewayStackBench(): Promise<void> {
 }
 
 /**
- * Added latency beside Portkey (issue 19): one HTTP client -> gateway -> the same mock upstream, Faucet's
+ * Added latency beside Portkey: one HTTP client -> gateway -> the same mock upstream, Faucet's
  * gateway in workerd with its Durable Objects run by Miniflare directly (gateway-miniflare.ts: the
  * deployed bundle, no dev proxy in front), Portkey on Node. The same gateway under `wrangler dev`
  * (this stack) is measured beside it for information. Calls are interleaved — one round is a call to

@@ -1,5 +1,5 @@
 /**
- * The wallet object's real flush (issue 19): `flushLease` (faucet_settle_lease), the one statement
+ * The wallet object's real flush: `flushLease` (faucet_settle_lease), the one statement
  * the object sends from its alarm, which writes the records of the calls it authorized against its
  * lease, books their settlements and renews the lease. Each writer stands for one wallet object: it
  * takes its lease (untimed: the cold wallet's statement), then flushes its settled calls in batches,
@@ -10,7 +10,7 @@
  */
 import { sha256Hex } from '#shared/crypto.ts';
 import { bookingElement } from '#shared/ledger/book-usage-batch.ts';
-import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { SqlDatabase } from '#shared/query.ts';
 import type { RatedUsage } from '#shared/rating/index.ts';
 import { flushLease } from '#shared/wallet/settle-lease.ts';
 
@@ -71,7 +71,7 @@ function settledCall(options: LeaseFlushOptions, endUserId: string, fingerprint:
 
 /** Bookings flushed, the seconds and statements the flushes took (the lease's taking and release not counted). */
 export async function measureLeaseFlush(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   options: LeaseFlushOptions,
 ): Promise<{ bookings: number; seconds: number; roundTrips: number }> {
   const fingerprint = await sha256Hex('bench');

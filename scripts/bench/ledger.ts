@@ -1,7 +1,7 @@
 /**
  * Ledger benchmark: usage bookings per second against a fresh embedded PostgreSQL, from one client
  * and from 16 concurrent writers, for a plain booking and for the platform route's hold + settle,
- * and the batched flush of issue 19 (`bookUsageBatch`: one statement per batch of a wallet's
+ * and the batched flush (`bookUsageBatch`: one statement per batch of a wallet's
  * settled calls) and the wallet object's own flush (`flushLease`: the calls' records, their bookings
  * and the lease renewal in one statement, ledger-lease-flush.ts) against the one-statement-per-booking
  * reference of the same run. Each writer books for its own end users; all bookings credit the same
@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
-import { bookUsage, bookUsageBatch, creditTestBalance, reconcileLedger, reserveHold, type LedgerDatabase } from '#shared/ledger/index.ts';
+import { bookUsage, bookUsageBatch, creditTestBalance, reconcileLedger, reserveHold, type SqlDatabase } from '#shared/ledger/index.ts';
 import { parseWireAmount } from '#shared/money/index.ts';
 import { rateUsage } from '#shared/rating/index.ts';
 import { migrate } from '../lib/migrate.ts';
@@ -36,7 +36,7 @@ const FLUSHED_PER_WRITER = 400;
 const BATCH_SIZES = [50, 200] as const;
 
 /** A database handle that counts the statements sent (one statement = one round trip). */
-function counting(db: LedgerDatabase): LedgerDatabase & { roundTrips: number } {
+function counting(db: SqlDatabase): SqlDatabase & { roundTrips: number } {
   const counted = {
     roundTrips: 0,
     execute(query: SQL) {
@@ -76,7 +76,7 @@ const worstCase = parseWireAmount('0.01000000');
  * debits the user only `where balance >= amount` and appends two entries — no holds, no usage
  * record fields, no developer or platform shares. The ceiling the real booking is compared with.
  */
-async function bookReference(db: LedgerDatabase, endUserId: string, requestId: string): Promise<void> {
+async function bookReference(db: SqlDatabase, endUserId: string, requestId: string): Promise<void> {
   const { rows } = await db.execute(sql`
     with claim as (
       insert into ledger_transactions (kind, idempotency_key, request_id) values ('usage', ${`ref:${requestId}`}, ${requestId})
@@ -95,7 +95,7 @@ async function bookReference(db: LedgerDatabase, endUserId: string, requestId: s
   if (rows.length !== 1) throw new Error('reference booking failed');
 }
 
-async function book(db: LedgerDatabase, fixture: Fixture, endUserId: string, requestId: string, withHold: boolean): Promise<void> {
+async function book(db: SqlDatabase, fixture: Fixture, endUserId: string, requestId: string, withHold: boolean): Promise<void> {
   if (withHold) {
     const hold = await reserveHold(db, { endUserId, requestId, amount: worstCase });
     if (hold.outcome !== 'reserved') throw new Error(`hold not reserved: ${hold.outcome}`);
@@ -205,7 +205,7 @@ export async function runLedgerBench(): Promise<void> {
       print('usage booking, 1 writer', await measure(pool, fixture, 'seq', 1, SEQUENTIAL_BOOKINGS, 'booking'));
       const perBooking = await measure(pool, fixture, 'par', WRITERS, BOOKINGS_PER_WRITER, 'booking');
       print(`usage booking, ${WRITERS} writers`, perBooking);
-      // Issue 19: the flushes must beat the per-call booking 5x, measured before them. It is measured again
+      // The flushes must beat the per-call booking 5x, measured before them. It is measured again
       // after them and shown beside, not judged by. (It used to run at half its rate there: each booking's
       // close of its call scanned the whole partial in-flight index of gateway_calls, dead entries of the
       // flushed calls included, and batches hashed sequential scans of usage_events and gateway_calls;
@@ -234,7 +234,7 @@ export async function runLedgerBench(): Promise<void> {
       const rate = (result: Measurement) => result.bookings / result.seconds;
       const reference = rate(perBooking);
       console.log(
-        `reference for the flushes (issue 19): one booking statement per call, ${WRITERS} writers, before them: ${Math.round(reference)} bookings/s; target >= ${Math.round(5 * reference)} bookings/s`,
+        `reference for the flushes: one booking statement per call, ${WRITERS} writers, before them: ${Math.round(reference)} bookings/s; target >= ${Math.round(5 * reference)} bookings/s`,
       );
       for (const { label, result } of flushes) {
         print(label, result);

@@ -1,5 +1,5 @@
 /**
- * Added latency beside `@portkey-ai/gateway` (issue 19), measured the same way for both: one HTTP
+ * Added latency beside `@portkey-ai/gateway`, measured the same way for both: one HTTP
  * client → the gateway → the same mock OpenAI-compatible upstream, an HTTP server on loopback that
  * answers at once. Faucet's gateway runs in workerd with its Durable Objects, by Miniflare directly
  * (gateway-miniflare.ts; the same gateway under `wrangler dev` is shown beside it), metering and

@@ -1,5 +1,5 @@
 /**
- * Issue 15's per-end-user limits under attack: one end user of an app with a daily spend cap, or a
+ * The per-end-user limits under attack: one end user of an app with a daily spend cap, or a
  * requests-per-minute limit, fires 20 platform calls at once. The gateway must serve no more than
  * fits (spend: booked + held ≤ the cap; rate: exactly the limit) and refuse the rest before the
  * upstream. The suite's upstream audit then checks every call that did reach the upstream is booked.

@@ -1,5 +1,5 @@
 /**
- * Issue 16's fallback under attack: a feature of the demo app lists `openai:gpt-4o` as the fallback
+ * The fallback under attack: a feature of the demo app lists `openai:gpt-4o` as the fallback
  * of `openai:gpt-4o-mini`, and the fake upstream refuses gpt-4o-mini (`[fake:fail-model=…]`), so
  * every call is answered by its second attempt (`<call id>:1`). What must hold, judged against the
  * fake's own log: the failed attempt reached the provider and is never billed; the answering one is

@@ -1,5 +1,5 @@
 /**
- * Issue 13's impersonation scenario against the running stack: with only an app's public id (which
+ * The impersonation scenario against the running stack: with only an app's public id (which
  * ships in every browser bundle), ask for a session as another end user. A `server` app (the demo
  * app) and a `signed` app (created here, so the demo app stays `server`) must refuse every way of
  * asking without proof, and write nothing; the victim's own proof still works.

@@ -1,5 +1,5 @@
 /**
- * The attacks of issue 12, one script each, against a running stack whose platform pool for
+ * The attacks on the money path, one script each, against a running stack whose platform pool for
  * `openai` is the fake upstream. Each prints what the attacker got and what was billed, and lists
  * what did not hold; the upstream audit after all of them checks every answered upstream call.
  */

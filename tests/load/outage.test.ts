@@ -1,5 +1,5 @@
 /**
- * Issue 19: each call booked exactly once across a PostgreSQL outage of a minute during load. A
+ * Each call booked exactly once across a PostgreSQL outage of a minute during load. A
  * stack of its own (its own PostgreSQL server) runs a load of plain and streamed calls with top-ups,
  * adjustments and payouts beside them; a third of the way in its PostgreSQL server is stopped
  * (fast shutdown: every connection cut, every transaction in progress aborted) and started again a

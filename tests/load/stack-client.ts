@@ -171,7 +171,7 @@ export interface Reconciliation {
   negative_wallets: unknown[];
 }
 
-/** Every leasing wallet object books what it settled (issue 19); answers how many calls they still hold unflushed. */
+/** Every leasing wallet object books what it settled; answers how many calls they still hold unflushed. */
 export async function flushWallets(
   target: StackTarget,
 ): Promise<{ unflushed_calls: number; in_flight_calls: number; refused_calls: number; unreachable: number }> {
@@ -186,7 +186,7 @@ export async function flushWallets(
 }
 
 /**
- * Reconciliation asked every `intervalMs` until stopped (issue 19: the books agree with themselves at
+ * Reconciliation asked every `intervalMs` until stopped (the books agree with themselves at
  * any instant of a load run, not only at its end); answers each report's `ok`, the most unflushed
  * seen, and when (`performance.now()`) a report could not be had (the database down).
  */

@@ -1,5 +1,5 @@
 /**
- * What users run is the package, not the repo (issue 18): `npm pack` both workspaces (their
+ * What users run is the package, not the repo: `npm pack` both workspaces (their
  * `prepare` builds sdk/dist and bridge/dist), install the tarballs into a fresh project in the
  * system's temporary folder — outside the repo, so nothing resolves to its sources — and use them
  * there against the running local stack: the core from plain Node and from a Worker (workerd), the

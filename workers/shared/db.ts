@@ -7,7 +7,7 @@ import { drizzle as drizzleHttp } from 'drizzle-orm/neon-http';
 import { drizzle, type NeonDatabase } from 'drizzle-orm/neon-serverless';
 import * as schema from '../../drizzle/schema.ts';
 import type { Env } from './env.ts';
-import type { LedgerDatabase } from './ledger/database.ts';
+import type { SqlDatabase } from './query.ts';
 import { FaucetError } from './wire/errors.ts';
 
 export type Db = NeonDatabase<typeof schema>;
@@ -49,7 +49,7 @@ export function configureLocalProxy(proxy: string): void {
  * started. No interactive transactions; each statement is its own. The wallet objects use it
  * (docs/edge.md): every statement they run is a single one.
  */
-export function createHttpDatabase(env: Env): LedgerDatabase {
+export function createHttpDatabase(env: Env): SqlDatabase {
   if (!env.DATABASE_URL) throw new FaucetError('internal_error', 'database is not configured');
   if (env.DATABASE_WS_PROXY) configureLocalProxy(env.DATABASE_WS_PROXY);
   return drizzleHttp({ client: neon(env.DATABASE_URL) });

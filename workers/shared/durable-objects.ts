@@ -1,6 +1,8 @@
 /**
- * What the API and the gateway call on the metrics worker's Durable Objects (bound by `script_name`).
- * The objects implement these; shared code knows only the contract, never the worker.
+ * The contracts of Faucet's Durable Objects, as their callers see them: the metrics worker's rate
+ * limiter and metrics aggregator (bound by `script_name`), and the gateway's wallet object, which the
+ * API tells of recalls, revocations and key changes. The objects implement these; shared code knows
+ * only the contract, never the worker.
  */
 import type { LeasedRoute, StoredKey } from './wallet/lease-context.ts';
 

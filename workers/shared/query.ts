@@ -1,13 +1,14 @@
 /**
- * What the ledger needs from a database handle: one `execute` of a Drizzle `sql` query. Every
- * ledger operation is a single statement (a server-side function from migrations/0002), so a plain
+ * The one way code runs SQL: a handle with one `execute` of a Drizzle `sql` query, and the helpers
+ * that read its rows (`queryRows`, `queryOne`) and guard ids before a `::uuid` cast. Every money
+ * operation is a single statement (a server-side function in migrations/functions/), so a plain
  * Drizzle database works — `drizzle-orm/neon-serverless` in the workers, `node-postgres` in scripts —
  * and no interactive transaction is ever held open across round trips.
  */
 import type { SQL } from 'drizzle-orm';
-import { FaucetError } from '../wire/errors.ts';
+import { FaucetError } from './wire/errors.ts';
 
-export interface LedgerDatabase {
+export interface SqlDatabase {
   execute(query: SQL): PromiseLike<{ rows: unknown[] }>;
 }
 
@@ -56,7 +57,7 @@ function translate(error: unknown): unknown {
 }
 
 /** Run one query and return its rows, typed by the caller (the SQL returns exactly these columns). */
-export async function queryRows<Row>(db: LedgerDatabase, query: SQL): Promise<Row[]> {
+export async function queryRows<Row>(db: SqlDatabase, query: SQL): Promise<Row[]> {
   try {
     const result = await db.execute(query);
     return result.rows as Row[];
@@ -65,7 +66,7 @@ export async function queryRows<Row>(db: LedgerDatabase, query: SQL): Promise<Ro
   }
 }
 
-export async function queryOne<Row>(db: LedgerDatabase, query: SQL): Promise<Row> {
+export async function queryOne<Row>(db: SqlDatabase, query: SQL): Promise<Row> {
   const [row] = await queryRows<Row>(db, query);
   if (!row) throw new Error('ledger query returned no row');
   return row;

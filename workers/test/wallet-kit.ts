@@ -1,5 +1,5 @@
 /**
- * Test support for wallet objects (issue 19): an env with leases on, the object a session token
+ * Test support for wallet objects: an env with leases on, the object a session token
  * names, a platform call and the usage its fake upstream reports.
  */
 import { env as workerEnv, runDurableObjectAlarm, runInDurableObject } from 'cloudflare:test';

@@ -5,13 +5,13 @@
  * it is, with no second audit row. There is no unarchive.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
+import { queryOne, type SqlDatabase } from '../query.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { appAuditSql } from './app-view.ts';
 
 export async function archiveApp(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { developerId: string; publicAppId: string; actor: AuditActor; requestId: string | null },
 ): Promise<void> {
   const row = await queryOne<{ found: boolean }>(

@@ -9,13 +9,13 @@
  * is read from the locked (latest) app row.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
+import { queryOne, type SqlDatabase } from '../query.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { featureAuditSql } from './feature-view.ts';
 
 export async function archiveFeature(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { developerId: string; publicAppId: string; featureKey: string; actor: AuditActor; requestId: string | null },
 ): Promise<void> {
   const row = await queryOne<{ app_found: boolean; app_archived: boolean; found: boolean; archived: boolean; is_default: boolean }>(

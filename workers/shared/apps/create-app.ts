@@ -8,7 +8,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { randomToken } from '../crypto.ts';
-import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
+import { queryOne, type SqlDatabase } from '../query.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { type AppLimitsInput, parseAppLimits } from './app-limits.ts';
@@ -27,7 +27,7 @@ export interface CreateAppInput {
 /** `app_` + 16 random base64url characters without `-` (so it reads as one word). */
 const newPublicAppId = () => randomToken('app_', 12).replaceAll('-', '_');
 
-export async function createApp(db: LedgerDatabase, input: CreateAppInput): Promise<{ publicAppId: string }> {
+export async function createApp(db: SqlDatabase, input: CreateAppInput): Promise<{ publicAppId: string }> {
   const name = displayName(input.name);
   const limits = parseAppLimits(input.limits);
   const row = await queryOne<{ public_app_id: string | null }>(

@@ -7,7 +7,7 @@
  * a creation past it is refused as 409 `conflict`, also under a race, with nothing written.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
+import { queryOne, type SqlDatabase } from '../query.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { defaultModelRule, type FeatureSettingsInput, parseFeatureSettings } from './feature-settings.ts';
@@ -23,7 +23,7 @@ export interface CreateFeatureInput {
   requestId: string | null;
 }
 
-export async function createFeature(db: LedgerDatabase, input: CreateFeatureInput): Promise<{ featureKey: string }> {
+export async function createFeature(db: SqlDatabase, input: CreateFeatureInput): Promise<{ featureKey: string }> {
   const key = checkFeatureKey(input.feature.feature_key);
   const settings = parseFeatureSettings(input.feature);
   const allowedModels = settings.allowedModels ?? [];

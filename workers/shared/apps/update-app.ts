@@ -9,7 +9,7 @@
  * order, so the default can never end up naming an archived feature.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
+import { queryOne, type SqlDatabase } from '../query.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { type AppLimitsInput, parseAppLimits } from './app-limits.ts';
@@ -30,7 +30,7 @@ export interface UpdateAppInput {
 const changed = (given: boolean, value: unknown, cast: string, column: string) =>
   sql`case when ${given}::boolean then ${value}${sql.raw(cast)} else cur.${sql.raw(column)} end`;
 
-export async function updateApp(db: LedgerDatabase, input: UpdateAppInput): Promise<void> {
+export async function updateApp(db: SqlDatabase, input: UpdateAppInput): Promise<void> {
   const name = input.name === undefined ? null : displayName(input.name);
   const defaultKey = input.defaultFeatureKey === undefined ? null : featureKey(input.defaultFeatureKey);
   const limits = parseAppLimits(input.limits);

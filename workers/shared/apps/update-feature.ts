@@ -7,7 +7,7 @@
  * takes no change (`invalid_state`). A change to nothing writes no audit row.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
+import { queryOne, type SqlDatabase } from '../query.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { defaultModelRule, type FeatureSettingsInput, parseFeatureSettings } from './feature-settings.ts';
@@ -39,7 +39,7 @@ const columns = [
   'fallback_models',
 ] as const;
 
-export async function updateFeature(db: LedgerDatabase, input: UpdateFeatureInput): Promise<void> {
+export async function updateFeature(db: SqlDatabase, input: UpdateFeatureInput): Promise<void> {
   const settings = parseFeatureSettings(input.changes);
   if (Object.values(settings).every((value) => value === undefined)) {
     throw new FaucetError('invalid_request', 'Nothing to change: give at least one setting');

@@ -1,5 +1,5 @@
 /**
- * Session tokens that name their wallet (issue 19, docs/edge.md): `fvs_w<wallet>_<32 random bytes,
+ * Session tokens that name their wallet (docs/edge.md): `fvs_w<wallet>_<32 random bytes,
  * base64url>`. The wallet part is an HMAC of the end user's row id under SESSION_HASH_SECRET, cut to
  * 32 hex: the gateway reaches the wallet's Durable Object from the token alone, with no database
  * lookup, and nobody without the secret can tell whose wallet it names or link two apps' users.

@@ -4,9 +4,9 @@
  * same-id retry is served. One statement; a no-op for a call already booked.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
+import { queryOne, type SqlDatabase } from '../query.ts';
 
-export async function abandonCall(db: LedgerDatabase, moneyKey: string): Promise<boolean> {
+export async function abandonCall(db: SqlDatabase, moneyKey: string): Promise<boolean> {
   const row = await queryOne<{ abandoned: boolean }>(db, sql`select faucet_abandon_call(${moneyKey}) as abandoned`);
   return row.abandoned;
 }

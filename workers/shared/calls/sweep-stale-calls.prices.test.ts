@@ -1,6 +1,6 @@
 /**
  * The sweeper books a call the gateway never settled at the prices the call was authorized with
- * (issue 15): a feature price raised afterwards through the API, a platform markup or fee changed by a
+ *: a feature price raised afterwards through the API, a platform markup or fee changed by a
  * deploy, or an app's channel share changed since, never reprices it — so it never books above its
  * hold, and its booking's metadata names the prices it used. Rows authorized before migration 0014
  * (no frozen prices) are booked at the prices read when swept, as before.

@@ -23,7 +23,7 @@ import { sql } from 'drizzle-orm';
 import { abandonCall } from './abandon-call.ts';
 import type { Env } from '../env.ts';
 import { bookUsage } from '../ledger/book-usage.ts';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 import { featurePricingFromRow, featurePricingMetadata, ratingSettingsFor, type RouteMode } from '../rating/index.ts';
 import { callLimits } from './call-limits.ts';
 import { rateAtBound } from './rate-at-bound.ts';
@@ -57,7 +57,7 @@ interface StaleCall {
   fallback_models: string[] | null;
 }
 
-export async function sweepStaleCalls(db: LedgerDatabase, env: Env, limit = 200): Promise<SweepResult> {
+export async function sweepStaleCalls(db: SqlDatabase, env: Env, limit = 200): Promise<SweepResult> {
   const { settleGraceSeconds } = callLimits(env);
   const stale = await queryRows<StaleCall>(
     db,

@@ -14,7 +14,7 @@
  *   goes through an authorized call).
  */
 import { sql } from 'drizzle-orm';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 
 export interface ReportedUpstreamCall {
   /**
@@ -53,7 +53,7 @@ interface BookedRow {
   output_tokens: number;
 }
 
-export async function auditUpstreamCalls(db: LedgerDatabase, reported: ReportedUpstreamCall[]): Promise<UpstreamAuditResult> {
+export async function auditUpstreamCalls(db: SqlDatabase, reported: ReportedUpstreamCall[]): Promise<UpstreamAuditResult> {
   // A failed attempt (an error, no tokens) is fine; the call's answering attempt must be booked once.
   const answered = reported
     .filter((call) => !(call.failed === true && call.inputTokens === 0 && call.outputTokens === 0))
@@ -124,7 +124,7 @@ export interface GatewayCallAuditResult {
   receivableBookings: number;
 }
 
-export async function auditGatewayCalls(db: LedgerDatabase, settleGraceSeconds: number): Promise<GatewayCallAuditResult> {
+export async function auditGatewayCalls(db: SqlDatabase, settleGraceSeconds: number): Promise<GatewayCallAuditResult> {
   const [row] = await queryRows<{ paid: number; unbilled: number; in_flight: number; receivable: number }>(
     db,
     sql`select count(*) filter (where judged)::int as paid,

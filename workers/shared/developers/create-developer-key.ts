@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { sha256Hex } from '../crypto.ts';
-import type { LedgerDatabase } from '../ledger/database.ts';
+import type { SqlDatabase } from '../query.ts';
 import { querySelection } from '../ledger/query-selection.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
@@ -21,10 +21,7 @@ export interface CreateDeveloperKeyInput {
   key?: string;
 }
 
-export async function createDeveloperKey(
-  db: LedgerDatabase,
-  input: CreateDeveloperKeyInput,
-): Promise<{ row: DeveloperKeyRow; key: string }> {
+export async function createDeveloperKey(db: SqlDatabase, input: CreateDeveloperKeyInput): Promise<{ row: DeveloperKeyRow; key: string }> {
   const key = input.key ?? newDeveloperKey();
   const keyHash = await sha256Hex(key);
   const [row] = await querySelection(

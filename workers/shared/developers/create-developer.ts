@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import { sha256Hex } from '../crypto.ts';
 import { alias } from 'drizzle-orm/pg-core';
 import { wallets } from '../../../drizzle/schema.ts';
-import type { LedgerDatabase } from '../ledger/database.ts';
+import type { SqlDatabase } from '../query.ts';
 import { querySelection } from '../ledger/query-selection.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
@@ -34,7 +34,7 @@ export interface CreatedDeveloper {
 
 const created = { ...developerColumns, walletId: alias(wallets, 'w').id, keyId: k.id };
 
-export async function createDeveloper(db: LedgerDatabase, input: CreateDeveloperInput): Promise<CreatedDeveloper> {
+export async function createDeveloper(db: SqlDatabase, input: CreateDeveloperInput): Promise<CreatedDeveloper> {
   const key = input.key ?? newDeveloperKey();
   const keyHash = await sha256Hex(key);
   const [row] = await querySelection(

@@ -5,7 +5,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { sha256Hex } from '../crypto.ts';
-import { type LedgerDatabase, queryRows } from '../ledger/database.ts';
+import { type SqlDatabase, queryRows } from '../query.ts';
 
 function looksLikeDeveloperKey(token: string): boolean {
   return token.startsWith('fdk_') && token.length <= 200;
@@ -17,7 +17,7 @@ interface FoundDeveloper {
   suspended: boolean;
 }
 
-export async function findDeveloperByKey(db: LedgerDatabase, token: string): Promise<FoundDeveloper | undefined> {
+export async function findDeveloperByKey(db: SqlDatabase, token: string): Promise<FoundDeveloper | undefined> {
   if (!looksLikeDeveloperKey(token)) return undefined;
   const [found] = await queryRows<FoundDeveloper>(
     db,

@@ -9,7 +9,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { userRefPrefix } from '../auth/user-ref.ts';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 import { FaucetError } from '../wire/errors.ts';
 
 /** A user_ref as the API gives it: 64 lowercase hex characters. */
@@ -23,7 +23,7 @@ export interface OwnedEndUserRow {
 
 /** The developer's end user named by `ref`, or undefined (unknown, or another developer's). */
 export async function findEndUserByRef(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { secret: string | undefined; developerId: string; ref: string },
 ): Promise<OwnedEndUserRow | undefined> {
   if (!input.secret) throw new FaucetError('internal_error', 'SESSION_HASH_SECRET is not configured');

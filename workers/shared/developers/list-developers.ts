@@ -1,7 +1,7 @@
 /** Developers, newest first, a page at a time (keyset on created_at, id: the cursor is the last id seen). */
 import { desc, sql } from 'drizzle-orm';
 import type { Db } from '../db.ts';
-import { isUuid } from '../ledger/database.ts';
+import { isUuid } from '../query.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { d, developerColumns, type DeveloperRow } from './developer-view.ts';
 

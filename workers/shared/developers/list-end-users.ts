@@ -10,7 +10,7 @@
  * end user's row id, which the route turns into the `user_ref` of `POST /v1/sessions`.
  */
 import { sql } from 'drizzle-orm';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 import { FaucetError } from '../wire/errors.ts';
 
 /** An aggregate per end user; no table describes it. */
@@ -47,7 +47,7 @@ const utc = (column: string) => sql.raw(`to_char(${column} at time zone 'UTC', '
 
 /** `appId`: the app's row id, already checked to be the developer's (null: every app of theirs). */
 export async function listEndUsers(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   query: { developerId: string; appId: string | null; limit: number; cursor: string | undefined },
 ): Promise<EndUserPage> {
   const after = parseCursor(query.cursor);

@@ -7,14 +7,14 @@
  * such key, is `not_found` and changes nothing.
  */
 import { sql } from 'drizzle-orm';
-import { isUuid, type LedgerDatabase } from '../ledger/database.ts';
+import { isUuid, type SqlDatabase } from '../query.ts';
 import { querySelection } from '../ledger/query-selection.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { type DeveloperKeyRow, developerKeyColumns } from './developer-view.ts';
 
 export async function revokeDeveloperKey(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { developerId: string; keyId: string; actor: AuditActor; requestId: string | null },
 ): Promise<DeveloperKeyRow> {
   if (!isUuid(input.keyId)) throw new FaucetError('not_found', 'Developer key not found');

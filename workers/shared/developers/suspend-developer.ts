@@ -4,14 +4,14 @@
  * developer already in the asked state is returned unchanged, with no second audit row.
  */
 import { sql } from 'drizzle-orm';
-import { isUuid, type LedgerDatabase } from '../ledger/database.ts';
+import { isUuid, type SqlDatabase } from '../query.ts';
 import { querySelection } from '../ledger/query-selection.ts';
 import type { AuditActor } from '../provider-keys/owner.ts';
 import { FaucetError } from '../wire/errors.ts';
 import { developerColumns, type DeveloperRow } from './developer-view.ts';
 
 export async function setDeveloperSuspended(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { developerId: string; suspended: boolean; actor: AuditActor; requestId: string | null },
 ): Promise<DeveloperRow> {
   if (!isUuid(input.developerId)) throw new FaucetError('not_found', 'Developer not found');

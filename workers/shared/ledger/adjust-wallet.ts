@@ -11,7 +11,7 @@
 import { sql } from 'drizzle-orm';
 import { FaucetError } from '../wire/errors.ts';
 import { formatUsd, negateUsd, type Usd } from '../money/index.ts';
-import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '../query.ts';
 import { postTransaction } from './post-transaction.ts';
 
 export const adjustmentKinds = ['adjustment', 'refund', 'chargeback'] as const;
@@ -53,7 +53,7 @@ export interface AdjustWalletResult {
 }
 
 /** The counter-account of the adjustment; only user and developer wallets are adjusted this way. */
-async function counterAccountId(db: LedgerDatabase, walletId: string, kind: AdjustmentKind): Promise<string> {
+async function counterAccountId(db: SqlDatabase, walletId: string, kind: AdjustmentKind): Promise<string> {
   const row = await queryOne<{ target_kind: string | null; counter_id: string }>(
     db,
     sql`select (select kind from wallets where id = ${walletId}::uuid) as target_kind,
@@ -63,7 +63,7 @@ async function counterAccountId(db: LedgerDatabase, walletId: string, kind: Adju
   return row.counter_id;
 }
 
-export async function adjustWallet(db: LedgerDatabase, input: AdjustWalletInput): Promise<AdjustWalletResult> {
+export async function adjustWallet(db: SqlDatabase, input: AdjustWalletInput): Promise<AdjustWalletResult> {
   requireUuid(input.walletId, 'wallet');
   const request = {
     wallet_id: input.walletId,

@@ -5,12 +5,12 @@
  * exactly one books.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '../query.ts';
 
 export type BookPayoutResult = { outcome: 'paid'; ledgerTransactionId: string } | { outcome: 'invalid_state' | 'not_found' };
 
 export async function bookPayout(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { payoutId: string; operatorNote?: string | null; requestId: string },
 ): Promise<BookPayoutResult> {
   const row = await queryOne<{ outcome: BookPayoutResult['outcome']; ledger_transaction_id: string | null }>(

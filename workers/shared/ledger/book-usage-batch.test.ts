@@ -1,5 +1,5 @@
 /**
- * The batched booking flush (issue 19): many settled calls in one statement book exactly what the
+ * The batched booking flush: many settled calls in one statement book exactly what the
  * per-call bookings would, once per money key, each element booked or refused on its own, and a
  * flush that fails half-way writes nothing and books everything once when retried.
  */

@@ -1,5 +1,5 @@
 /**
- * Book many settled calls in one statement (issue 19: the flush of a wallet object's settlements).
+ * Book many settled calls in one statement (the flush of a wallet object's settlements).
  * `faucet_book_usage_batch` books each wallet's elements through `faucet_book_usage_locked`, the
  * booking `faucet_book_usage` makes for one call, so a flushed call gets exactly what a per-call
  * booking gets, once per money key. Each element is booked or refused on its own; anything else
@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import { toSnapshot } from 'dinero.js/bigint';
 import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
 import type { BookedUsage, BookUsageInput } from './book-usage.ts';
-import { queryRows, type LedgerDatabase } from './database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 
 /** Refusal reasons: the error codes of DESIGN §4 a per-call booking would have failed with. */
 export type BookingRefusal = 'insufficient_balance' | 'invalid_request' | 'not_found' | 'conflict';
@@ -153,7 +153,7 @@ export function encodeBookings(bookings: readonly BookUsageInput[]): {
  * sent. Throws (and nothing of the batch is written) only when the statement itself fails: retry
  * the same batch, each call is booked once. More than MAX_BOOKINGS_PER_BATCH: split the flush.
  */
-export async function bookUsageBatch(db: LedgerDatabase, bookings: readonly BookUsageInput[]): Promise<BookUsageBatchResult[]> {
+export async function bookUsageBatch(db: SqlDatabase, bookings: readonly BookUsageInput[]): Promise<BookUsageBatchResult[]> {
   if (bookings.length > MAX_BOOKINGS_PER_BATCH) {
     throw new RangeError(`at most ${MAX_BOOKINGS_PER_BATCH} bookings per batch, got ${bookings.length}`);
   }

@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
 import type { RatedUsage } from '../rating/index.ts';
-import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '../query.ts';
 
 export interface BookUsageInput {
   /**
@@ -74,7 +74,7 @@ const price = (value: Usd | undefined): string | null => (value === undefined ? 
  * the developer, platform revenue and upstream payable, and records the usage event.
  * A failure anywhere leaves nothing behind.
  */
-export async function bookUsage(db: LedgerDatabase, input: BookUsageInput): Promise<BookUsageResult> {
+export async function bookUsage(db: SqlDatabase, input: BookUsageInput): Promise<BookUsageResult> {
   const { rated } = input;
   const { prices } = rated;
   const row = await queryOne<Row>(

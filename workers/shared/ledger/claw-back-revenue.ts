@@ -11,7 +11,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { compareUsd, formatUsd, isZeroUsd, multiplyByAmountRatio, parseDatabaseAmount, zeroUsd, type Usd } from '../money/index.ts';
-import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '../query.ts';
 
 export interface ClawbackBasis {
   /** Σ developer_revenue_usd over the user's usage. */
@@ -33,7 +33,7 @@ export type ClawBackResult =
   | { outcome: 'nothing_to_claw_back' | 'source_reversed' };
 
 export async function clawBackRevenue(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { sourceTransactionId: string; userWalletId: string; spent: Usd; requestId: string },
 ): Promise<ClawBackResult> {
   const row = await queryOne<{ kind: string | null; developer_revenue: string; retail: string }>(

@@ -5,7 +5,7 @@
  * id, the session and the transaction's idempotency key `checkout:<session id>`.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, type LedgerDatabase } from './database.ts';
+import { queryOne, type SqlDatabase } from '../query.ts';
 
 export interface CreditCheckoutInput {
   eventId: string;
@@ -35,7 +35,7 @@ interface Row {
   ledger_transaction_id: string | null;
 }
 
-export async function creditCheckout(db: LedgerDatabase, input: CreditCheckoutInput): Promise<CreditCheckoutResult> {
+export async function creditCheckout(db: SqlDatabase, input: CreditCheckoutInput): Promise<CreditCheckoutResult> {
   const row = await queryOne<Row>(
     db,
     sql`select outcome, checkout_session_id, wallet_id, ledger_transaction_id from faucet_complete_checkout(

@@ -1,7 +1,7 @@
 /** Credit test money to a wallet (development and test configurations only; the route enforces that). */
 import { sql } from 'drizzle-orm';
 import { formatUsd, negateUsd, type Usd } from '../money/index.ts';
-import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '../query.ts';
 import { postTransaction } from './post-transaction.ts';
 
 export interface CreditTestBalanceInput {
@@ -19,7 +19,7 @@ export interface TestCredit {
 }
 
 /** A `top_up` from payment clearing marked `test: true`, like a test-mode payment would book. */
-export async function creditTestBalance(db: LedgerDatabase, input: CreditTestBalanceInput): Promise<TestCredit> {
+export async function creditTestBalance(db: SqlDatabase, input: CreditTestBalanceInput): Promise<TestCredit> {
   requireUuid(input.walletId, 'wallet');
   const clearing = await queryOne<{ id: string }>(db, sql`select faucet_system_wallet('payment_clearing') as id`);
   const result = await postTransaction(db, {

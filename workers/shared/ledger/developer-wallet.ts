@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { parseDatabaseAmount, type Usd } from '../money/index.ts';
-import { queryRows, type LedgerDatabase } from './database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 
 export interface DeveloperWallet {
   walletId: string;
@@ -27,7 +27,7 @@ interface DeveloperWalletRow {
   available: string;
 }
 
-export async function getDeveloperWallet(db: LedgerDatabase, developerId: string): Promise<DeveloperWallet | null> {
+export async function getDeveloperWallet(db: SqlDatabase, developerId: string): Promise<DeveloperWallet | null> {
   const [row] = await queryRows<DeveloperWalletRow>(
     db,
     sql`select w.id, faucet_wallet_balance(w.id)::text as balance, faucet_pending(w.id)::text as pending,

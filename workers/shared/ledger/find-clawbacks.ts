@@ -4,7 +4,7 @@ import { and, desc, eq } from 'drizzle-orm';
 import { revenueClawbacks } from '../../../drizzle/schema.ts';
 import type { Db } from '../db.ts';
 import { formatUsd, parseDatabaseAmount, usdStringSchema } from '../money/index.ts';
-import { requireUuid } from './database.ts';
+import { requireUuid } from '../query.ts';
 
 export const clawbackStatuses = ['booked', 'reversed'] as const;
 

@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { callLimits } from '../calls/call-limits.ts';
 import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
-import { queryOne, queryRows, requireUuid, type LedgerDatabase } from './database.ts';
+import { queryOne, queryRows, requireUuid, type SqlDatabase } from '../query.ts';
 
 export interface ReserveHoldInput {
   endUserId: string;
@@ -38,7 +38,7 @@ interface ReserveRow {
 }
 
 /** One statement: locks the user's wallet row, counts its active holds, inserts the hold if it fits. */
-export async function reserveHold(db: LedgerDatabase, input: ReserveHoldInput): Promise<ReserveHoldResult> {
+export async function reserveHold(db: SqlDatabase, input: ReserveHoldInput): Promise<ReserveHoldResult> {
   // One definition of a hold's lifetime: the gateway's (a hold outlives its call; call-limits.ts).
   const ttl = input.ttlSeconds ?? callLimits({}).holdTtlSeconds;
   const row = await queryOne<ReserveRow>(
@@ -60,7 +60,7 @@ export async function reserveHold(db: LedgerDatabase, input: ReserveHoldInput): 
 }
 
 /** Release a request's active hold (the upstream call failed). True if a hold was released. */
-export async function releaseHold(db: LedgerDatabase, requestId: string): Promise<boolean> {
+export async function releaseHold(db: SqlDatabase, requestId: string): Promise<boolean> {
   const rows = await queryRows<{ id: string }>(
     db,
     sql`update balance_holds set status = 'released', closed_at = now()
@@ -73,7 +73,7 @@ export async function releaseHold(db: LedgerDatabase, requestId: string): Promis
  * Mark holds past their expiry as `expired`. Housekeeping only: an expired hold stops counting
  * against the balance at its `expires_at` whether or not this ran.
  */
-export async function expireHolds(db: LedgerDatabase): Promise<number> {
+export async function expireHolds(db: SqlDatabase): Promise<number> {
   const rows = await queryRows<{ id: string }>(
     db,
     sql`update balance_holds set status = 'expired', closed_at = now()

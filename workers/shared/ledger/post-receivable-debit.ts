@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
-import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '../query.ts';
 import type { TransactionKind } from './entry-kinds.ts';
 import type { AuditRecord } from './post-transaction.ts';
 
@@ -38,7 +38,7 @@ interface Row {
   created_at: Date | string;
 }
 
-export async function postReceivableDebit(db: LedgerDatabase, input: ReceivableDebitInput): Promise<ReceivableDebitResult> {
+export async function postReceivableDebit(db: SqlDatabase, input: ReceivableDebitInput): Promise<ReceivableDebitResult> {
   const post = sql`select * from faucet_post_receivable_debit(${input.kind}, ${input.idempotencyKey}, ${input.requestId},
       ${input.reason ?? null}, ${JSON.stringify(input.metadata ?? {})}::jsonb, ${requireUuid(input.walletId, 'wallet')}::uuid,
       ${requireUuid(input.counterWalletId, 'wallet')}::uuid, ${formatUsd(input.amount)}::numeric)`;

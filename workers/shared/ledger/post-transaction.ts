@@ -2,7 +2,7 @@
 import { sql } from 'drizzle-orm';
 import { FaucetError } from '../wire/errors.ts';
 import { addUsd, formatUsd, isZeroUsd, type Usd } from '../money/index.ts';
-import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '../query.ts';
 import type { TransactionKind } from './entry-kinds.ts';
 
 export interface LedgerEntryInput {
@@ -46,7 +46,7 @@ interface Row {
  * One statement: locks the wallets in the global order, refuses a debit below zero (holds count),
  * appends the entries and moves the cached balances, all or nothing.
  */
-export async function postTransaction(db: LedgerDatabase, input: PostTransactionInput): Promise<PostTransactionResult> {
+export async function postTransaction(db: SqlDatabase, input: PostTransactionInput): Promise<PostTransactionResult> {
   if (input.entries.length < 2) throw new FaucetError('invalid_request', 'a transaction needs at least two entries');
   if (!isZeroUsd(addUsd(...input.entries.map((entry) => entry.amount)))) {
     throw new FaucetError('invalid_request', 'entries of a transaction must sum to zero');

@@ -7,7 +7,7 @@
  * `SelectionRow<typeof selection>`; nobody writes the row type by hand.
  */
 import { Column, type GetColumnData, is, type SQL, sql } from 'drizzle-orm';
-import { type LedgerDatabase, queryRows } from './database.ts';
+import { type SqlDatabase, queryRows } from '../query.ts';
 
 /**
  * Columns of drizzle/schema.ts (of a table or an alias of it), or typed `sql` expressions that
@@ -37,7 +37,7 @@ function decode(field: Column | SQL<unknown>, value: unknown): unknown {
  * decodes its rows as the builder would.
  */
 export async function querySelection<S extends Selection>(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   selection: S,
   query: (selectList: SQL) => SQL,
 ): Promise<SelectionRow<S>[]> {

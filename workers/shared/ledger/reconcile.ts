@@ -13,13 +13,13 @@
  * under `excess_clawbacks` with the clawbacks to reverse (`POST /v1/admin/clawbacks/{id}/reverse`),
  * and makes `ok` false.
  *
- * It also reports the wallet objects' active leases (issue 19: holds keyed `lease:…`, set by
+ * It also reports the wallet objects' active leases (holds keyed `lease:…`, set by
  * `faucet_settle_lease`): money reserved for calls authorized at the edge and not booked yet. A lease
  * is a hold, not an entry, so it never makes the books disagree and does not change `ok`.
  */
 import { sql } from 'drizzle-orm';
 import { addUsd, compareUsd, formatUsd, negateUsd, parseDatabaseAmount, subtractUsd } from '../money/index.ts';
-import { queryOne, queryRows, type LedgerDatabase } from './database.ts';
+import { queryOne, queryRows, type SqlDatabase } from '../query.ts';
 
 export interface WalletMismatch {
   wallet_id: string;
@@ -76,7 +76,7 @@ export interface LedgerReconciliation {
   leases: { active: number; leased_usd: string };
 }
 
-export async function reconcileLedger(db: LedgerDatabase): Promise<LedgerReconciliation> {
+export async function reconcileLedger(db: SqlDatabase): Promise<LedgerReconciliation> {
   const counts = await queryOne<{
     wallets: number;
     transactions: number;

@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { formatUsd, type Usd } from '../money/index.ts';
-import { queryRows, type LedgerDatabase } from './database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 
 export interface PayoutRow {
   id: string;
@@ -23,7 +23,7 @@ export interface PayoutRow {
 }
 
 /** The payouts created by this run (wallets already holding an open payout are skipped). */
-export function reservePayouts(db: LedgerDatabase, input: { threshold: Usd; requestId: string }): Promise<PayoutRow[]> {
+export function reservePayouts(db: SqlDatabase, input: { threshold: Usd; requestId: string }): Promise<PayoutRow[]> {
   return queryRows<PayoutRow>(
     db,
     sql`select id, developer_id, wallet_id, amount::numeric(20, 8)::text as amount, status, operator_note,

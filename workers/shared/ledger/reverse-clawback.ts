@@ -3,12 +3,12 @@
  * (`revenue_clawback_reversal`), audited with the note. Idempotent: a second reversal changes nothing.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, requireUuid, type LedgerDatabase } from './database.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '../query.ts';
 
 export type ReverseClawbackOutcome = 'reversed' | 'already_reversed' | 'not_found';
 
 export async function reverseClawback(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { clawbackId: string; note: string; requestId: string },
 ): Promise<ReverseClawbackOutcome> {
   const row = await queryOne<{ outcome: ReverseClawbackOutcome }>(

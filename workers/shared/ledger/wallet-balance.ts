@@ -4,7 +4,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { parseDatabaseAmount, type Usd } from '../money/index.ts';
-import { queryRows, requireUuid, type LedgerDatabase } from './database.ts';
+import { queryRows, requireUuid, type SqlDatabase } from '../query.ts';
 
 export interface WalletBalance {
   walletId: string;
@@ -35,7 +35,7 @@ function toBalance(row: Row): WalletBalance {
   };
 }
 
-export async function getWalletBalance(db: LedgerDatabase, walletId: string): Promise<WalletBalance | null> {
+export async function getWalletBalance(db: SqlDatabase, walletId: string): Promise<WalletBalance | null> {
   const [row] = await queryRows<Row>(
     db,
     sql`select id, kind, faucet_wallet_balance(id) as balance, faucet_held(id, null) as held,

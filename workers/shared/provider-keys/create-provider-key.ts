@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import type { Env } from '../env.ts';
 import { FaucetError } from '../wire/errors.ts';
-import type { LedgerDatabase } from '../ledger/database.ts';
+import type { SqlDatabase } from '../query.ts';
 import { querySelection } from '../ledger/query-selection.ts';
 import { formatUsd, type Usd } from '../money/index.ts';
 import type { FetchFunction } from '../upstream/outbound-fetch.ts';
@@ -37,11 +37,7 @@ export interface CreateOptions {
   fetch: FetchFunction;
 }
 
-export async function createProviderKey(
-  db: LedgerDatabase,
-  input: CreateProviderKeyInput,
-  options: CreateOptions,
-): Promise<ProviderKeyRow> {
+export async function createProviderKey(db: SqlDatabase, input: CreateProviderKeyInput, options: CreateOptions): Promise<ProviderKeyRow> {
   validateKeyFormat(input.provider, input.apiKey);
   const baseUrl = endpointFor(input.provider, input.baseUrl, options.env);
   if ((input.owner.type === 'developer') !== (input.monthlyBudgetUsd !== null)) {

@@ -5,20 +5,20 @@
  */
 import { eq, sql } from 'drizzle-orm';
 import { FaucetError } from '../wire/errors.ts';
-import { isUuid, type LedgerDatabase } from '../ledger/database.ts';
+import { isUuid, type SqlDatabase } from '../query.ts';
 import { querySelection } from '../ledger/query-selection.ts';
 import { auditInsertSql } from './audit.ts';
 import { actorOf, type KeyOwner } from './owner.ts';
 import { k, ownedBy, type ProviderKeyRow, providerKeyColumns } from './provider-key-view.ts';
 
-export async function disableProviderKey(db: LedgerDatabase, owner: KeyOwner, id: string, requestId: string): Promise<ProviderKeyRow> {
+export async function disableProviderKey(db: SqlDatabase, owner: KeyOwner, id: string, requestId: string): Promise<ProviderKeyRow> {
   if (!isUuid(id)) throw new FaucetError('not_found', 'Provider key not found');
   const row = await disableOnce(db, owner, id, requestId);
   // A concurrent disable committed between this statement's snapshot and its update: read it again.
   return row.status === 'active' ? disableOnce(db, owner, id, requestId) : row;
 }
 
-async function disableOnce(db: LedgerDatabase, owner: KeyOwner, id: string, requestId: string): Promise<ProviderKeyRow> {
+async function disableOnce(db: SqlDatabase, owner: KeyOwner, id: string, requestId: string): Promise<ProviderKeyRow> {
   const rows = await querySelection(
     db,
     providerKeyColumns,

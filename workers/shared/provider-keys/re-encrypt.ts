@@ -8,7 +8,7 @@
 import { and, asc, gt, ne, sql } from 'drizzle-orm';
 import { providerCredentials } from '../../../drizzle/schema.ts';
 import type { Db } from '../db.ts';
-import { queryRows } from '../ledger/database.ts';
+import { queryRows } from '../query.ts';
 import { auditInsertSql } from './audit.ts';
 import type { Keyring } from './keyring.ts';
 import type { AuditActor } from './owner.ts';

@@ -14,7 +14,7 @@
  * followed by the next days. DST days come right because PostgreSQL maps each hour to its local day.
  */
 import { type SQL, sql } from 'drizzle-orm';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 import { formatUsd, parseDatabaseAmount } from '../money/index.ts';
 import { FaucetError } from '../wire/errors.ts';
 
@@ -277,7 +277,7 @@ function usageStatement(query: UsageQuery, request: PageRequest): SQL {
 
 const nextDay = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
 
-async function runStatement(db: LedgerDatabase, query: UsageQuery, request: PageRequest): Promise<UsageRow[]> {
+async function runStatement(db: SqlDatabase, query: UsageQuery, request: PageRequest): Promise<UsageRow[]> {
   return queryRows<UsageRow>(db, usageStatement(query, request)).catch((error: unknown) => {
     // 22023: a zone name the caller's check let through but PostgreSQL does not know.
     if (FaucetError.isInstance(error) && (error.cause as { code?: unknown } | undefined)?.code === '22023') {
@@ -292,7 +292,7 @@ async function runStatement(db: LedgerDatabase, query: UsageQuery, request: Page
  * not (sparse usage, or rows the window's estimate counted that the cursor skips), the next days are
  * asked for the rest, without totals, until the page is full or the range ends.
  */
-export async function queryDeveloperUsage(db: LedgerDatabase, query: UsageQuery): Promise<UsagePage> {
+export async function queryDeveloperUsage(db: SqlDatabase, query: UsageQuery): Promise<UsagePage> {
   const wanted = query.limit + 1;
   const rows = await runStatement(db, query, {
     windowFrom: query.after?.day ?? query.from,

@@ -1,5 +1,5 @@
 /**
- * faucet_lease_context (issue 19): the per-call authorization's checks and route choice, read-only.
+ * faucet_lease_context: the per-call authorization's checks and route choice, read-only.
  * Each refusal is the one faucet_authorize_call gives for the same call; `leasable` only for the
  * platform route (whatever the app's per-end-user limits); nothing is ever written.
  */

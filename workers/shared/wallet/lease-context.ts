@@ -1,6 +1,6 @@
 /**
  * May the calls of this session be authorized by the end user's wallet object against its lease
- * (issue 19, docs/edge.md)? `faucet_lease_context` answers with the checks of the per-call
+ * (docs/edge.md)? `faucet_lease_context` answers with the checks of the per-call
  * authorization (session, developer, app, feature, model, routing — one SQL definition of them,
  * faucet_call_context) and its route choice, writing nothing: `leasable` when the call would take
  * the platform route, the byok route with the end user's key or the developer_key route with the
@@ -9,7 +9,7 @@
  * the per-call path's refusal.
  */
 import { type SQL, sql } from 'drizzle-orm';
-import { queryOne, type LedgerDatabase } from '../ledger/database.ts';
+import { queryOne, type SqlDatabase } from '../query.ts';
 import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
 import type { CloudRouteMode } from '../wire/route-modes.ts';
 
@@ -133,7 +133,7 @@ export function leaseContextCall(input: LeaseContextInput): SQL {
 }
 
 /** One read-only statement: never claims, records, holds or reserves anything. */
-export async function leaseContext(db: LedgerDatabase, input: LeaseContextInput): Promise<LeaseContext> {
+export async function leaseContext(db: SqlDatabase, input: LeaseContextInput): Promise<LeaseContext> {
   return leaseContextOfRow(await queryOne<LeaseContextRow>(db, sql`select * from ${leaseContextCall(input)}`));
 }
 

@@ -9,9 +9,9 @@
 import { sql } from 'drizzle-orm';
 import type { WalletObjectContract } from '../durable-objects.ts';
 import type { Env } from '../env.ts';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 import type { Logger } from '../logger.ts';
-import { walletName } from './session-token.ts';
+import { walletName } from '../auth/session-token.ts';
 import { tellWalletObjects, walletFanOutMax } from './wallet-notices.ts';
 
 /**
@@ -21,7 +21,7 @@ import { tellWalletObjects, walletFanOutMax } from './wallet-notices.ts';
  */
 export async function withLeaseRecalled<T>(
   env: Env,
-  db: LedgerDatabase,
+  db: SqlDatabase,
   wallet: { walletId: string } | { paymentIntentId: string },
   logger: Logger | undefined,
   debit: () => Promise<T>,
@@ -37,7 +37,7 @@ export async function withLeaseRecalled<T>(
 /** The recalled object (null: no lease to recall, or it could not be reached). */
 async function recall(
   env: Env,
-  db: LedgerDatabase,
+  db: SqlDatabase,
   wallet: { walletId: string } | { paymentIntentId: string },
   logger: Logger | undefined,
 ): Promise<DurableObjectStub<WalletObjectContract> | null> {
@@ -70,7 +70,7 @@ async function recall(
  * whose lease ended hold nothing to give back. Past `walletFanOutMax` leases, or for an object that
  * cannot be reached, the lease is only used up: an idle object gives it back within two minutes.
  */
-export async function recallAppLeases(env: Env, db: LedgerDatabase, appId: string, logger?: Logger): Promise<number> {
+export async function recallAppLeases(env: Env, db: SqlDatabase, appId: string, logger?: Logger): Promise<number> {
   if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return 0;
   const rows = await queryRows<{ wallet_object: string }>(
     db,

@@ -1,5 +1,5 @@
 /**
- * faucet_settle_lease (issue 19): a wallet object's flush of leased calls and its lease in one
+ * faucet_settle_lease: a wallet object's flush of leased calls and its lease in one
  * statement. Each call booked exactly once (replays, a fault half-way), a leased call never refused
  * for its client request id, the lease never below what the object may still have reserved, never
  * past what the wallet has, and never anything of another end user.

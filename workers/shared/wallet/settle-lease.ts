@@ -1,5 +1,5 @@
 /**
- * One statement of a wallet object (issue 19, docs/edge.md): `faucet_settle_lease` writes the records
+ * One statement of a wallet object (docs/edge.md): `faucet_settle_lease` writes the records
  * of the calls it authorized against its lease, books their settlements as the batched flush does
  * (the lease's own money not counted against them), and sets the lease — renewed, kept, recalled or
  * released — from what the wallet has left. Each element is booked or refused on its own; anything
@@ -16,7 +16,7 @@ import {
   type BookUsageBatchResult,
   usdParameter,
 } from '../ledger/book-usage-batch.ts';
-import { queryRows, requireUuid, type LedgerDatabase } from '../ledger/database.ts';
+import { queryRows, requireUuid, type SqlDatabase } from '../query.ts';
 import { parseDatabaseAmount, type Usd } from '../money/index.ts';
 
 /** The prefix of every lease key (the SQL function refuses another, so a lease never shares a call's key). */
@@ -140,7 +140,7 @@ export interface LeaseFlush {
 }
 
 /** The statement itself: row 0 the lease, rows 1..n the bookings in order. Throws when nothing was written. */
-async function settleLeaseRows(db: LedgerDatabase, flush: LeaseFlush): Promise<{ lease: Row; bookings: Row[] }> {
+async function settleLeaseRows(db: SqlDatabase, flush: LeaseFlush): Promise<{ lease: Row; bookings: Row[] }> {
   const rows = await queryRows<Row>(
     db,
     sql`select * from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
@@ -181,7 +181,7 @@ export interface LeaseFlushResult {
 }
 
 /** The wallet object's flush (its alarm's one statement), on what it keeps as it keeps it. */
-export async function flushLease(db: LedgerDatabase, flush: LeaseFlush): Promise<LeaseFlushResult> {
+export async function flushLease(db: SqlDatabase, flush: LeaseFlush): Promise<LeaseFlushResult> {
   const { lease, bookings } = await settleLeaseRows(db, flush);
   return {
     results: bookings.map((row) => ({ outcome: row.outcome, reason: row.reason, message: row.message })),
@@ -227,7 +227,7 @@ function callRecord(call: LeasedCallRecord): Record<string, unknown> {
  * in another currency) is refused here and not sent. Throws (nothing written, the lease unchanged)
  * when the statement fails or the input is malformed (invalid_request): retry the same flush.
  */
-export async function settleLease(db: LedgerDatabase, input: SettleLeaseInput): Promise<SettleLeaseResult> {
+export async function settleLease(db: SqlDatabase, input: SettleLeaseInput): Promise<SettleLeaseResult> {
   if (input.calls.length > MAX_BOOKINGS_PER_BATCH || input.bookings.length > MAX_BOOKINGS_PER_BATCH) {
     throw new RangeError(`at most ${MAX_BOOKINGS_PER_BATCH} call records and bookings per flush`);
   }

@@ -8,9 +8,9 @@
 import { sql } from 'drizzle-orm';
 import type { WalletObjectContract } from '../durable-objects.ts';
 import type { Env } from '../env.ts';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 import type { Logger } from '../logger.ts';
-import { walletName } from './session-token.ts';
+import { walletName } from '../auth/session-token.ts';
 
 export async function pushRevocations(
   env: Env,
@@ -51,7 +51,7 @@ export function pushKeyChange(env: Env, endUserId: string, logger?: Logger): Pro
  * be used for as long as the object's cached routing lasts (seconds) within its budget lease. Returns
  * how many objects were told.
  */
-export async function pushDeveloperKeyDisabled(env: Env, db: LedgerDatabase, keyId: string, logger?: Logger): Promise<number> {
+export async function pushDeveloperKeyDisabled(env: Env, db: SqlDatabase, keyId: string, logger?: Logger): Promise<number> {
   if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return 0;
   const rows = await queryRows<{ wallet_object: string }>(
     db,

@@ -7,7 +7,7 @@
 import { sql } from 'drizzle-orm';
 import type { WalletSnapshot } from '../durable-objects.ts';
 import type { Env } from '../env.ts';
-import { queryRows, type LedgerDatabase } from '../ledger/database.ts';
+import { queryRows, type SqlDatabase } from '../query.ts';
 import { addUsd, formatUsd, parseDatabaseAmount, zeroUsd } from '../money/index.ts';
 import { LEASE_KEY_PREFIX } from './settle-lease.ts';
 
@@ -35,7 +35,7 @@ const parallel = 16;
  * whose lease expired (Postgres was unreachable) or was released (a recall) in the last day is asked
  * too: it may still keep calls its next alarm will book.
  */
-async function objectNamesToAsk(db: LedgerDatabase): Promise<string[]> {
+async function objectNamesToAsk(db: SqlDatabase): Promise<string[]> {
   const rows = await queryRows<{ request_id: string }>(
     db,
     sql`select request_id from balance_holds
@@ -45,7 +45,7 @@ async function objectNamesToAsk(db: LedgerDatabase): Promise<string[]> {
   return rows.map((row) => row.request_id.slice(LEASE_KEY_PREFIX.length)).filter((name) => /^[0-9a-f]{32}$/.test(name));
 }
 
-async function askAll(env: Env, db: LedgerDatabase, ask: (name: string) => Promise<WalletSnapshot>): Promise<WalletObjectsSummary> {
+async function askAll(env: Env, db: SqlDatabase, ask: (name: string) => Promise<WalletSnapshot>): Promise<WalletObjectsSummary> {
   const summary = { objects: 0, unreachable: 0, in_flight_calls: 0, unflushed_calls: 0, refused_calls: 0 };
   let unflushed = zeroUsd();
   if (env.WALLET === undefined) return { ...summary, unflushed_usd: formatUsd(unflushed) };
@@ -73,11 +73,11 @@ const objectNamed = (env: Env, name: string) => {
 };
 
 /** What every leasing object holds right now. */
-export function walletObjectsSummary(env: Env, db: LedgerDatabase): Promise<WalletObjectsSummary> {
+export function walletObjectsSummary(env: Env, db: SqlDatabase): Promise<WalletObjectsSummary> {
   return askAll(env, db, (name) => objectNamed(env, name).snapshot());
 }
 
 /** Every leasing object books what it settled now; the summary is what they hold after (unflushed: a flush failed). */
-export function flushWalletObjects(env: Env, db: LedgerDatabase): Promise<WalletObjectsSummary> {
+export function flushWalletObjects(env: Env, db: SqlDatabase): Promise<WalletObjectsSummary> {
   return askAll(env, db, (name) => objectNamed(env, name).flush());
 }

@@ -8,7 +8,7 @@ import { and, desc, eq, gt, isNull, ne, or, sql } from 'drizzle-orm';
 import { appSigningSecrets } from '../../../../drizzle/schema.ts';
 import { randomToken } from '#shared/crypto.ts';
 import type { Db } from '#shared/db.ts';
-import { queryOne } from '#shared/ledger/database.ts';
+import { queryOne } from '#shared/query.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { decodeBase64, encodeBase64, keyringFrom, type Keyring } from '#shared/provider-keys/keyring.ts';
 

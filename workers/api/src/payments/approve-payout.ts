@@ -3,12 +3,12 @@
  * (faucet_approve_payout, migrations/0003): of concurrent approvals exactly one wins.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, requireUuid, type LedgerDatabase } from '#shared/ledger/database.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '#shared/query.ts';
 
 export type ApprovePayoutOutcome = 'approved' | 'invalid_state' | 'not_found';
 
 export async function approvePayout(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { payoutId: string; operatorNote: string; requestId: string },
 ): Promise<ApprovePayoutOutcome> {
   const row = await queryOne<{ outcome: ApprovePayoutOutcome }>(

@@ -9,7 +9,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { clawBackRevenue } from '#shared/ledger/claw-back-revenue.ts';
-import { queryOne, type LedgerDatabase } from '#shared/ledger/database.ts';
+import { queryOne, type SqlDatabase } from '#shared/query.ts';
 import { isZeroUsd, parseDatabaseAmount } from '#shared/money/index.ts';
 
 export type StripeReversalAction = 'refund' | 'dispute' | 'dispute_won';
@@ -42,7 +42,7 @@ interface Row {
   spent_usd: string | null;
 }
 
-export async function bookStripeReversal(db: LedgerDatabase, input: StripeReversalInput): Promise<StripeReversalResult> {
+export async function bookStripeReversal(db: SqlDatabase, input: StripeReversalInput): Promise<StripeReversalResult> {
   const row = await queryOne<Row>(
     db,
     sql`select outcome, wallet_id, ledger_transaction_id, spent_usd::numeric(20, 8)::text as spent_usd

@@ -6,13 +6,13 @@
  * one takes effect; repeating the same close is idempotent.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne, requireUuid, type LedgerDatabase } from '#shared/ledger/database.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '#shared/query.ts';
 
 export type PayoutClosing = 'cancelled' | 'rejected';
 export type ClosePayoutOutcome = 'closed' | 'already_closed' | 'invalid_state' | 'not_found';
 
 export async function closePayout(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { payoutId: string; to: PayoutClosing; operatorNote: string; requestId: string },
 ): Promise<ClosePayoutOutcome> {
   const row = await queryOne<{ outcome: ClosePayoutOutcome }>(

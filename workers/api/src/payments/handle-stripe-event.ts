@@ -10,7 +10,7 @@ import { z } from '@hono/zod-openapi';
 import type Stripe from 'stripe';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { creditCheckout, type CreditCheckoutOutcome } from '#shared/ledger/credit-checkout.ts';
-import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { SqlDatabase } from '#shared/query.ts';
 import { bookStripeReversal, type StripeReversalAction, type StripeReversalOutcome } from './book-stripe-reversal.ts';
 
 const CREDITING_EVENTS = new Set(['checkout.session.completed', 'checkout.session.async_payment_succeeded']);
@@ -103,7 +103,7 @@ export interface WebhookResult {
 }
 
 export async function handleStripeEvent(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   event: Stripe.Event,
   context: {
     requestId: string;
@@ -134,7 +134,7 @@ export async function handleStripeEvent(
  * operator's replay retrieved from Stripe) once: unpaid or amount-less sessions credit nothing.
  */
 export async function creditPaidCheckout(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   input: { eventId: string; eventType: string; session: unknown },
   requestId: string,
 ): Promise<WebhookResult> {

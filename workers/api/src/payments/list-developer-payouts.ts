@@ -7,7 +7,7 @@
 import { and, desc, eq, sql } from 'drizzle-orm';
 import { payouts } from '../../../../drizzle/schema.ts';
 import type { Db } from '#shared/db.ts';
-import { isUuid } from '#shared/ledger/database.ts';
+import { isUuid } from '#shared/query.ts';
 import type { PayoutRow } from '#shared/ledger/reserve-payouts.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { payoutStatusSchema } from './payout-view.ts';

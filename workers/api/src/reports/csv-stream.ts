@@ -4,7 +4,7 @@
  * (or cancelled), so the pool outlives the handler's return.
  */
 import type { RequestDatabase } from '#shared/db.ts';
-import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { SqlDatabase } from '#shared/query.ts';
 import { csvHeader, csvLine, type CsvColumn } from './csv.ts';
 import type { ReportScope } from './report-range.ts';
 
@@ -13,7 +13,7 @@ export const REPORT_PAGE_SIZE = 500;
 export interface PagedReport<Row> {
   columns: CsvColumn<Row>[];
   /** Rows of the scope after `after` (null: from the start) in a stable order, at most `limit`. */
-  page(db: LedgerDatabase, scope: ReportScope, after: Row | null, limit: number): Promise<Row[]>;
+  page(db: SqlDatabase, scope: ReportScope, after: Row | null, limit: number): Promise<Row[]>;
 }
 
 /** The response headers of a CSV export named `name`.csv. */

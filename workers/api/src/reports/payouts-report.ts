@@ -1,6 +1,6 @@
 /** payouts.csv: one line per payout (docs/payments.md §Reports), oldest first. */
 import { sql } from 'drizzle-orm';
-import { queryRows } from '#shared/ledger/database.ts';
+import { queryRows } from '#shared/query.ts';
 import type { PagedReport } from './csv-stream.ts';
 
 export interface PayoutsReportRow {

@@ -3,7 +3,7 @@
  * were charged and how it split between upstream payable, developer revenue and the platform.
  */
 import { sql } from 'drizzle-orm';
-import { queryRows } from '#shared/ledger/database.ts';
+import { queryRows } from '#shared/query.ts';
 import type { PagedReport } from './csv-stream.ts';
 
 export interface RevenueReportRow {

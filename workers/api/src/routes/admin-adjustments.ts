@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireAdmin } from '#shared/auth/require-admin.ts';
 import { adjustmentKinds, adjustWallet, requireUuid } from '#shared/ledger/index.ts';
-import { withLeaseRecalled } from '#shared/auth/recall-lease.ts';
+import { withLeaseRecalled } from '#shared/wallet/recall-lease.ts';
 import { parseWireAmount, usdStringSchema, wireAmountSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 

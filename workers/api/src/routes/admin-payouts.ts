@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireAdmin } from '#shared/auth/require-admin.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
-import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { SqlDatabase } from '#shared/query.ts';
 import { bookPayout } from '#shared/ledger/book-payout.ts';
 import { reservePayouts } from '#shared/ledger/reserve-payouts.ts';
 import { parseWireAmount, wireAmountSchema } from '#shared/money/index.ts';
@@ -92,7 +92,7 @@ const closeRoute = (action: 'cancel' | 'reject', to: PayoutClosing) =>
 const cancel = closeRoute('cancel', 'cancelled');
 const reject = closeRoute('reject', 'rejected');
 
-async function current(db: LedgerDatabase, id: string) {
+async function current(db: SqlDatabase, id: string) {
   const row = await findPayout(db, id);
   if (!row) throw new FaucetError('not_found', 'payout not found');
   return payoutView(row);

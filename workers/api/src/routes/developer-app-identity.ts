@@ -8,7 +8,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { sql } from 'drizzle-orm';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
-import { queryRows } from '#shared/ledger/database.ts';
+import { queryRows } from '#shared/query.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { checkUpstreamUrl } from '#shared/upstream/address-guard.ts';

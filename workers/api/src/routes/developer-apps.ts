@@ -13,7 +13,7 @@ import { createApp } from '#shared/apps/create-app.ts';
 import { listApps } from '#shared/apps/list-apps.ts';
 import { FEATURE_KEY_PATTERN, maxNameLength } from '#shared/apps/names.ts';
 import { updateApp } from '#shared/apps/update-app.ts';
-import { recallAppLeases } from '#shared/auth/recall-lease.ts';
+import { recallAppLeases } from '#shared/wallet/recall-lease.ts';
 import { wireAmountSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';

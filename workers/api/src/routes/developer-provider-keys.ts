@@ -6,7 +6,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
-import { pushDeveloperKeyDisabled } from '#shared/auth/wallet-notices.ts';
+import { pushDeveloperKeyDisabled } from '#shared/wallet/wallet-notices.ts';
 import { parseWireAmount } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { createProviderKey } from '#shared/provider-keys/create-provider-key.ts';

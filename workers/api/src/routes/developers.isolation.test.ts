@@ -1,5 +1,5 @@
 /**
- * Tenant isolation of the developer and key endpoints (issue 15): every endpoint with no key, a
+ * Tenant isolation of the developer and key endpoints: every endpoint with no key, a
  * revoked key, a suspended developer's key and another developer's key, on the victim's resource
  * ids — 401/403/404 in the envelope, and nothing written.
  */

@@ -1,4 +1,4 @@
-/** The money endpoints of the control API (issue 3): wallet and usage for users, ledger operations for admins. */
+/** The money endpoints of the control API: wallet and usage for users, ledger operations for admins. */
 import type { ServiceApp } from '#shared/app.ts';
 import { registerAdminAdjustmentRoutes } from './admin-adjustments.ts';
 import { registerAdminCreditTestBalanceRoutes } from './admin-credit-test-balance.ts';

@@ -13,7 +13,7 @@ import { sha256Hex } from '#shared/crypto.ts';
 import { mintSessionToken, walletName } from '#shared/auth/session-token.ts';
 import type { Db } from '#shared/db.ts';
 import { intSetting } from '#shared/env.ts';
-import { queryOne } from '#shared/ledger/database.ts';
+import { queryOne } from '#shared/query.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
-import { withLeaseRecalled } from '#shared/auth/recall-lease.ts';
+import { withLeaseRecalled } from '#shared/wallet/recall-lease.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { handleStripeEvent } from '../payments/handle-stripe-event.ts';
 import { liveModeAllowed, verifyStripeEvent } from '../payments/stripe-client.ts';

@@ -5,7 +5,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
-import { pushKeyChange } from '#shared/auth/wallet-notices.ts';
+import { pushKeyChange } from '#shared/wallet/wallet-notices.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { createProviderKey } from '#shared/provider-keys/create-provider-key.ts';
 import { disableProviderKey } from '#shared/provider-keys/disable-provider-key.ts';

@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { and, desc, eq, or, sql } from 'drizzle-orm';
 import { usageEvents } from '../../../../drizzle/schema.ts';
 import type { ServiceApp } from '#shared/app.ts';
-import { bookOwnCalls } from '#shared/auth/wallet-notices.ts';
+import { bookOwnCalls } from '#shared/wallet/wallet-notices.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
 import { formatUsd, parseDatabaseAmount, usdStringSchema } from '#shared/money/index.ts';
 import { routeModeSchema } from '#shared/wire/route-modes.ts';

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
-import { bookOwnCalls } from '#shared/auth/wallet-notices.ts';
+import { bookOwnCalls } from '#shared/wallet/wallet-notices.ts';
 import { requireSession } from '#shared/auth/require-session.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { getWalletBalance } from '#shared/ledger/index.ts';

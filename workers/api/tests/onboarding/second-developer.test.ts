@@ -1,5 +1,5 @@
 /**
- * Issue 15's end-to-end onboarding, through the HTTP API alone: the operator creates a second
+ * The end-to-end onboarding, through the HTTP API alone: the operator creates a second
  * developer; with the key it got, that developer creates an app and a priced feature, stores a
  * provider key, mints a session for an end user under the app's policy, and the user makes a call
  * on each route (platform, developer_key, byok, local). The revenue shows in the second developer's

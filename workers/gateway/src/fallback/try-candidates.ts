@@ -13,7 +13,7 @@
  */
 import type { Env } from '#shared/env.ts';
 import { intSetting } from '#shared/env.ts';
-import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { SqlDatabase } from '#shared/query.ts';
 import type { CallAttempt } from '#shared/wire/faucet-object.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
@@ -29,7 +29,7 @@ export const maxRetryAfterWaitMs = 2_000;
 export interface AttemptContext {
   env: Env;
   /** Where a byok fallback's registered root (azure, custom) is read. */
-  database: LedgerDatabase;
+  database: SqlDatabase;
   plan: CallPlan;
   /** The provider the statement chose the route and key for (the first candidate's). */
   primaryProvider: string;

@@ -7,7 +7,7 @@ import { abandonCall as abandonCallByKey } from '#shared/calls/abandon-call.ts';
 import { bookUsage, type BookUsageInput } from '#shared/ledger/book-usage.ts';
 import { bookingElement } from '#shared/ledger/book-usage-batch.ts';
 import { formatUsd, type Usd } from '#shared/money/index.ts';
-import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { SqlDatabase } from '#shared/query.ts';
 import type { WalletSettlement } from '#shared/durable-objects.ts';
 import { keepUnsent } from '../wallet/unsent-settlements.ts';
 import { featurePricingMetadata, type PriceCatalog, rateUsage } from '#shared/rating/index.ts';
@@ -31,7 +31,7 @@ export interface SettleOptions {
 }
 
 export async function settleCall(
-  db: LedgerDatabase,
+  db: SqlDatabase,
   plan: CallPlan,
   reference: ModelReference,
   usage: MeteredUsage,
@@ -98,7 +98,7 @@ export async function settleCall(
 }
 
 /** The upstream never accepted the call: free the hold and budget, charge nothing, free the request id. */
-export async function abandonCall(db: LedgerDatabase, plan: CallPlan): Promise<void> {
+export async function abandonCall(db: SqlDatabase, plan: CallPlan): Promise<void> {
   if (plan.wallet !== undefined) await plan.wallet.stub.abandon(plan.keys.callId);
   else await abandonCallByKey(db, plan.keys.moneyKey);
 }

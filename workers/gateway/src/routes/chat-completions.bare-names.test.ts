@@ -1,5 +1,5 @@
 /**
- * Bare model names (issue 16 item 3): an OpenAI client's `gpt-4o-mini` goes to its default provider,
+ * Bare model names: an OpenAI client's `gpt-4o-mini` goes to its default provider,
  * is held, sent, rated and booked exactly as `openai:gpt-4o-mini` would be, and the faucet object
  * and usage record name the provider it resolved to. A bare name with no default is refused (400)
  * before anything is written or sent.

@@ -1,5 +1,5 @@
 /**
- * A developer's own custom OpenAI-compatible server on the developer_key route (issue 16 item 1):
+ * A developer's own custom OpenAI-compatible server on the developer_key route:
  * its models have no catalog price, so a call is served exactly when its feature sets
  * `developer_price_per_mtok_usd`: held at the worst-case tokens × that price, sent to the root
  * registered with the developer's key, booked at that price (upstream cost 0: Faucet does not know

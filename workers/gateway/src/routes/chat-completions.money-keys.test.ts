@@ -1,5 +1,5 @@
 /**
- * Issue 12, written as the attacker: each test replays a way a hostile end user got a paid call for
+ * Written as the attacker: each test replays a way a hostile end user got a paid call for
  * free or under-billed on the seed, and checks the upstream call it caused was billed exactly once.
  * Defects: 1 client-chosen booking keys, 2 holds that lapse before their call ends, 4 aborts that
  * cut the bill, 7 retries that always fail.

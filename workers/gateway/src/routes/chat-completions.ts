@@ -18,7 +18,7 @@ import { intSetting } from '#shared/env.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { waitUntil } from '#shared/wait-until.ts';
 import { describeZodError } from '#shared/render-error.ts';
-import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { SqlDatabase } from '#shared/query.ts';
 import type { PriceCatalog } from '#shared/rating/index.ts';
 import type { GatewayDependencies } from '../gateway-dependencies.ts';
 import { estimatedUsage, meteredUsage } from '../metering/metered-usage.ts';
@@ -46,7 +46,7 @@ interface Call {
   /** Milliseconds of the authorize statement (incl. opening the connection), for `server-timing`. */
   authorizeMs: number;
   requestId: string;
-  database: LedgerDatabase;
+  database: SqlDatabase;
   /** Releases the request's database handle (retained past the response for settlement). */
   release(): void;
   plan: CallPlan;
@@ -94,7 +94,7 @@ export function registerChatCompletions(app: ServiceApp, dependencies: GatewayDe
     const handle = c.var.database();
     const release = handle.retain();
     // Opened by the first statement: a call its wallet's lease covers runs none.
-    const database: LedgerDatabase = { execute: (query) => handle.db.execute(query) };
+    const database: SqlDatabase = { execute: (query) => handle.db.execute(query) };
     const authorizeStarted = performance.now();
     let authorized: Awaited<ReturnType<typeof authorizeWithRouting>>;
     try {

@@ -14,7 +14,7 @@ import { sql } from 'drizzle-orm';
 import type { Env } from '#shared/env.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { abandonCall } from '#shared/calls/abandon-call.ts';
-import { queryOne, type LedgerDatabase } from '#shared/ledger/database.ts';
+import { queryOne, type SqlDatabase } from '#shared/query.ts';
 import { formatUsd, type Usd } from '#shared/money/index.ts';
 import { featurePricingFromRow, ratingSettingsFor, type FeaturePricing, type RatingSettings } from '#shared/rating/index.ts';
 import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
@@ -133,7 +133,7 @@ interface AuthorizeRow {
 
 const usd = (amount: Usd | null) => (amount === null ? null : formatUsd(amount));
 
-export async function authorizeCall(db: LedgerDatabase, env: Env, input: AuthorizeInput): Promise<CallPlan> {
+export async function authorizeCall(db: SqlDatabase, env: Env, input: AuthorizeInput): Promise<CallPlan> {
   const { call: keys, reference, bounds } = input;
   const pool = platformPoolCredential(env, reference);
   const settings = ratingSettingsFor(env, null);

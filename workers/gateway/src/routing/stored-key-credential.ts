@@ -8,7 +8,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Env } from '#shared/env.ts';
-import { queryRows, type LedgerDatabase } from '#shared/ledger/database.ts';
+import { queryRows, type SqlDatabase } from '#shared/query.ts';
 import { openStoredKey } from '#shared/provider-keys/open-stored-key.ts';
 import type { ProviderEntry } from '#shared/providers/provider-catalog.ts';
 import { loopbackAllowance } from '#shared/upstream/loopback-allowance.ts';
@@ -22,7 +22,7 @@ export interface SealedKey {
   keyVersion: number;
 }
 
-export async function storedKeyRoot(db: LedgerDatabase, credentialId: string, entry: ProviderEntry): Promise<string> {
+export async function storedKeyRoot(db: SqlDatabase, credentialId: string, entry: ProviderEntry): Promise<string> {
   if (entry.baseUrl !== '') return entry.baseUrl;
   const [row] = await queryRows<{ base_url: string | null }>(
     db,

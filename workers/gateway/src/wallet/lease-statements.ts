@@ -5,7 +5,7 @@
  * gateway_calls columns: plain data its storage can keep), so the flush sends them as they are.
  */
 import { sql } from 'drizzle-orm';
-import { queryOne } from '#shared/ledger/database.ts';
+import { queryOne } from '#shared/query.ts';
 import { formatUsd, parseDatabaseAmount } from '#shared/money/index.ts';
 import {
   leaseContext,
@@ -19,7 +19,7 @@ import {
 } from '#shared/wallet/lease-context.ts';
 import type { WalletCallRequest } from '#shared/durable-objects.ts';
 import { keyBudgetsOf, type KeyBudgets } from '#shared/wallet/settle-lease.ts';
-import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { SqlDatabase } from '#shared/query.ts';
 
 /** What the object keeps of a context answer: plain data (amounts as 8-decimal strings). */
 export interface CallContext {
@@ -56,7 +56,7 @@ function contextInput(request: WalletCallRequest): LeaseContextInput {
   };
 }
 
-export async function fetchCallContext(database: LedgerDatabase, request: WalletCallRequest): Promise<CallContext> {
+export async function fetchCallContext(database: SqlDatabase, request: WalletCallRequest): Promise<CallContext> {
   return callContextOf(await leaseContext(database, contextInput(request)));
 }
 
@@ -67,7 +67,7 @@ export async function fetchCallContext(database: LedgerDatabase, request: Wallet
  * (`faucet_settle_lease` with no calls, keep = true).
  */
 export async function fetchCallContextWithLease(
-  database: LedgerDatabase,
+  database: SqlDatabase,
   request: WalletCallRequest,
   lease: { wallet: string; targetUsd: string; ttlSeconds: number; callSlots: number; budgetUsd: string },
 ): Promise<{

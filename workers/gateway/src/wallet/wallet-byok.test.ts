@@ -1,5 +1,5 @@
 /**
- * Issue 19, the byok route on the lease: a call on the end user's own key is authorized by their
+ * The byok route on the lease: a call on the end user's own key is authorized by their
  * wallet object (no Postgres round trip when its lease covers the open fee), with the key the
  * per-call path would take, charged and booked the same way. Written as the attacker and the
  * forgetful cache: a key added is used by the next call, a key disabled never again, a call never

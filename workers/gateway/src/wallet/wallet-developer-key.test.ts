@@ -1,5 +1,5 @@
 /**
- * Issue 19, the developer-key route on the lease: a call on the app developer's own key is
+ * The developer-key route on the lease: a call on the app developer's own key is
  * authorized by the end user's wallet object, with no Postgres round trip while its lease covers the
  * end user's worst case and its budget lease — part of the key's monthly budget that Postgres
  * reserved for this object — covers the call's worst-case upstream cost. Written as the attacker

@@ -1,5 +1,5 @@
 /**
- * Issue 19: money around a wallet object's lease. A debit outside the gateway recalls the lease
+ * Money around a wallet object's lease. A debit outside the gateway recalls the lease
  * first; a top-up is spendable by the next call; a call whose gateway died mid-way is booked at its
  * bound by the object's alarm once its deadline and grace pass.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 19 with the app's per-end-user spend limits: the wallet object authorizes the calls of an
+ * With the app's per-end-user spend limits: the wallet object authorizes the calls of an
  * app with a daily or monthly spend limit on its lease, which Postgres caps by the room the limits
  * leave (faucet_settle_lease); the per-call routes count the lease as spent (faucet_authorize_call,
  * steps 3 and 6), so both share each limit. Written as the attacker: calls past the limit one by

@@ -1,5 +1,5 @@
 /**
- * Issue 19: platform calls authorized by the end user's wallet object on its lease, with no Postgres
+ * Platform calls authorized by the end user's wallet object on its lease, with no Postgres
  * round trip; settlements kept in the object and flushed in batches, each booked exactly once.
  * Written as the attacker and as the outage: concurrent calls past the balance, a database gone
  * while calls go on, a flush that fails half-way, an object restarted with settlements unflushed,

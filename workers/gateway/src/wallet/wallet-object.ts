@@ -1,5 +1,5 @@
 /**
- * The wallet Durable Object (issue 19, docs/edge.md "The wallet object"): one per end-user wallet,
+ * The wallet Durable Object (docs/edge.md "The wallet object"): one per end-user wallet,
  * named by the session token. It authorizes calls against a lease — a hold Postgres granted on the
  * wallet for a chunk of its balance, and on the developer_key route part of the developer key's
  * monthly budget — in memory and its own storage, with no Postgres
@@ -44,7 +44,7 @@ import { callLimits } from '#shared/calls/call-limits.ts';
 import { walletName } from '#shared/auth/session-token.ts';
 import { createHttpDatabase } from '#shared/db.ts';
 import { isDatabaseUnreachable } from '#shared/database-unreachable.ts';
-import type { LedgerDatabase } from '#shared/ledger/database.ts';
+import type { SqlDatabase } from '#shared/query.ts';
 import { createLogger, type Logger } from '#shared/logger.ts';
 import { parseDatabaseAmount, parseUsdSetting, usdFromUnits, usdToUnits, zeroUsd } from '#shared/money/index.ts';
 import { type CallFacts, type CallRoom, decideCall, leaseCovers } from '#shared/authorize/decide-call.ts';
@@ -64,7 +64,7 @@ import {
 } from './lease-book.ts';
 import { boundBooking } from './bound-booking.ts';
 import { flushLease } from '#shared/wallet/settle-lease.ts';
-import { fetchCallContext, fetchCallContextWithLease, type CallContext } from './call-context.ts';
+import { fetchCallContext, fetchCallContextWithLease, type CallContext } from './lease-statements.ts';
 
 /** Context answers are used as they are for this long... */
 const freshMs = 2_000;
@@ -120,7 +120,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   private readonly verifiedOwners = new Set<string>();
   /** Developer keys whose budget had no room for a call, each until when (epoch ms): see `budgetShortMs`. */
   private readonly budgetShortUntil = new Map<string, number>();
-  private database: LedgerDatabase | null = null;
+  private database: SqlDatabase | null = null;
   /** Postgres statements this instance has run (the snapshot shows them: tests, the benchmark, operators). */
   private statements = 0;
   /** Every Postgres statement that touches the lease runs in this order, one at a time. */
@@ -790,7 +790,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
    * Its statements go over Neon's HTTP query endpoint: one round trip each, with no connection to
    * open first — a cold object's first statement costs what a warm one's does.
    */
-  private openDatabase(): LedgerDatabase {
+  private openDatabase(): SqlDatabase {
     if (this.database !== null) return this.database;
     const url = this.env.DATABASE_URL ?? this.meta.databaseUrl ?? undefined;
     const database = createHttpDatabase({ ...this.env, DATABASE_URL: url });
