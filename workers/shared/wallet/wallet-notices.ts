@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm';
 import type { WalletObjectContract } from '../durable-objects.ts';
 import type { Env } from '../env.ts';
 import { queryRows, type SqlDatabase } from '../query.ts';
+import { leasingObjectNames } from './wallet-objects.ts';
 import type { Logger } from '../logger.ts';
 import { walletName } from '../auth/session-token.ts';
 
@@ -66,6 +67,24 @@ export async function pushDeveloperKeyDisabled(env: Env, db: SqlDatabase, keyId:
     rows.map((row) => row.wallet_object),
     (object) => object.forgetContexts(),
     'a wallet object was not told of a developer key disabled',
+    logger,
+  );
+}
+
+/**
+ * Stored keys were re-encrypted under a new key version: every wallet object that leased in the last
+ * day forgets its cached contexts, which hold the keys' former ciphertext, so none fails to open a
+ * key once the old version is removed. Best effort: an object that cannot be reached reads its
+ * context again within seconds (docs/provider-keys.md: remove the old version a minute after the last
+ * batch). Returns how many objects were told.
+ */
+export async function pushKeysReEncrypted(env: Env, db: SqlDatabase, logger?: Logger): Promise<number> {
+  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return 0;
+  return tellWalletObjects(
+    env,
+    await leasingObjectNames(db),
+    (object) => object.forgetContexts(),
+    'a wallet object was not told of re-encrypted keys',
     logger,
   );
 }

@@ -35,7 +35,7 @@ const parallel = 16;
  * whose lease expired (Postgres was unreachable) or was released (a recall) in the last day is asked
  * too: it may still keep calls its next alarm will book.
  */
-async function objectNamesToAsk(db: SqlDatabase): Promise<string[]> {
+export async function leasingObjectNames(db: SqlDatabase): Promise<string[]> {
   const rows = await queryRows<{ request_id: string }>(
     db,
     sql`select request_id from balance_holds
@@ -49,7 +49,7 @@ async function askAll(env: Env, db: SqlDatabase, ask: (name: string) => Promise<
   const summary = { objects: 0, unreachable: 0, in_flight_calls: 0, unflushed_calls: 0, refused_calls: 0 };
   let unflushed = zeroUsd();
   if (env.WALLET === undefined) return { ...summary, unflushed_usd: formatUsd(unflushed) };
-  const names = await objectNamesToAsk(db);
+  const names = await leasingObjectNames(db);
   summary.objects = names.length;
   for (let start = 0; start < names.length; start += parallel) {
     const answers = await Promise.allSettled(names.slice(start, start + parallel).map(ask));

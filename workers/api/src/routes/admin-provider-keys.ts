@@ -9,6 +9,7 @@ import { requireAdmin } from '#shared/auth/require-admin.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { keyringFrom } from '#shared/provider-keys/keyring.ts';
 import { reEncryptProviderKeys } from '#shared/provider-keys/re-encrypt.ts';
+import { pushKeysReEncrypted } from '#shared/wallet/wallet-notices.ts';
 import { reEncryptSigningSecrets } from '../identity/signing-secrets.ts';
 
 const ReEncryptResponse = z
@@ -20,6 +21,9 @@ const ReEncryptResponse = z
     signing_secrets: z
       .object({ re_encrypted: z.number().int(), unreadable: z.number().int(), remaining: z.number().int() })
       .openapi({ description: 'The same for the HS256 signing secrets of `signed` apps that still verify' }),
+    wallet_objects_told: z.number().int().openapi({
+      description: 'Wallet objects told to forget their cached contexts (which hold the former ciphertext) after keys were re-encrypted',
+    }),
   })
   .openapi('ProviderKeyReEncryption');
 
@@ -42,6 +46,8 @@ export function registerAdminProviderKeyRoutes(app: ServiceApp): void {
       requestId: c.var.requestId,
     });
     const secrets = await reEncryptSigningSecrets(c.var.database().db, keyring);
+    // The objects' cached contexts hold the keys' former ciphertext: they read them again.
+    const told = result.reEncrypted > 0 ? await pushKeysReEncrypted(c.env, c.var.database().db, c.var.logger) : 0;
     return c.json(
       {
         current_key_version: result.currentKeyVersion,
@@ -49,6 +55,7 @@ export function registerAdminProviderKeyRoutes(app: ServiceApp): void {
         unreadable: result.unreadable,
         remaining: result.remaining,
         signing_secrets: { re_encrypted: secrets.reEncrypted, unreadable: secrets.unreadable, remaining: secrets.remaining },
+        wallet_objects_told: told,
       },
       200,
     );

@@ -35,10 +35,8 @@ const versions = () =>
   );
 
 describe('rotating the provider key encryption key', () => {
-  // The paths disagree once the old key is removed: per call every stored key is read (re-encrypted)
-  // at once; a wallet object serves its cached context (up to 10 s), still holding the former
-  // ciphertext, so its calls fail 500 internal_error until it reads the context again (the
-  // re-encryption does not tell the objects to forget their contexts).
+  // Per call every stored key is read (re-encrypted) at once; the lease path's wallet objects are told
+  // to forget their cached contexts by the re-encryption (the next test).
   it('per call, keeps old rows readable during the rotation, re-encrypts them all, then works without the old key', async () => {
     const perCall = perCallPath(v1Env);
     const session = await fundedSession(v1Env, '1.00000000');
@@ -83,6 +81,7 @@ describe('rotating the provider key encryption key', () => {
       unreadable: 0,
       remaining: 0,
       signing_secrets: { re_encrypted: 0, unreadable: 0, remaining: 0 },
+      wallet_objects_told: 0,
     });
     const after = await versions();
     expect(after.map((row) => row.key_version)).toEqual([2, 2, 2]);
@@ -107,16 +106,39 @@ describe('rotating the provider key encryption key', () => {
     expect(await keyUsedFor(rotated, other.token, 'byok')).toEqual({ status: 200, authorization: `Bearer ${lateKey}` });
   });
 
+  it('on the lease path, an object that cached a key before the re-encryption opens it once the old version is gone', async () => {
+    // The first test left every row under v2 (`newEntry`): rotate again, from v2 to v3.
+    const current = { ...v1Env, PROVIDER_KEY_ENCRYPTION_KEY: newEntry };
+    const next = `v3:${encodeBase64(crypto.getRandomValues(new Uint8Array(32)))}`;
+    const session = await fundedSession(current, '1.00000000');
+    const userKey = fakeOpenAiKey();
+    expect(
+      (await send(current, '/v1/user/provider-keys', { json: { provider: 'openai', api_key: userKey }, token: session.token })).status,
+    ).toBe(201);
+    // The wallet object reads the session's context (and the key's v2 ciphertext) and keeps it.
+    expect(await keyUsedFor(current, session.token, 'byok')).toEqual({ status: 200, authorization: `Bearer ${userKey}` });
+
+    const rotating = { ...current, PROVIDER_KEY_ENCRYPTION_KEY: `${next},${newEntry}` };
+    const result = await send(rotating, '/v1/admin/provider-keys/re-encrypt', { method: 'POST', token: adminToken });
+    expect(result.body).toMatchObject({ current_key_version: 3, remaining: 0 });
+    expect((result.body as { wallet_objects_told: number }).wallet_objects_told).toBeGreaterThanOrEqual(1);
+
+    // v2 removed at once: the object read its context again, under v3.
+    const rotated = { ...current, PROVIDER_KEY_ENCRYPTION_KEY: next };
+    expect(await keyUsedFor(rotated, session.token, 'byok')).toEqual({ status: 200, authorization: `Bearer ${userKey}` });
+  });
+
   it('counts rows it cannot read (their version is not configured) and leaves them untouched', async () => {
     const before = await versions();
-    const wrong = { ...v1Env, PROVIDER_KEY_ENCRYPTION_KEY: `v3:${encodeBase64(crypto.getRandomValues(new Uint8Array(32)))}` };
+    const wrong = { ...v1Env, PROVIDER_KEY_ENCRYPTION_KEY: `v4:${encodeBase64(crypto.getRandomValues(new Uint8Array(32)))}` };
     const result = await send(wrong, '/v1/admin/provider-keys/re-encrypt', { method: 'POST', token: adminToken });
     expect(result.body).toEqual({
-      current_key_version: 3,
+      current_key_version: 4,
       re_encrypted: 0,
       unreadable: before.length,
       remaining: before.length,
       signing_secrets: { re_encrypted: 0, unreadable: 0, remaining: 0 },
+      wallet_objects_told: 0,
     });
     expect(await versions()).toEqual(before);
   });
