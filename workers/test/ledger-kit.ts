@@ -4,7 +4,8 @@
  */
 import { Pool } from '@neondatabase/serverless';
 import { drizzle } from 'drizzle-orm/neon-serverless';
-import { demoFixture, sql, type TestEnv } from './harness.ts';
+import { expect } from 'vitest';
+import { adminToken, api, call, demoFixture, sql, type TestEnv } from './harness.ts';
 import { configureLocalProxy } from '#shared/db.ts';
 import { parseWireAmount, type Usd } from '#shared/money/index.ts';
 import { rateUsage, type RatedUsage } from '#shared/rating/index.ts';
@@ -90,4 +91,17 @@ export async function ledgerViolations(testEnv: TestEnv): Promise<{ unbalanced: 
 export async function balanceOf(testEnv: TestEnv, walletId: string): Promise<string> {
   const [row] = await sql<{ balance: string }>(testEnv, 'select faucet_wallet_balance($1)::text as balance', [walletId]);
   return row!.balance;
+}
+
+/**
+ * What every operator-path test ends on, read through the admin API as an operator would: the ledger
+ * reconciles (GET /v1/admin/reconciliation/ledger) and every paid gateway call that ended is billed
+ * (GET /v1/admin/reconciliation/upstream).
+ */
+export async function expectReconciledAndAudited(testEnv: TestEnv): Promise<void> {
+  const ledger = await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: adminToken });
+  const report = (await ledger.json()) as { ok: boolean };
+  expect(report.ok, JSON.stringify(report)).toBe(true);
+  const audit = await call(api(), testEnv, '/v1/admin/reconciliation/upstream', { token: adminToken });
+  expect(await audit.json()).toMatchObject({ ok: true, unbilled_calls: 0 });
 }

@@ -3,12 +3,18 @@
  * the wallet's available balance (the seed's rule), books nothing when refused, and claws back nothing.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { auditGatewayCalls } from '#shared/calls/upstream-audit.ts';
 import { bookUsage } from '#shared/ledger/book-usage.ts';
 import { reserveHold } from '#shared/ledger/holds.ts';
-import { reconcileLedger } from '#shared/ledger/reconcile.ts';
 import { addUsd, formatUsd, parseWireAmount, usdFromUnits } from '#shared/money/index.ts';
-import { balanceOf, chargeOf, createTestUser, fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
+import {
+  balanceOf,
+  chargeOf,
+  createTestUser,
+  fund,
+  openLedgerDatabase,
+  type LedgerTestDatabase,
+  expectReconciledAndAudited,
+} from '../../../test/ledger-kit.ts';
 import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
@@ -35,12 +41,6 @@ const traces = async (walletId: string) =>
       [walletId],
     )
   )[0]!;
-
-async function endsBalanced() {
-  const reconciliation = await reconcileLedger(database.db);
-  expect(reconciliation.ok, JSON.stringify(reconciliation)).toBe(true);
-  expect(await auditGatewayCalls(database.db, 60)).toMatchObject({ ok: true, unbilledCalls: 0 });
-}
 
 /** An end user holding about 11 USD after spending a little, as on a fresh `npm start`. */
 async function userWhoSpent() {
@@ -71,7 +71,7 @@ describe('POST /v1/admin/wallets/{id}/adjustments: a debit needs the available b
     expect(await balanceOf(testEnv, user.walletId)).toBe(userBefore);
     expect(await balanceOf(testEnv, developerWalletId)).toBe(developerBefore);
     expect(await traces(user.walletId)).toEqual({ transactions: 0, receivables: 0, clawbacks: 0, audits: 0 });
-    await endsBalanced();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('refuses a debit one unit past the available balance and books one of exactly that balance', async () => {
@@ -84,7 +84,7 @@ describe('POST /v1/admin/wallets/{id}/adjustments: a debit needs the available b
     expect(exact.status).toBe(201);
     expect(await balanceOf(testEnv, user.walletId)).toBe('0.00000000');
     expect(await traces(user.walletId)).toMatchObject({ transactions: 1, receivables: 0, clawbacks: 0, audits: 1 });
-    await endsBalanced();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('counts the holds of calls in flight: money a call holds cannot be debited', async () => {
@@ -110,7 +110,7 @@ describe('POST /v1/admin/wallets/{id}/adjustments: a debit needs the available b
     const statuses = (await Promise.all([debit('race-a'), debit('race-b')])).map((response) => response.status).sort();
     expect(statuses).toEqual([201, 402]);
     expect(await balanceOf(testEnv, user.walletId)).toBe('4.00000000');
-    await endsBalanced();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('refuses a developer wallet debit past its balance too', async () => {
@@ -124,6 +124,6 @@ describe('POST /v1/admin/wallets/{id}/adjustments: a debit needs the available b
     });
     expect(response.status).toBe(402);
     expect(await balanceOf(testEnv, developerWalletId)).toBe(before);
-    await endsBalanced();
+    await expectReconciledAndAudited(testEnv);
   });
 });

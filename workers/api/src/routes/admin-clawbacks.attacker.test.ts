@@ -7,7 +7,7 @@ import { Pool } from '@neondatabase/serverless';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { disputeEvent, randomStripeId } from '../../../../scripts/lib/stripe-events.ts';
 import { bookUsage } from '#shared/ledger/book-usage.ts';
-import { balanceOf, chargeOf, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
+import { balanceOf, chargeOf, openLedgerDatabase, type LedgerTestDatabase, expectReconciledAndAudited } from '../../../test/ledger-kit.ts';
 import { deliver, paidCheckout } from '../../../test/payments-kit.ts';
 import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
@@ -100,14 +100,6 @@ async function lockWaiters(count: number) {
   throw new Error(`fewer than ${count} statements wait on a lock`);
 }
 
-async function expectBooksAgree() {
-  const ledger = await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: adminToken });
-  const report = (await ledger.json()) as { ok: boolean };
-  expect(report.ok, JSON.stringify(report)).toBe(true);
-  const audit = await call(api(), testEnv, '/v1/admin/reconciliation/upstream', { token: adminToken });
-  expect(await audit.json()).toMatchObject({ ok: true, unbilled_calls: 0 });
-}
-
 describe('POST /v1/admin/clawbacks/{id}/reverse under attack', () => {
   it('ten reversals at once: every one answers 200 reversed, the developer is credited once', async () => {
     const { clawback } = await disputedSpender();
@@ -118,7 +110,7 @@ describe('POST /v1/admin/clawbacks/{id}/reverse under attack', () => {
     expect(await reversals(clawback.id)).toEqual({ status: 'reversed', transactions: 1, audits: 1 });
     const after = await balanceOf(testEnv, clawback.developer_wallet_id);
     expect(units(after) - units(before)).toBe(units(clawback.amount));
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('an operator reversal meeting the won dispute that reverses the same clawback: no deadlock, credited once', async () => {
@@ -142,7 +134,7 @@ describe('POST /v1/admin/clawbacks/{id}/reverse under attack', () => {
     expect(units(developerAfter) - units(developerBefore)).toBe(units(clawback.amount));
     // The user got the disputed 10 USD back once: 1 left of the 10 after spending 9.
     expect(await balanceOf(testEnv, checkout.walletId)).toBe('1.00000000');
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('operator reversals and the won dispute all at once: every one answers 200, credited once', async () => {
@@ -154,7 +146,7 @@ describe('POST /v1/admin/clawbacks/{id}/reverse under attack', () => {
     expect(await reversals(clawback.id)).toEqual({ status: 'reversed', transactions: 1, audits: 1 });
     const developerAfter = await balanceOf(testEnv, clawback.developer_wallet_id);
     expect(units(developerAfter) - units(developerBefore)).toBe(units(clawback.amount));
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('a reversal after the won dispute already reversed it changes nothing', async () => {
@@ -166,6 +158,6 @@ describe('POST /v1/admin/clawbacks/{id}/reverse under attack', () => {
     expect(((await again.json()) as Clawback).status).toBe('reversed');
     expect(await balanceOf(testEnv, clawback.developer_wallet_id)).toBe(developer);
     expect(await reversals(clawback.id)).toEqual({ status: 'reversed', transactions: 1, audits: 1 });
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 });

@@ -6,11 +6,9 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chargeRefundedEvent, disputeEvent, randomStripeId } from '../../../../scripts/lib/stripe-events.ts';
-import { auditGatewayCalls } from '#shared/calls/upstream-audit.ts';
 import { bookUsage } from '#shared/ledger/book-usage.ts';
-import { reconcileLedger } from '#shared/ledger/reconcile.ts';
 import { formatUsd, parseWireAmount, subtractUsd } from '#shared/money/index.ts';
-import { chargeOf, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
+import { chargeOf, openLedgerDatabase, type LedgerTestDatabase, expectReconciledAndAudited } from '../../../test/ledger-kit.ts';
 import { deliver, paidCheckout, reversalState } from '../../../test/payments-kit.ts';
 import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
@@ -78,12 +76,6 @@ const bookClawback = async (source: string, walletId: string, amount: string) =>
 const reverse = (id: string) =>
   call(api(), testEnv, `/v1/admin/clawbacks/${id}/reverse`, { token: adminToken, json: { note: 'review: booked in excess' } });
 
-async function endsBalanced() {
-  const reconciliation = await reconcileLedger(database.db);
-  expect(reconciliation.ok, JSON.stringify(reconciliation)).toBe(true);
-  expect(await auditGatewayCalls(database.db, 60)).toMatchObject({ ok: true, unbilledCalls: 0 });
-}
-
 describe('faucet_book_clawback: never more than the developer earned from the end user', () => {
   it('caps an absurd amount at the revenue earned, then books nothing more until a reversal frees room', async () => {
     const checkout = await paidCheckout(testEnv, '10.00000000');
@@ -105,7 +97,7 @@ describe('faucet_book_clawback: never more than the developer earned from the en
     expect((await reverse(clawback!.id)).status).toBe(200);
     const third = await bookClawback(await chargebackSource(checkout.walletId), checkout.walletId, '0.00000002');
     expect(third).toEqual({ outcome: 'booked', amount: '0.00000002' });
-    await endsBalanced();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('books at most the revenue when clawbacks of one end user race', async () => {
@@ -116,7 +108,7 @@ describe('faucet_book_clawback: never more than the developer earned from the en
     const results = await Promise.all(sources.map((source) => bookClawback(source, checkout.walletId, earned)));
     expect(results.filter((result) => result.outcome === 'booked')).toHaveLength(1);
     expect(await clawedFrom(checkout.walletId)).toBe(earned);
-    await endsBalanced();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('keeps the sum at the revenue through a refund that grows and a dispute of the same charge', async () => {
@@ -141,7 +133,7 @@ describe('faucet_book_clawback: never more than the developer earned from the en
     expect(won.body.outcome).toBe('nothing_to_book');
     expect((await reversalState(testEnv, checkout.walletId)).balance).toBe('-9.00000000');
     expect(await clawedFrom(checkout.walletId)).toBe(earned);
-    await endsBalanced();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('books a dispute after a partial refund only up to what the checkout still credited, and a win gives back exactly that', async () => {
@@ -159,7 +151,7 @@ describe('faucet_book_clawback: never more than the developer earned from the en
     const won = await deliver(testEnv, disputeEvent({ ...dispute, status: 'won' }, { type: 'charge.dispute.closed' }));
     expect(won.body.outcome).toBe('chargeback_reversed');
     expect((await reversalState(testEnv, checkout.walletId)).balance).toBe('3.00000000');
-    await endsBalanced();
+    await expectReconciledAndAudited(testEnv);
   });
 });
 
@@ -203,6 +195,6 @@ describe('GET /v1/admin/reconciliation/ledger: clawbacks in excess of what was e
     expect((await reverse(wrong!.id)).status).toBe(200);
     const after = await report();
     expect(after.excess_clawbacks).toEqual([]);
-    await endsBalanced();
+    await expectReconciledAndAudited(testEnv);
   });
 });

@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { getWalletBalance } from '#shared/ledger/wallet-balance.ts';
 import { formatUsd } from '#shared/money/index.ts';
-import { fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
+import { fund, openLedgerDatabase, type LedgerTestDatabase, expectReconciledAndAudited } from '../../../test/ledger-kit.ts';
 import { adminToken, api, call, createTestEnv, sql, type TestEnv } from '../../../test/harness.ts';
 
 let testEnv: TestEnv;
@@ -64,14 +64,6 @@ async function wallet(walletId: string) {
 }
 
 const units = (value: string) => BigInt(value.replace('.', ''));
-
-async function expectBooksAgree() {
-  const ledger = await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: adminToken });
-  const report = (await ledger.json()) as { ok: boolean };
-  expect(report.ok, JSON.stringify(report)).toBe(true);
-  const audit = await call(api(), testEnv, '/v1/admin/reconciliation/upstream', { token: adminToken });
-  expect(await audit.json()).toMatchObject({ ok: true, unbilled_calls: 0 });
-}
 
 /** Payouts over all wallets: none of zero or less, one open at most per wallet, never more held than a wallet has. */
 async function expectPayoutInvariants() {
@@ -138,7 +130,7 @@ describe('POST /v1/admin/payouts/run-mock: the threshold', () => {
       expect(response.status, `${init.body}`).toBe(400);
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
     }
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('absurd thresholds are valid amounts nobody reaches: 201 with nothing created', async () => {
@@ -147,7 +139,7 @@ describe('POST /v1/admin/payouts/run-mock: the threshold', () => {
       expect(await created(await runMock(threshold))).toEqual([]);
     }
     expect(await wallet(rich!)).toEqual({ balance: '999999.00000000', available: '999999.00000000' });
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('the smallest threshold pays exactly what is available: never zero, never held money, never a debt', async () => {
@@ -189,7 +181,7 @@ describe('POST /v1/admin/payouts/run-mock: the threshold', () => {
     for (const walletId of mine) expect((await wallet(walletId!)).available.startsWith('-')).toBe(false);
     expect((await wallet(indebted!)).balance).toBe('-2.00000000');
     await expectPayoutInvariants();
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 });
 
@@ -227,7 +219,7 @@ describe('the transitions: what is not a request', () => {
       expect((await call(api(), testEnv, `/v1/admin/payouts?${query}`, { token: adminToken })).status, query).toBe(400);
     }
     await expectMoved(payout!, { status: 'pending', audit: [] });
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 });
 
@@ -243,7 +235,7 @@ describe('payout runs at once', () => {
       expect(await wallet(walletId)).toEqual({ balance: balances[index], available: '0.00000000' });
     }
     await expectPayoutInvariants();
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('runs racing a cancel, new earnings and an approval of the same wallet never reserve more than it holds', async () => {
@@ -270,7 +262,7 @@ describe('payout runs at once', () => {
       expect(units(open[0]?.amount ?? '0.00000000') + units(available)).toBe(units(balance));
     }
     await expectPayoutInvariants();
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 });
 
@@ -358,7 +350,7 @@ describe('approve, mark-paid, cancel and reject in every order', () => {
       }),
     );
     await expectPayoutInvariants();
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('every pair and triple at once, from pending and from processing: the outcome of one order, money moved once', async () => {
@@ -401,7 +393,7 @@ describe('approve, mark-paid, cancel and reject in every order', () => {
       }),
     );
     await expectPayoutInvariants();
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('each action six times at once, from pending and from processing: one takes effect, the rest are 409 or its idempotent repeat', async () => {
@@ -424,6 +416,6 @@ describe('approve, mark-paid, cancel and reject in every order', () => {
       }),
     );
     await expectPayoutInvariants();
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 });

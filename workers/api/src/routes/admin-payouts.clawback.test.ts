@@ -8,7 +8,7 @@ import { disputeEvent, randomStripeId } from '../../../../scripts/lib/stripe-eve
 import { bookUsage } from '#shared/ledger/book-usage.ts';
 import { getWalletBalance } from '#shared/ledger/wallet-balance.ts';
 import { formatUsd } from '#shared/money/index.ts';
-import { chargeOf, fund, openLedgerDatabase, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
+import { chargeOf, fund, openLedgerDatabase, type LedgerTestDatabase, expectReconciledAndAudited } from '../../../test/ledger-kit.ts';
 import { deliver, paidCheckout } from '../../../test/payments-kit.ts';
 import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
@@ -56,14 +56,6 @@ async function payoutState(id: string) {
 async function expectError(response: Response, status: number, code: string) {
   expect(response.status, await response.clone().text()).toBe(status);
   expect(((await response.json()) as { error: { code: string } }).error.code).toBe(code);
-}
-
-async function expectBooksAgree() {
-  const ledger = await call(api(), testEnv, '/v1/admin/reconciliation/ledger', { token: adminToken });
-  const report = (await ledger.json()) as { ok: boolean };
-  expect(report.ok, JSON.stringify(report)).toBe(true);
-  const audit = await call(api(), testEnv, '/v1/admin/reconciliation/upstream', { token: adminToken });
-  expect(await audit.json()).toMatchObject({ ok: true, unbilled_calls: 0 });
 }
 
 /**
@@ -132,7 +124,7 @@ describe('a payout whose reservation a clawback ate', () => {
     const again = ((await rerun.json()) as { data: Payout[] }).data.find((row) => row.wallet_id === developerWalletId);
     expect(again?.amount_usd).toBe(left.balance);
     expect((await reject(again!.id)).status).toBe(200);
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('pending: mark-paid is 409 before approval; reject closes it and releases the hold', async () => {
@@ -143,7 +135,7 @@ describe('a payout whose reservation a clawback ate', () => {
     expect(await payoutState(payout.id)).toMatchObject({ status: 'rejected', hold: 'released', payouts: 0 });
     const { balance } = await wallet(developerWalletId);
     expect(await wallet(developerWalletId)).toEqual({ balance, available: balance });
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('mark-paid racing the chargeback that claws the revenue back: paid with a receivable left, or 402 and closable', async () => {
@@ -169,7 +161,7 @@ describe('a payout whose reservation a clawback ate', () => {
         expect((await markPaid(again!.id)).status).toBe(200);
       }
     }
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 
   it('an approved payout still covered cannot be cancelled (409); covered again by new revenue it is paid in full', async () => {
@@ -184,6 +176,6 @@ describe('a payout whose reservation a clawback ate', () => {
     expect((await markPaid(payout.id)).status).toBe(200);
     expect(await payoutState(payout.id)).toMatchObject({ status: 'paid', hold: 'settled', payouts: 1 });
     expect(await wallet(developerWalletId)).toEqual({ balance: '0.00000000', available: '0.00000000' });
-    await expectBooksAgree();
+    await expectReconciledAndAudited(testEnv);
   });
 });

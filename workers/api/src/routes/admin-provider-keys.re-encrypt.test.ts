@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayWith } from '../../../test/gateway-kit.ts';
 import { adminToken, api, call, createDatabase, createTestEnv, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
+import { expectReconciledAndAudited } from '../../../test/ledger-kit.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 import type { Db } from '#shared/db.ts';
 import { encodeBase64, keyringFrom } from '#shared/provider-keys/keyring.ts';
@@ -100,14 +101,6 @@ async function reEncryptionsPerKey() {
   return new Map(rows.map((row) => [row.id, row.n]));
 }
 
-async function expectBooksAgree() {
-  const ledger = await call(api(), v1Env, '/v1/admin/reconciliation/ledger', { token: adminToken });
-  const report = (await ledger.json()) as { ok: boolean };
-  expect(report.ok, JSON.stringify(report)).toBe(true);
-  const audit = await call(api(), v1Env, '/v1/admin/reconciliation/upstream', { token: adminToken });
-  expect(await audit.json()).toMatchObject({ ok: true, unbilled_calls: 0 });
-}
-
 /** A database handle whose first statement (the batch's write) waits for `meanwhile` to run first. */
 function writingAfter(db: Db, meanwhile: () => Promise<void>): Db {
   let due = true;
@@ -156,7 +149,7 @@ describe('POST /v1/admin/provider-keys/re-encrypt under traffic', () => {
     expect([...(await reEncryptionsPerKey()).values()]).toEqual(Array(given.size).fill(1));
     expect(await (await reEncrypt()).json()).toMatchObject({ current_key_version: 2, re_encrypted: 0, unreadable: 0, remaining: 0 });
     await expectEveryKeyOpensUnderV2(given);
-    await expectBooksAgree();
+    await expectReconciledAndAudited(v1Env);
   });
 });
 
@@ -184,7 +177,7 @@ describe('a re-encryption meeting another change of the same key between its rea
     const call = await namedCall(rotating(), user.session.token, 'byok', 'after-the-race');
     expect(call.status, call.text).toBe(200);
     expect(keyOfCall('after-the-race')).toEqual([`Bearer ${user.key}`]);
-    await expectBooksAgree();
+    await expectReconciledAndAudited(v1Env);
   });
 
   it('the developer replaced the key (disabled it, added a new one): the old stays disabled, both open, calls take the new one', async () => {
@@ -233,6 +226,6 @@ describe('a re-encryption meeting another change of the same key between its rea
     const call = await namedCall(rotating(), session.token, 'developer_key', 'after-the-replacement');
     expect(call.status, call.text).toBe(200);
     expect(keyOfCall('after-the-replacement')).toEqual([`Bearer ${replacement!.key}`]);
-    await expectBooksAgree();
+    await expectReconciledAndAudited(v1Env);
   });
 });
