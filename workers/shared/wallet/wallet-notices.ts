@@ -72,6 +72,37 @@ export async function pushDeveloperKeyDisabled(env: Env, db: SqlDatabase, keyId:
 }
 
 /**
+ * An app's features (a price, a policy, an alias or fallbacks, an archive) or its developer's
+ * suspension changed (in Postgres first): every wallet object of its end users that leased in the
+ * last minute forgets its cached contexts, so the change applies to their next call, as on the
+ * per-call path. Best effort: past `walletFanOutMax` objects, or for one that cannot be reached, the
+ * cached context lasts its few seconds. Returns how many objects were told.
+ */
+export async function pushAppChange(
+  env: Env,
+  db: SqlDatabase,
+  apps: { publicAppId: string } | { developerId: string },
+  logger?: Logger,
+): Promise<number> {
+  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return 0;
+  const owner = 'publicAppId' in apps ? sql`a.public_app_id = ${apps.publicAppId}` : sql`a.developer_id = ${apps.developerId}::uuid`;
+  const rows = await queryRows<{ wallet_object: string }>(
+    db,
+    sql`select distinct u.wallet_object from end_users u join apps a on a.id = u.app_id
+          join balance_holds h on h.request_id = 'lease:' || u.wallet_object
+         where ${owner} and h.expires_at > now() - interval '1 minute'
+         limit ${walletFanOutMax}`,
+  );
+  return tellWalletObjects(
+    env,
+    rows.map((row) => row.wallet_object),
+    (object) => object.forgetContexts(),
+    'a wallet object was not told of an app change',
+    logger,
+  );
+}
+
+/**
  * Stored keys were re-encrypted under a new key version: every wallet object that leased in the last
  * day forgets its cached contexts, which hold the keys' former ciphertext, so none fails to open a
  * key once the old version is removed. Best effort: an object that cannot be reached reads its

@@ -12,6 +12,7 @@ import { listDevelopers } from '#shared/developers/list-developers.ts';
 import { setDeveloperSuspended } from '#shared/developers/suspend-developer.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { DeveloperSchema, PageQuery } from './developer-schemas.ts';
+import { pushAppChange } from '#shared/wallet/wallet-notices.ts';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 const admin = { type: 'admin', id: null } as const;
@@ -100,12 +101,14 @@ export function registerAdminDeveloperRoutes(app: ServiceApp): void {
 
   for (const action of ['suspend', 'unsuspend'] as const) {
     app.openapi(suspensionRoute(action), async (c) => {
-      const row = await setDeveloperSuspended(c.var.database().db, {
+      const { db } = c.var.database();
+      const row = await setDeveloperSuspended(db, {
         developerId: c.req.valid('param').id,
         suspended: action === 'suspend',
         actor: admin,
         requestId: c.var.requestId,
       });
+      await pushAppChange(c.env, db, { developerId: row.id }, c.var.logger);
       return c.json(toDeveloperView(row), 200);
     });
   }

@@ -20,6 +20,7 @@ import { errorResponses } from '#shared/openapi.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
 import { PublicAppIdParam } from '../identity/app-identity-view.ts';
 import { PageQuery } from './developer-schemas.ts';
+import { pushAppChange } from '#shared/wallet/wallet-notices.ts';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 
@@ -164,6 +165,8 @@ export function registerDeveloperFeatureRoutes(app: ServiceApp): void {
       actor: { type: 'developer', id: developerId },
       requestId: c.var.requestId,
     });
+    // A new default feature changes what a call naming none is served with.
+    await pushAppChange(c.env, db, { publicAppId }, c.var.logger);
     return c.json(await view(db, developerId, publicAppId, created.featureKey), 201);
   });
 
@@ -190,6 +193,7 @@ export function registerDeveloperFeatureRoutes(app: ServiceApp): void {
     const { db } = c.var.database();
     const actor = { type: 'developer', id: developerId } as const;
     await updateFeature(db, { developerId, publicAppId, featureKey, changes: c.req.valid('json'), actor, requestId: c.var.requestId });
+    await pushAppChange(c.env, db, { publicAppId }, c.var.logger);
     return c.json(await view(db, developerId, publicAppId, featureKey), 200);
   });
 
@@ -204,6 +208,7 @@ export function registerDeveloperFeatureRoutes(app: ServiceApp): void {
       actor: { type: 'developer', id: developerId },
       requestId: c.var.requestId,
     });
+    await pushAppChange(c.env, db, { publicAppId }, c.var.logger);
     return c.json(await view(db, developerId, publicAppId, featureKey), 200);
   });
 }

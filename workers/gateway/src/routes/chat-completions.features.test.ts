@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
+import { api, call, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import {
   chat,
@@ -44,7 +44,21 @@ async function ledgerMetadata(requestId: string) {
  * A feature `featureKey` with an open fee of 0.001; its fee becomes 0.002 while a first call is with
  * the upstream, then a second call of the same user follows. Both are settled.
  */
-async function priceChangedDuringCall(env: TestEnv, featureKey: string) {
+/** The fee raised the way a test reaches into the database; `raiseThroughApi` is the developer's own way. */
+async function raiseInDatabase(env: TestEnv, featureKey: string): Promise<void> {
+  await sql(env, `update app_features set open_fee_usd = '0.00200000' where feature_key = $1`, [featureKey]);
+}
+
+async function raiseThroughApi(env: TestEnv, featureKey: string) {
+  const response = await call(api(), env, `/v1/developer/apps/${demoPublicAppId}/features/${featureKey}`, {
+    method: 'PATCH',
+    token: developerKey,
+    json: { open_fee_usd: '0.00200000' },
+  });
+  expect(response.status).toBe(200);
+}
+
+async function priceChangedDuringCall(env: TestEnv, featureKey: string, raise = raiseInDatabase) {
   await addFeature(featureKey, { open_fee_usd: '0.00100000' });
   const session = await fundedSession(env);
   let answer: (response: Response) => void = () => undefined;
@@ -63,7 +77,7 @@ async function priceChangedDuringCall(env: TestEnv, featureKey: string) {
   const first = newRequestId();
   const inFlight = chat(gatewayWith({ upstreamFetch: upstream.fetch }), env, session.token, body, first);
   await upstreamReached;
-  await sql(env, `update app_features set open_fee_usd = '0.00200000' where feature_key = $1`, [featureKey]);
+  await raise(env, featureKey);
   answer(jsonResponse(openAiCompletion('hello')));
   expect((await inFlight).status).toBe(200);
 
@@ -150,9 +164,14 @@ describe('the feature of a call', () => {
     expect(await ledgerMetadata(first)).toMatchObject({ feature_pricing: { feature_key: 'priced', open_fee_usd: '0.00100000' } });
   });
 
-  // The paths disagree on when a price change takes effect: per call it applies to the very next call;
-  // the wallet object reads a feature's price from its context cache (fresh for 2 s, refreshed in the
-  // background up to 10 s), so the same user's next call may still be priced as before for up to 10 s.
+  it("a developer's price change applies to the very next call: the API tells the app's wallet objects to read it again", async () => {
+    const { first, second } = await priceChangedDuringCall(testEnv, 'priced-api', raiseThroughApi);
+    expect(await ledgerMetadata(first)).toMatchObject({ feature_pricing: { feature_key: 'priced-api', open_fee_usd: '0.00100000' } });
+    expect(await ledgerMetadata(second)).toMatchObject({ feature_pricing: { feature_key: 'priced-api', open_fee_usd: '0.00200000' } });
+  });
+
+  // A change written around the API (straight into the database) reaches a wallet object when its
+  // context cache is refreshed (fresh for 2 s, up to 10 s); per call it applies to the very next call.
   it('per call, a price change applies to the very next call', async () => {
     const { first, second } = await priceChangedDuringCall(perCallPath(testEnv), 'priced-per-call');
     expect(await ledgerMetadata(first)).toMatchObject({ feature_pricing: { feature_key: 'priced-per-call', open_fee_usd: '0.00100000' } });
