@@ -72,8 +72,8 @@ export async function pushDeveloperKeyDisabled(env: Env, db: SqlDatabase, keyId:
 }
 
 /**
- * An app's features (a price, a policy, an alias or fallbacks, an archive) or its developer's
- * suspension changed (in Postgres first): every wallet object of its end users that leased in the
+ * An app's features (a price, a policy, an alias or fallbacks, an archive), its default feature, its
+ * archive or its developer's suspension changed (in Postgres first): every wallet object of its end users that leased in the
  * last minute forgets its cached contexts, so the change applies to their next call, as on the
  * per-call path. Best effort: past `walletFanOutMax` objects, or for one that cannot be reached, the
  * cached context lasts its few seconds. Returns how many objects were told.

@@ -14,6 +14,7 @@ import { listApps } from '#shared/apps/list-apps.ts';
 import { FEATURE_KEY_PATTERN, maxNameLength } from '#shared/apps/names.ts';
 import { updateApp } from '#shared/apps/update-app.ts';
 import { recallAppLeases } from '#shared/wallet/recall-lease.ts';
+import { pushAppChange } from '#shared/wallet/wallet-notices.ts';
 import { wireAmountSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
@@ -166,6 +167,8 @@ export function registerDeveloperAppRoutes(app: ServiceApp): void {
     // The new limits hold for the next call of every end user: their wallet objects give back leases
     // granted under the old ones (docs/edge.md).
     if (body.limits !== undefined) await recallAppLeases(c.env, db, updated.id, c.var.logger);
+    // A new default feature changes what a call naming none is served with: read at the next call.
+    if (body.default_feature_key !== undefined) await pushAppChange(c.env, db, { publicAppId }, c.var.logger);
     return c.json(appJson(updated), 200);
   });
 
@@ -174,6 +177,7 @@ export function registerDeveloperAppRoutes(app: ServiceApp): void {
     const publicAppId = c.req.valid('param').public_app_id;
     const { db } = c.var.database();
     await archiveApp(db, { developerId, publicAppId, actor: { type: 'developer', id: developerId }, requestId: c.var.requestId });
+    await pushAppChange(c.env, db, { publicAppId }, c.var.logger);
     return c.json(appJson(await getOwnedApp(db, developerId, publicAppId)), 200);
   });
 }

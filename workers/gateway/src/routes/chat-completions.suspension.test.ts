@@ -4,7 +4,7 @@
  * again, instead of serving a cached one for its few seconds.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, api, call, demoPublicAppId, sql, type TestEnv } from '../../../test/harness.ts';
+import { adminToken, api, call, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { chat, fundedSession, gatewayTestEnv, gatewayWith, settled, userMessage } from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
@@ -16,7 +16,7 @@ const hello = { model: 'mock:echo', feature: 'chat', messages: [userMessage('hel
 const setSuspended = async (developerId: string, action: 'suspend' | 'unsuspend') =>
   (await call(api(), testEnv, `/v1/admin/developers/${developerId}/${action}`, { method: 'POST', token: adminToken })).status;
 
-describe('suspending a developer on the lease path', () => {
+describe('suspending a developer or archiving an app, on the lease path', () => {
   it("refuses the end user's very next call with 403, and serves the very next one after unsuspend", async () => {
     const [demo] = await sql<{ id: string }>(testEnv, 'select developer_id as id from apps where public_app_id = $1', [demoPublicAppId]);
     const session = await fundedSession(testEnv, '1.00000000');
@@ -38,5 +38,18 @@ describe('suspending a developer on the lease path', () => {
     expect(((await ledger.json()) as { ok: boolean }).ok).toBe(true);
     const audit = await call(api(), testEnv, '/v1/admin/reconciliation/upstream', { token: adminToken });
     expect(await audit.json()).toMatchObject({ ok: true, unbilled_calls: 0 });
+  });
+
+  it('refuses the very next call once the developer archives the app', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    expect((await chat(gatewayWith(), testEnv, session.token, hello)).status).toBe(200);
+    const archived = await call(api(), testEnv, `/v1/developer/apps/${demoPublicAppId}/archive`, { method: 'POST', token: developerKey });
+    expect(archived.status).toBe(200);
+    try {
+      expect((await chat(gatewayWith(), testEnv, session.token, hello)).status).toBe(403);
+    } finally {
+      await sql(testEnv, 'update apps set archived_at = null where public_app_id = $1', [demoPublicAppId]);
+    }
+    await settled(testEnv);
   });
 });
