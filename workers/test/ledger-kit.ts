@@ -10,6 +10,7 @@ import { configureLocalProxy } from '#shared/db.ts';
 import { parseWireAmount, type Usd } from '#shared/money/index.ts';
 import { rateUsage, type RatedUsage } from '#shared/rating/index.ts';
 import { creditTestBalance } from '#shared/ledger/credit-test-balance.ts';
+import { bookUsage } from '#shared/ledger/book-usage.ts';
 
 export interface LedgerTestDatabase {
   db: ReturnType<typeof drizzle>;
@@ -104,4 +105,11 @@ export async function expectReconciledAndAudited(testEnv: TestEnv): Promise<void
   expect(report.ok, JSON.stringify(report)).toBe(true);
   const audit = await call(api(), testEnv, '/v1/admin/reconciliation/upstream', { token: adminToken });
   expect(await audit.json()).toMatchObject({ ok: true, unbilled_calls: 0 });
+}
+
+/** Usage of `endUserId` booked on the demo app's `chat` feature (revenue for the demo developer), as the gateway books a call. */
+export async function spendWithDemoDeveloper(database: LedgerTestDatabase, testEnv: TestEnv, endUserId: string, rated: RatedUsage) {
+  const { app_id: appId } = await demoFixture(testEnv);
+  const booked = await bookUsage(database.db, { requestId: `spend-${crypto.randomUUID()}`, appId, endUserId, featureKey: 'chat', rated });
+  expect(booked.outcome).toBe('booked');
 }

@@ -6,9 +6,14 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chargeRefundedEvent, disputeEvent, randomStripeId } from '../../../../scripts/lib/stripe-events.ts';
-import { bookUsage } from '#shared/ledger/book-usage.ts';
 import { formatUsd, parseWireAmount, subtractUsd } from '#shared/money/index.ts';
-import { chargeOf, openLedgerDatabase, type LedgerTestDatabase, expectReconciledAndAudited } from '../../../test/ledger-kit.ts';
+import {
+  chargeOf,
+  openLedgerDatabase,
+  type LedgerTestDatabase,
+  expectReconciledAndAudited,
+  spendWithDemoDeveloper,
+} from '../../../test/ledger-kit.ts';
 import { deliver, paidCheckout, reversalState } from '../../../test/payments-kit.ts';
 import { adminToken, api, call, createTestEnv, demoFixture, sql, type TestEnv } from '../../../test/harness.ts';
 
@@ -20,17 +25,7 @@ beforeAll(async () => {
   return () => database.close();
 });
 
-async function spend(user: { endUserId: string }, retail: string) {
-  const { app_id: appId } = await demoFixture(testEnv);
-  const booked = await bookUsage(database.db, {
-    requestId: `spend-${crypto.randomUUID()}`,
-    appId,
-    endUserId: user.endUserId,
-    featureKey: 'chat',
-    rated: chargeOf(retail),
-  });
-  expect(booked.outcome).toBe('booked');
-}
+const spend = (user: { endUserId: string }, retail: string) => spendWithDemoDeveloper(database, testEnv, user.endUserId, chargeOf(retail));
 
 const earnedFrom = async (endUserId: string) =>
   (

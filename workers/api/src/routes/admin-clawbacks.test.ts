@@ -1,8 +1,14 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chargeRefundedEvent } from '../../../../scripts/lib/stripe-events.ts';
-import { bookUsage } from '#shared/ledger/book-usage.ts';
 import { clawbackAmount } from '#shared/ledger/claw-back-revenue.ts';
-import { balanceOf, chargeOf, openLedgerDatabase, platformCall, type LedgerTestDatabase } from '../../../test/ledger-kit.ts';
+import {
+  balanceOf,
+  chargeOf,
+  openLedgerDatabase,
+  platformCall,
+  type LedgerTestDatabase,
+  spendWithDemoDeveloper,
+} from '../../../test/ledger-kit.ts';
 import { reconcileLedger } from '#shared/ledger/reconcile.ts';
 import { formatUsd, parseDatabaseAmount } from '#shared/money/index.ts';
 import { deliver, paidCheckout } from '../../../test/payments-kit.ts';
@@ -31,11 +37,7 @@ interface Clawback {
   reversal_note: string | null;
 }
 
-async function spend(endUserId: string, rated: ReturnType<typeof chargeOf>) {
-  const { app_id: appId } = await demoFixture(testEnv);
-  const booked = await bookUsage(database.db, { requestId: `spend-${crypto.randomUUID()}`, appId, endUserId, featureKey: 'chat', rated });
-  expect(booked.outcome).toBe('booked');
-}
+const spend = (endUserId: string, rated: ReturnType<typeof chargeOf>) => spendWithDemoDeveloper(database, testEnv, endUserId, rated);
 
 /** floor(spent × developer / retail) in 1e-8 units, computed independently of the money module. */
 function expectedClawback(spent: string, developer: string, retail: string): string {
