@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Env } from '#shared/env.ts';
 import { formatUsd, parseWireAmount } from '#shared/money/index.ts';
-import { catalogSourcesOf, currentPriceCatalog, PriceCatalog } from '#shared/rating/index.ts';
+import { catalogSourcesOf, PriceCatalog } from '#shared/rating/index.ts';
 import { parseModel } from '../../routing/parse-model.ts';
 import { countTokens } from '../../tokens/tokenize.ts';
 import { embeddingHoldBounds, embeddingInputTokenBound, markerTokensPerTextInput } from './embedding-bounds.ts';
