@@ -1,0 +1,202 @@
+/**
+ * A parsed Messages request → the gateway's chat request, the mirror image of the anthropic
+ * adapter's `to-anthropic-request.ts`: `system` becomes a system message, `tool_use` blocks become
+ * tool calls and `tool_result` blocks tool messages, `thinking` becomes `reasoning_effort`.
+ * What chat cannot carry is refused by the schema (messages-request.ts) or here, never dropped,
+ * except what is ignored there with its reason (cache_control, metadata, earlier thinking).
+ */
+import { FaucetError } from '#shared/wire/errors.ts';
+import type { ChatMessage, ChatRequest } from '../../openai/chat-schemas.ts';
+import type { ChatCompletionsBody } from '../../routes/chat-completions-body.ts';
+import type { CountTokensRequest, MessagesContentBlock, MessagesMessage, MessagesRequest, MessagesTool } from './messages-request.ts';
+
+type ChatPart = Exclude<ChatMessage['content'], string | null | undefined>[number];
+type Block<Type extends MessagesContentBlock['type']> = Extract<MessagesContentBlock, { type: Type }>;
+
+/**
+ * The chat request the gateway pipeline runs. `max_tokens` travels as `max_completion_tokens`:
+ * Anthropic's counts thinking like OpenAI's counts reasoning. Faucet's `feature` and `route_mode`
+ * are kept, so the result is a whole chat-completions body.
+ */
+export function chatRequestOfMessages(body: MessagesRequest): ChatCompletionsBody {
+  const request: ChatCompletionsBody = {
+    model: body.model,
+    messages: chatMessagesOfMessages(body),
+    max_completion_tokens: body.max_tokens,
+  };
+  if (body.stream === true) request.stream = true;
+  if (body.temperature !== undefined) request.temperature = body.temperature;
+  if (body.top_p !== undefined) request.top_p = body.top_p;
+  if (body.stop_sequences !== undefined && body.stop_sequences.length > 0) request.stop = body.stop_sequences;
+  const tools = chatToolsOf(body.tools);
+  if (tools !== undefined) request.tools = tools;
+  Object.assign(request, chatToolChoiceOf(body.tool_choice));
+  const effort = reasoningEffortOf(body);
+  if (effort !== undefined) request.reasoning_effort = effort;
+  if (body.feature !== undefined) request.feature = body.feature;
+  if (body.route_mode !== undefined) request.route_mode = body.route_mode;
+  return request;
+}
+
+/** The chat messages of a Messages prompt, system first; shared with count_tokens. */
+export function chatMessagesOfMessages(body: Pick<CountTokensRequest, 'system' | 'messages'>): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  const system = typeof body.system === 'string' ? body.system : (body.system ?? []).map((block) => block.text).join('\n\n');
+  if (system !== '') messages.push({ role: 'system', content: system });
+  body.messages.forEach((message, index) => {
+    messages.push(...(message.role === 'user' ? userMessages(message, index) : assistantMessages(message, index)));
+  });
+  return messages;
+}
+
+export function chatToolsOf(tools: MessagesTool[] | undefined): ChatRequest['tools'] {
+  if (tools === undefined || tools.length === 0) return undefined;
+  return tools.map((tool) => ({
+    type: 'function' as const,
+    function: {
+      name: tool.name,
+      ...(tool.description === undefined ? {} : { description: tool.description }),
+      parameters: tool.input_schema,
+      ...(tool.strict === undefined ? {} : { strict: tool.strict }),
+    },
+  }));
+}
+
+function chatToolChoiceOf(choice: MessagesRequest['tool_choice']): Pick<ChatRequest, 'tool_choice' | 'parallel_tool_calls'> {
+  if (choice === undefined) return {};
+  const parallel = choice.type !== 'none' && choice.disable_parallel_tool_use === true ? { parallel_tool_calls: false } : {};
+  switch (choice.type) {
+    case 'auto':
+      return { tool_choice: 'auto', ...parallel };
+    case 'any':
+      return { tool_choice: 'required', ...parallel };
+    case 'tool':
+      return { tool_choice: { type: 'function', function: { name: choice.name } }, ...parallel };
+    case 'none':
+      return { tool_choice: 'none' };
+  }
+}
+
+/**
+ * `output_config.effort` when given; otherwise the thinking budget in three bands (Claude Code's
+ * 31,999 is `high`). Adaptive thinking is the model's own choice, OpenAI's default `medium`.
+ * Disabled thinking sends no effort: the model's default applies.
+ */
+export function reasoningEffortOf(body: Pick<MessagesRequest, 'thinking' | 'output_config'>): ChatRequest['reasoning_effort'] {
+  const effort = body.output_config?.effort;
+  if (effort != null) return effort === 'max' ? 'xhigh' : effort;
+  const thinking = body.thinking;
+  if (thinking === undefined || thinking.type === 'disabled') return undefined;
+  if (thinking.type === 'adaptive') return 'medium';
+  if (thinking.budget_tokens < 4096) return 'low';
+  return thinking.budget_tokens < 16_384 ? 'medium' : 'high';
+}
+
+/**
+ * A user turn: its tool results first, as tool messages (Anthropic puts them first in the turn, and
+ * chat wants them right after the assistant's calls), then one user message with the rest. Images a
+ * tool returned follow in that user message, since chat's tool messages carry text only.
+ */
+function userMessages(message: MessagesMessage, index: number): ChatMessage[] {
+  if (typeof message.content === 'string') return [{ role: 'user', content: message.content }];
+  const toolMessages: ChatMessage[] = [];
+  const parts: ChatPart[] = [];
+  const toolImages: ChatPart[] = [];
+  message.content.forEach((block, position) => {
+    const where = `messages[${index}].content[${position}]`;
+    switch (block.type) {
+      case 'text':
+        parts.push({ type: 'text', text: block.text });
+        break;
+      case 'image':
+        parts.push(imagePart(block));
+        break;
+      case 'document':
+        parts.push(...documentParts(block));
+        break;
+      case 'tool_result': {
+        const result = toolResultParts(block);
+        toolMessages.push({ role: 'tool', tool_call_id: block.tool_use_id, content: result.text });
+        if (result.images.length > 0)
+          toolImages.push({ type: 'text', text: `Images returned by tool call ${block.tool_use_id}:` }, ...result.images);
+        break;
+      }
+      default:
+        throw new FaucetError('invalid_request', `${where}: a "${block.type}" block belongs in an assistant message.`);
+    }
+  });
+  const userParts = [...parts, ...toolImages];
+  if (userParts.length === 0) return toolMessages;
+  const [only] = userParts;
+  const content = userParts.length === 1 && only?.type === 'text' ? only.text : userParts;
+  return [...toolMessages, { role: 'user', content }];
+}
+
+/** An assistant turn: its text, then its tool calls; earlier thinking is left out (see messages-request.ts). */
+function assistantMessages(message: MessagesMessage, index: number): ChatMessage[] {
+  if (typeof message.content === 'string') return [{ role: 'assistant', content: message.content }];
+  const texts: string[] = [];
+  const toolCalls: NonNullable<ChatMessage['tool_calls']> = [];
+  message.content.forEach((block, position) => {
+    switch (block.type) {
+      case 'text':
+        texts.push(block.text);
+        break;
+      case 'tool_use':
+        toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input) } });
+        break;
+      case 'thinking':
+      case 'redacted_thinking':
+        break;
+      default:
+        throw new FaucetError(
+          'invalid_request',
+          `messages[${index}].content[${position}]: an assistant message carries text, tool_use and thinking blocks, not "${block.type}".`,
+        );
+    }
+  });
+  if (texts.length === 0 && toolCalls.length === 0) return [];
+  return [
+    {
+      role: 'assistant',
+      content: texts.length === 0 ? null : texts.join('\n\n'),
+      ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+    },
+  ];
+}
+
+function imagePart(block: Block<'image'>): ChatPart {
+  const url = block.source.type === 'base64' ? `data:${block.source.media_type};base64,${block.source.data}` : block.source.url;
+  return { type: 'image_url', image_url: { url } };
+}
+
+/** A text document as text, its title and context before it, as Anthropic shows them to the model. */
+function documentParts(block: Block<'document'>): ChatPart[] {
+  const heading = [block.title, block.context].filter((line): line is string => typeof line === 'string' && line !== '');
+  const source = block.source;
+  const body: ChatPart[] =
+    source.type === 'text'
+      ? [{ type: 'text', text: source.data }]
+      : typeof source.content === 'string'
+        ? [{ type: 'text', text: source.content }]
+        : source.content.map((part) => (part.type === 'text' ? { type: 'text' as const, text: part.text } : imagePart(part)));
+  return heading.length === 0 ? body : [{ type: 'text', text: heading.join('\n') }, ...body];
+}
+
+/** A tool result's text (an error marked as such, since chat has no `is_error`) and the images it returned. */
+function toolResultParts(block: Block<'tool_result'>): { text: string; images: ChatPart[] } {
+  const texts: string[] = [];
+  const images: ChatPart[] = [];
+  if (typeof block.content === 'string') texts.push(block.content);
+  for (const part of Array.isArray(block.content) ? block.content : []) {
+    if (part.type === 'text') texts.push(part.text);
+    else if (part.type === 'image') images.push(imagePart(part));
+    else
+      for (const documentPart of documentParts(part)) {
+        if (documentPart.type === 'text') texts.push(documentPart.text);
+        else images.push(documentPart);
+      }
+  }
+  const text = texts.join('\n\n');
+  return { text: block.is_error === true ? `Error: ${text}` : text, images };
+}
