@@ -6,7 +6,7 @@
  */
 import type { ProviderName } from '#shared/providers/provider-catalog.ts';
 
-export type EmbeddingProtocol = 'openai_embeddings' | 'gemini_batch_embed' | 'mock';
+type EmbeddingProtocol = 'openai_embeddings' | 'gemini_batch_embed' | 'mock';
 
 export interface EmbeddingProviderTraits {
   protocol: EmbeddingProtocol;
@@ -14,7 +14,11 @@ export interface EmbeddingProviderTraits {
   tokenInput: boolean;
   /** The request field that shortens the vectors, for the models that can. */
   dimensionsField: 'dimensions' | 'output_dimension' | 'outputDimensionality' | null;
-  /** Answers `encoding_format: "base64"` itself; the others are asked for floats and Faucet encodes them. */
+  /**
+   * Answers `encoding_format: "base64"`: it is always asked for base64 (a quarter of the bytes of
+   * JSON floats), decoded where the client wants floats. The others answer floats, and Faucet encodes
+   * them where the client wants base64.
+   */
   nativeBase64: boolean;
   /** Sends OpenAI's `user` upstream (the others refuse or ignore fields they do not know). */
   sendsUser: boolean;
@@ -94,7 +98,7 @@ export const mockEmbeddingModels = ['echo'] as const;
 
 /** The mock's default and longest vectors. */
 export const mockDefaultDimensions = 256;
-export const mockMaxDimensions = 4096;
+const mockMaxDimensions = 4096;
 
 /** The longest vector `dimensions` may ask of this model, or null when the model cannot shorten its vectors. */
 export function maxDimensions(provider: ProviderName, model: string): number | null {

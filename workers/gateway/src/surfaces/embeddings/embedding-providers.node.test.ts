@@ -49,8 +49,8 @@ async function refusal(promise: Promise<unknown>): Promise<FaucetError> {
 }
 
 describe('OpenAI embeddings', () => {
-  it('sends one POST to {root}/embeddings with the key, the call id and the fields OpenAI takes', async () => {
-    const { context, calls } = fakeUpstream(openAiAnswer([vector, vector]));
+  it('sends one POST to {root}/embeddings with the key, the call id and the fields OpenAI takes, asking for base64', async () => {
+    const { context, calls } = fakeUpstream(openAiAnswer([float32Base64(vector), float32Base64(vector)]));
     const { reference, call: embeddingCall } = call(
       'openai:text-embedding-3-small',
       { input: ['a', 'b'], dimensions: 4, encoding_format: 'float', user: 'end-user-1' },
@@ -66,13 +66,13 @@ describe('OpenAI embeddings', () => {
       model: 'text-embedding-3-small',
       input: ['a', 'b'],
       dimensions: 4,
-      encoding_format: 'float',
+      encoding_format: 'base64',
       user: 'end-user-1',
     });
   });
 
-  it('answers OpenAI’s list with the provider’s usage, not estimated', async () => {
-    const { context } = fakeUpstream(openAiAnswer([vector], { prompt_tokens: 7, total_tokens: 7 }));
+  it('answers OpenAI’s list of floats decoded from its base64, with the provider’s usage, not estimated', async () => {
+    const { context } = fakeUpstream(openAiAnswer([float32Base64(vector)], { prompt_tokens: 7, total_tokens: 7 }));
     const { reference, call: embeddingCall } = call('openai:text-embedding-3-small', { input: 'hello' }, 'https://api.openai.com/v1');
     const answer = await createEmbeddings(context, reference, embeddingCall);
     expect(answer.response).toEqual({
@@ -82,6 +82,21 @@ describe('OpenAI embeddings', () => {
       usage: { prompt_tokens: 7, total_tokens: 7 },
     });
     expect(answer.usage).toEqual({ tokens: expect.objectContaining({ input: 7, output: 0 }), estimated: false });
+  });
+
+  it('reads a full batch’s answer, larger than a completion may be', async () => {
+    const full = float32Base64(Array.from({ length: 1536 }, (_, index) => index / 1536));
+    const inputs = Array.from({ length: 2048 }, (_, index) => `text ${index}`);
+    const { context, calls } = fakeUpstream(openAiAnswer(inputs.map(() => full)));
+    const { reference, call: embeddingCall } = call(
+      'openai:text-embedding-3-small',
+      { input: inputs, encoding_format: 'base64' },
+      'https://api.openai.com/v1',
+    );
+    const answer = await createEmbeddings(context, reference, embeddingCall);
+    expect(calls).toHaveLength(1);
+    expect(answer.response.data).toHaveLength(2048);
+    expect(answer.response.data[2047]?.embedding).toBe(full);
   });
 
   it('sends token arrays as they are', async () => {

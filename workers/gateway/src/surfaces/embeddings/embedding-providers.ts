@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { azureApiVersion, type OpenAiDialect, providerCatalog } from '#shared/providers/provider-catalog.ts';
 import { type FetchFunction, outboundFetch } from '#shared/upstream/outbound-fetch.ts';
-import { readBodyJson } from '#shared/upstream/read-body.ts';
+import { readBodyText } from '#shared/upstream/read-body.ts';
 import { failureFromResponse } from '#shared/upstream/upstream-failure.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { ProviderCredential } from '../../providers/provider.ts';
@@ -53,6 +53,12 @@ export async function createEmbeddings(
   }
 }
 
+/**
+ * Largest embeddings answer read: above a completion's limit (read-body.ts), as 2048 vectors of 1536
+ * dimensions are 16 MiB in base64 and about four times that as JSON floats; within an isolate's memory.
+ */
+const maxEmbeddingsAnswerBytes = 32 * 1024 * 1024;
+
 async function post(
   context: EmbeddingContext,
   call: EmbeddingCall,
@@ -73,7 +79,12 @@ async function post(
     },
   );
   if (!response.ok) throw await failureFromResponse(response, label);
-  return readBodyJson(response);
+  const text = await readBodyText(response, maxEmbeddingsAnswerBytes);
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new FaucetError('upstream_error', `${label} answered with something that is not JSON.`, { cause: error });
+  }
 }
 
 const openAiLabel = 'The upstream provider';
@@ -110,20 +121,20 @@ async function openAiEmbeddings(
 }
 
 /** The body an OpenAI-compatible provider is sent: the fields it takes, nothing else. */
-export function openAiEmbeddingsBody(request: EmbeddingRequest, traits: EmbeddingProviderTraits): Record<string, unknown> {
+function openAiEmbeddingsBody(request: EmbeddingRequest, traits: EmbeddingProviderTraits): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: request.model,
     input: request.input.kind === 'text' ? request.input.texts : request.input.tokens,
   };
   if (request.dimensions !== null && traits.dimensionsField !== null) body[traits.dimensionsField] = request.dimensions;
-  // Where the provider cannot answer base64, it is asked for floats (its default) and Faucet encodes them.
-  if (traits.nativeBase64) body.encoding_format = request.encodingFormat;
+  // Base64 wherever the provider answers it (embeddings-response.ts decodes it for a client wanting floats).
+  if (traits.nativeBase64) body.encoding_format = 'base64';
   if (traits.sendsUser && request.user !== null) body.user = request.user;
   return body;
 }
 
 /** Where a dialect's embeddings live: `<root>/embeddings`, or Azure's deployment URL with its api-version (as chatCompletionsUrl). */
-export function embeddingsUrl(baseUrl: string, model: string, dialect: OpenAiDialect): string {
+function embeddingsUrl(baseUrl: string, model: string, dialect: OpenAiDialect): string {
   const [root = '', query = ''] = baseUrl.split('?', 2);
   const trimmed = root.replace(/\/+$/, '');
   if (dialect.url === 'chat_completions') return `${trimmed}/embeddings${query === '' ? '' : `?${query}`}`;
@@ -157,7 +168,7 @@ async function geminiEmbeddings(context: EmbeddingContext, call: EmbeddingCall):
 }
 
 /** `batchEmbedContents`: one request per input, in order, each naming the model. */
-export function geminiEmbeddingsBody(request: EmbeddingRequest): { requests: Array<Record<string, unknown>> } {
+function geminiEmbeddingsBody(request: EmbeddingRequest): { requests: Array<Record<string, unknown>> } {
   // embeddingRequestFor refuses token input for Google (it takes text only).
   if (request.input.kind !== 'text') throw new FaucetError('invalid_request', 'input: Google models take text, not token arrays.');
   return {

@@ -65,7 +65,7 @@ function inputProblem(value: unknown): string {
   return `must be ${forms}, not a mix of them`;
 }
 
-export const embeddingInputSchema = z
+const embeddingInputSchema = z
   .union([text, inputList(text), tokens, inputList(tokens)], {
     error: (issue) => (issue.code === 'invalid_union' ? inputProblem(issue.input) : undefined),
   })
@@ -79,14 +79,14 @@ export const embeddingInputSchema = z
     }
   });
 
-export type EmbeddingInputField = z.infer<typeof embeddingInputSchema>;
+type EmbeddingInputField = z.infer<typeof embeddingInputSchema>;
 
 export const embeddingsBodySchema = closedObject({
   model: chatCompletionsBodySchema.shape.model,
   input: embeddingInputSchema,
   dimensions: z.number().int().positive().nullish(),
   encoding_format: z.enum(['float', 'base64'], { error: 'must be "float" or "base64"' }).nullish(),
-  user: z.string().max(256).nullish(),
+  user: z.string().nullish(),
   /** Absent: the app's default feature, so an unmodified OpenAI client works. */
   feature: z.string().min(1).max(128).optional(),
   route_mode: routeModeSchema.optional(),
@@ -97,7 +97,7 @@ export type EmbeddingsBody = z.infer<typeof embeddingsBodySchema>;
 /** The inputs of a request, one form: texts, or token-id arrays. */
 export type EmbeddingInput = { kind: 'text'; texts: string[] } | { kind: 'tokens'; tokens: number[][] };
 
-export function normalizeEmbeddingInput(input: EmbeddingInputField): EmbeddingInput {
+function normalizeEmbeddingInput(input: EmbeddingInputField): EmbeddingInput {
   if (typeof input === 'string') return { kind: 'text', texts: [input] };
   const [first] = input;
   if (typeof first === 'string') return { kind: 'text', texts: input as string[] };

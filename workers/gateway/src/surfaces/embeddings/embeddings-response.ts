@@ -25,7 +25,7 @@ export interface EmbeddingsAnswer {
 }
 
 /** One vector as the upstream sent it: floats, or base64 where it answered `encoding_format: "base64"` itself. */
-export type UpstreamVector = readonly number[] | string;
+type UpstreamVector = readonly number[] | string;
 
 /**
  * The client's answer from the upstream's vectors (in input order) and its reported input tokens

@@ -31,7 +31,7 @@ export async function mockEmbeddings(request: EmbeddingRequest, latencyMs: numbe
 }
 
 /** A unit vector of `dimensions` float32 values, the same for the same seed. */
-export function mockVector(seed: string, dimensions: number): number[] {
+function mockVector(seed: string, dimensions: number): number[] {
   const next = mulberry32(fnv1a(seed));
   const raw = Array.from({ length: dimensions }, () => next() * 2 - 1);
   const length = Math.sqrt(raw.reduce((sum, value) => sum + value * value, 0)) || 1;
