@@ -161,7 +161,12 @@ interface Played {
 }
 
 /** The gateway's own metered stream over the given chunks (or a failure after them), then this surface after it. */
-function played(chunks: ChatCompletionChunk[], failure?: FaucetError, hold?: Promise<void>): Played {
+function played(
+  chunks: ChatCompletionChunk[],
+  failure?: FaucetError,
+  hold?: Promise<void>,
+  options: { promptTokens?: number; pingIntervalMs?: number } = {},
+): Played {
   const settle = vi.fn(async () => faucet);
   const abandon = vi.fn(async () => undefined);
   async function* upstream() {
@@ -182,7 +187,7 @@ function played(chunks: ChatCompletionChunk[], failure?: FaucetError, hold?: Pro
     defer: () => undefined,
     onSettleFailure: () => undefined,
   });
-  return { settle, abandon, stream: messagesEventStream(metered, { callId: 'call_1', requestId: 'req_1' }) };
+  return { settle, abandon, stream: messagesEventStream(metered, { callId: 'call_1', requestId: 'req_1', ...options }) };
 }
 
 async function read(stream: ReadableStream<Uint8Array>): Promise<{ text: string; events: Array<{ event?: string; data: any }> }> {
@@ -258,6 +263,35 @@ describe('after the metered stream', () => {
         },
       },
     ]);
+  });
+
+  it('reports the gateway’s own prompt count in message_start until message_delta gives the provider’s', async () => {
+    const { events } = await read(played(toolTurn, undefined, undefined, { promptTokens: 1234 }).stream);
+    expect(events[0]?.data.message.usage).toEqual({
+      input_tokens: 1234,
+      output_tokens: 0,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    });
+    expect(events.at(-2)?.data.usage).toEqual(wholeUsage);
+  });
+
+  it('sends a ping while the upstream is silent, and none before message_start or after message_stop', async () => {
+    let release = () => {};
+    const hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const reader = played(toolTurn.slice(0, 2), undefined, hold, { pingIntervalMs: 5 }).stream.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    // Two pings beyond the one after message_start: both sent by the timer while the upstream holds.
+    while ((text.match(/event: ping/g) ?? []).length < 3) text += decoder.decode((await reader.read()).value);
+    release();
+    for (let step = await reader.read(); !step.done; step = await reader.read()) text += decoder.decode(step.value);
+    const types = new SseDecoder().push(text).map(({ event }) => event.event);
+    expect(types[0]).toBe('message_start');
+    expect(types.at(-1)).toBe('message_stop');
+    expect(types.slice(types.indexOf('content_block_delta'), types.indexOf('content_block_stop'))).toContain('ping');
   });
 
   it('a client that goes away still gets its call booked: the cancel reaches the metered stream', async () => {

@@ -47,7 +47,12 @@ export type MessagesStreamEvent =
 
 type OpenBlock = { kind: 'text' | 'thinking'; index: number } | { kind: 'tool_use'; index: number; toolIndex: number };
 
-const noUsage: MessagesUsage = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+export interface MessagesStreamOptions {
+  /** The model named in `message_start` when no chunk names the upstream's. */
+  model?: string;
+  /** The gateway's own count of the prompt (the hold's), reported in `message_start` until `message_delta` gives the provider's. */
+  promptTokens?: number;
+}
 
 /** One message's translation state: feed it what the metered stream sends, in order. */
 export class MessagesStreamTranslator {
@@ -62,9 +67,13 @@ export class MessagesStreamTranslator {
 
   constructor(
     private readonly ids: MessageIds,
-    /** The model named in `message_start` until a chunk names the upstream's. */
-    private readonly requestedModel = '',
+    private readonly options: MessagesStreamOptions = {},
   ) {}
+
+  /** Between message_start and the end: when a keep-alive `ping` may be sent. */
+  get ongoing(): boolean {
+    return this.started && !this.finished;
+  }
 
   chunk(chunk: ChatCompletionChunk): MessagesStreamEvent[] {
     if (this.finished) return [];
@@ -116,7 +125,7 @@ export class MessagesStreamTranslator {
 
   done(): MessagesStreamEvent[] {
     if (this.finished) return [];
-    const events = [...this.start(this.requestedModel), ...this.closeBlock()];
+    const events = [...this.start(''), ...this.closeBlock()];
     this.finished = true;
     events.push({
       type: 'message_delta',
@@ -149,12 +158,12 @@ export class MessagesStreamTranslator {
       id: messageIdOf(this.ids),
       type: 'message',
       role: 'assistant',
-      model: model === '' ? this.requestedModel : model,
+      model: model === '' ? (this.options.model ?? '') : model,
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      // Chat streams report usage only at the end; message_delta carries the whole of it.
-      usage: noUsage,
+      // Chat streams report usage only at the end; message_delta carries the provider's whole count.
+      usage: { input_tokens: this.options.promptTokens ?? 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
     };
     return [{ type: 'message_start', message }, { type: 'ping' }];
   }
@@ -184,30 +193,50 @@ export function formatMessagesEvent(event: MessagesStreamEvent): string {
 
 /**
  * Reshapes the metered stream's bytes (OpenAI SSE) into Anthropic's. The metered stream must forward
- * usage chunks (`includeUsage: true`), or message_delta falls back to the booked counts.
+ * usage chunks (`includeUsage: true`), or message_delta falls back to the booked counts. While the
+ * upstream is silent (an Anthropic model thinking: the adapter passes no thinking on), a `ping`
+ * every `pingIntervalMs` keeps clients and proxies from timing the stream out, as Anthropic's do.
  */
 export function messagesEventStream(
   metered: ReadableStream<Uint8Array>,
-  options: MessageIds & { requestId: string; model?: string },
+  options: MessageIds & MessagesStreamOptions & { requestId: string; pingIntervalMs?: number },
 ): ReadableStream<Uint8Array> {
-  const translator = new MessagesStreamTranslator({ callId: options.callId }, options.model);
+  const translator = new MessagesStreamTranslator({ callId: options.callId }, options);
+  const reader = metered.getReader();
   const decoder = new TextDecoder();
   const sse = new SseDecoder();
-  const emit = (controller: TransformStreamDefaultController<Uint8Array>, events: MessagesStreamEvent[]) => {
-    if (events.length > 0) controller.enqueue(encoder.encode(events.map(formatMessagesEvent).join('')));
-  };
-  return metered.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(bytes, controller) {
-        for (const { event } of sse.push(decoder.decode(bytes, { stream: true }))) {
-          emit(controller, translate(translator, event.data, options.requestId));
+  let pinger: ReturnType<typeof setInterval> | undefined;
+  const bytesOf = (events: MessagesStreamEvent[]) => encoder.encode(events.map(formatMessagesEvent).join(''));
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (options.pingIntervalMs === undefined) return;
+      pinger = setInterval(() => {
+        if (translator.ongoing) controller.enqueue(bytesOf([{ type: 'ping' }]));
+      }, options.pingIntervalMs);
+    },
+    // Loops until it has enqueued something: a pull that returns empty-handed may not be called again.
+    async pull(controller) {
+      for (;;) {
+        // The metered stream ends its own failures with an error event; should it still break, the message ends in one here.
+        const { done, value } = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+        const events = done
+          ? translator.end(options.requestId)
+          : sse.push(decoder.decode(value, { stream: true })).flatMap(({ event }) => translate(translator, event.data, options.requestId));
+        if (events.length > 0) controller.enqueue(bytesOf(events));
+        if (done) {
+          clearInterval(pinger);
+          controller.close();
+          return;
         }
-      },
-      flush(controller) {
-        emit(controller, translator.end(options.requestId));
-      },
-    }),
-  );
+        if (events.length > 0) return;
+      }
+    },
+    // The client went away: the metered stream books the call (it drains the upstream for its usage).
+    cancel(reason) {
+      clearInterval(pinger);
+      return reader.cancel(reason);
+    },
+  });
 }
 
 /** One event of the metered stream: a chunk, the `faucet` event, an error, or `[DONE]`. */
