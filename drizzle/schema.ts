@@ -22,7 +22,7 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core';
 
-const money = (name: string) => numeric(name, { precision: 20, scale: 8 });
+const money = <Name extends string>(name: Name) => numeric(name, { precision: 20, scale: 8 });
 const id = () => uuid('id').primaryKey().default(sql`gen_random_uuid()`);
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
 

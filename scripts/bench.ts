@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: prints the figures the issues ask for — worker bundle sizes, ledger bookings per
- * second, gateway overhead, developer usage over a million events, SDK size, the console's first-view JS. Each part runs against
- * the embedded PostgreSQL / local stack it starts itself. `npm run bench -- ledger` runs one part.
+ * second, gateway overhead (in workerd beside Portkey, every call decided by its wallet object),
+ * developer usage over a million events, SDK size, the console's first-view JS. Each part runs
+ * against the embedded PostgreSQL / local stack it starts itself. `npm run bench -- ledger` runs one part.
  */
 import { measureWorkerBundles } from './bench/bundle-size.ts';
 
@@ -19,8 +20,8 @@ const parts: Record<string, () => Promise<void>> = {
   },
   gateway: async () => {
     console.log('\n== Gateway ==');
-    const { runGatewayBench } = await import('./bench/gateway.ts');
-    await runGatewayBench();
+    const { runGatewayStackBench } = await import('./bench/gateway-stack.ts');
+    await runGatewayStackBench();
   },
   usage: async () => {
     console.log('\n== Developer usage (GET /v1/developer/usage) ==');

@@ -2,8 +2,7 @@
 -- On the byok route a fallback to another provider uses the end user's key of that provider (the
 -- hold, the open fee, is the same for every model); a provider without one: that candidate is
 -- skipped. The end user's newest active key of each provider named in p_fallbacks ("provider:model")
--- other than p_provider, as {provider: {id, ciphertext, iv, key_version}}. faucet_authorize_call and
--- faucet_lease_context answer it.
+-- other than p_provider, as {provider: {id, ciphertext, iv, key_version}}. faucet_lease_context answers it.
 create or replace function faucet_byok_fallback_keys(p_end_user_id uuid, p_provider text, p_fallbacks jsonb)
 returns jsonb
 language sql stable as $$

@@ -3,7 +3,7 @@
 -- session (live, not revoked), its app's developer (not suspended), the app (not archived), the
 -- feature the call names or the app's default (exists, not archived), the model (allowed by the
 -- feature) and the gateway's view of the feature's routing (p_alias / p_fallbacks; null p_fallbacks:
--- not checked). One definition shared by faucet_authorize_call (steps 1–2) and faucet_lease_context.
+-- not checked). One definition: faucet_lease_context answers it with the facts of a call (decideCall decides).
 --
 -- One row. outcome null: every check passed; otherwise the refusal: 'unauthorized',
 -- 'developer_suspended' (then nothing else is filled in), 'app_archived', 'no_default_feature',

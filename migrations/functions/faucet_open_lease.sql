@@ -2,12 +2,12 @@
 -- A wallet object's lease, taken in the statement that reads a call's context
 -- (docs/edge.md): renewed to p_target by faucet_settle_lease (no calls, keep) only when the call is
 -- leasable (p_outcome, faucet_lease_context's answer) and the session's end user is the one the
--- object is named after (end_users.wallet_object, migration 0022). Otherwise nothing is run and no
--- row is returned: a token whose wallet part names another user's object leases nothing. The lease
--- is capped by the app's spend limits, its call slots by its requests-per-minute limit; spend_limits
--- and rate_limit say by how much (faucet_settle_lease). On the developer_key route p_budgets (the
--- key's id and the budget wanted, as faucet_settle_lease takes it) leases part of the key's monthly
--- budget in the same statement (key_budgets).
+-- object is named after (end_users.wallet_object). Otherwise nothing is run and no row is returned: a
+-- token whose wallet part names another user's object leases nothing. The lease is capped by the
+-- app's spend limits, its call slots by its requests-per-minute limit; spend_limits and rate_limit
+-- say by how much. p_budgets (a developer key's id and the budget wanted, as faucet_settle_lease
+-- takes it) leases part of the key's monthly budget in the same statement (key_budgets).
+-- Answers the lease as faucet_settle_lease does (faucet_lease_state), or no row.
 create or replace function faucet_open_lease(
   p_end_user_id uuid,
   p_outcome text,
@@ -16,18 +16,16 @@ create or replace function faucet_open_lease(
   p_ttl_seconds integer,
   p_call_slots integer default null,
   p_budgets jsonb default null
-) returns table (lease_amount_usd numeric, lease_expires_at timestamptz, spend_limits jsonb, rate_limit jsonb, key_budgets jsonb)
+) returns setof faucet_lease_state
 language plpgsql as $$
-#variable_conflict use_column
 begin
   if p_outcome is distinct from 'leasable' or p_end_user_id is null or p_wallet_object is null
      or not exists (select 1 from end_users u where u.id = p_end_user_id and u.wallet_object = p_wallet_object) then
     return;
   end if;
   return query
-    select s.lease_amount_usd, s.lease_expires_at, s.spend_limits, s.rate_limit, s.key_budgets
+    select (s.lease).*
       from faucet_settle_lease(p_end_user_id, 'lease:' || p_wallet_object, '[]'::jsonb, '[]'::jsonb, p_target, true, p_ttl_seconds,
-                               p_call_slots, p_budgets) s
-     where s.ordinal = 0;
+                               p_call_slots, p_budgets) s;
 end
 $$;

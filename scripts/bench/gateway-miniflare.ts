@@ -27,11 +27,20 @@ export interface MiniflareGateway {
 /** The wrangler.toml environments run here, the gateway first (it answers the HTTP port). */
 const environments = ['gateway', 'metrics'] as const;
 
-function bundle(root: string, environment: string, outdir: string): Promise<void> {
+function bundle(root: string, environment: string, outdir: string, entry?: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [join(root, 'node_modules', 'wrangler', 'bin', 'wrangler.js'), 'deploy', '--dry-run', '--outdir', outdir, '--env', environment],
+      [
+        join(root, 'node_modules', 'wrangler', 'bin', 'wrangler.js'),
+        'deploy',
+        ...(entry ? [entry] : []),
+        '--dry-run',
+        '--outdir',
+        outdir,
+        '--env',
+        environment,
+      ],
       { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true' }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let stderr = '';
@@ -65,10 +74,16 @@ export async function startGatewayInMiniflare(options: {
   inspectorPort?: number;
   /** The checkout to bundle (another commit's, to compare two in one run); this one by default. */
   root?: string;
+  /** A module bundled as the gateway instead of its `main` (the catalog comparison's gateways); its config otherwise. */
+  gatewayEntry?: string;
 }): Promise<MiniflareGateway> {
   const root = options.root ?? repoRoot;
   const buildDir = join(options.stateDir, 'miniflare-build');
-  await Promise.all(environments.map((environment) => bundle(root, environment, join(buildDir, environment))));
+  await Promise.all(
+    environments.map((environment) =>
+      bundle(root, environment, join(buildDir, environment), environment === 'gateway' ? options.gatewayEntry : undefined),
+    ),
+  );
   const workers = environments.map((environment, index) => {
     const config = quietly(() => unstable_readConfig({ config: join(root, 'wrangler.toml'), env: environment }));
     const sqliteClasses = new Set(

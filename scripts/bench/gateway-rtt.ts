@@ -44,6 +44,8 @@ interface Timing {
 interface Figures extends Timing {
   /** The same calls' p50 at 0 ms RTT, interleaved with them (call at the RTT, call at 0 ms, …). */
   base: Timing;
+  /** Per measured call (both halves): round trips started through the pipe before the call reached the upstream. */
+  beforeUpstream: number[];
   /** Per measured call (both halves), counted at the pipe, background flushes included. */
   connections: number;
   roundTrips: number;
@@ -60,6 +62,7 @@ export async function runRttKnob({ stack, upstream, pipe }: RttKnobOptions): Pro
   const body = (model: string, feature?: string) =>
     JSON.stringify({ model, ...(feature ? { feature } : {}), max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
   const timed = async (url: string, headers: Record<string, string>, payload: string) => {
+    const roundTripsAtStart = pipe.roundTrips();
     const started = performance.now();
     const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: payload });
     if (!response.ok) throw new Error(`${new URL(url).pathname} answered ${response.status}: ${await response.text()}`);
@@ -67,7 +70,7 @@ export async function runRttKnob({ stack, upstream, pipe }: RttKnobOptions): Pro
     const ended = performance.now();
     const reached = upstream.lastArrival();
     if (reached < started) throw new Error('the upstream was not reached');
-    return { firstByte: reached - started, whole: ended - started };
+    return { firstByte: reached - started, whole: ended - started, beforeUpstream: upstream.probeAtLastArrival() - roundTripsAtStart };
   };
   const direct = () => timed(`http://127.0.0.1:${upstream.port}/v1/chat/completions`, {}, body('gpt-4o-mini'));
   const gateway = (token: string) =>
@@ -80,8 +83,8 @@ export async function runRttKnob({ stack, upstream, pipe }: RttKnobOptions): Pro
   const paired = async (rtt: number, directWhole: number, token: () => string): Promise<Figures> => {
     const connectionsBefore = pipe.connections();
     const roundTripsBefore = pipe.roundTrips();
-    const at: Timing[] = [];
-    const base: Timing[] = [];
+    const at: Array<Timing & { beforeUpstream: number }> = [];
+    const base: Array<Timing & { beforeUpstream: number }> = [];
     for (let index = 0; index < CALLS_PER_POINT; index++) {
       pipe.setOneWayDelay(rtt / 2);
       at.push(await gateway(token()));
@@ -91,6 +94,7 @@ export async function runRttKnob({ stack, upstream, pipe }: RttKnobOptions): Pro
     return {
       ...p50(at, directWhole),
       base: p50(base, directWhole),
+      beforeUpstream: [...at, ...base].map((one) => one.beforeUpstream),
       connections: (pipe.connections() - connectionsBefore) / (2 * CALLS_PER_POINT),
       roundTrips: (pipe.roundTrips() - roundTripsBefore) / (2 * CALLS_PER_POINT),
     };
@@ -137,10 +141,13 @@ export async function runRttKnob({ stack, upstream, pipe }: RttKnobOptions): Pro
     `   "+n RTT" = (p50 at the RTT − p50 of the interleaved 0 ms calls) / RTT: the database round trips waited on; a target is met (PASS) when that rounds to the target or less (< target + ${TOLERANCE_RTT})`,
   );
   console.log(
-    '   db conn, db RTs: database connections opened and round trips started through the pipe per call of the point, background flushes included (the WebSocket upgrade counts as one)',
+    '   db conn, db RTs: database connections opened and round trips started through the pipe per call of the point, background flushes included (the WebSocket upgrade counts as one);',
   );
   console.log(
-    `RTT     wallet  ${'to first upstream byte (0 ms beside it)'.padEnd(column)}${'whole call, added over direct (0 ms beside it)'.padEnd(column)}db conn  db RTs`,
+    '   before upstream: round trips started through the pipe between the client sending a call and the upstream receiving it, counted per call: median / max (background flushes in that window count too)',
+  );
+  console.log(
+    `RTT     wallet  ${'to first upstream byte (0 ms beside it)'.padEnd(column)}${'whole call, added over direct (0 ms beside it)'.padEnd(column)}db conn  db RTs  before upstream`,
   );
   const increase = (at: number, base: number, rtt: number) => (at - base) / rtt;
   const figure = (at: number, base: number, rtt: number, target: number | undefined) => {
@@ -153,7 +160,7 @@ export async function runRttKnob({ stack, upstream, pipe }: RttKnobOptions): Pro
     for (const wallet of ['warm', 'cold'] as const) {
       const figures = point[wallet];
       console.log(
-        `${String(point.rtt).padStart(3)} ms  ${wallet}    ${figure(figures.firstByte, figures.base.firstByte, point.rtt, targets[wallet].firstByte)}${figure(figures.whole, figures.base.whole, point.rtt, targets[wallet].whole)}${figures.connections.toFixed(2).padStart(7)}  ${figures.roundTrips.toFixed(2).padStart(5)}`,
+        `${String(point.rtt).padStart(3)} ms  ${wallet}    ${figure(figures.firstByte, figures.base.firstByte, point.rtt, targets[wallet].firstByte)}${figure(figures.whole, figures.base.whole, point.rtt, targets[wallet].whole)}${figures.connections.toFixed(2).padStart(7)}  ${figures.roundTrips.toFixed(2).padStart(5)}  ${String(median(figures.beforeUpstream)).padStart(6)} / ${Math.max(...figures.beforeUpstream)}`,
       );
     }
   }
@@ -166,6 +173,12 @@ export async function runRttKnob({ stack, upstream, pipe }: RttKnobOptions): Pro
     }),
   );
   console.log(`over all points (least-squares slope of the paired increase over the RTT): ${fits.join('; ')}`);
+  const counted = (['warm', 'cold'] as const).map((wallet) => {
+    const all = points.flatMap((point) => point[wallet].beforeUpstream);
+    const target = targets[wallet].firstByte;
+    return `${wallet} median ${median(all)}, max ${Math.max(...all)} of ${all.length} calls ${median(all) <= target ? 'PASS' : 'MISS'} (<= ${target})`;
+  });
+  console.log(`database round trips before the first upstream byte, counted at the pipe over all points: ${counted.join('; ')}`);
   console.log(
     `client -> upstream directly, p50 per point: ${points.map((point) => `${point.rtt} ms RTT ${point.direct.toFixed(2)} ms`).join('; ')}`,
   );

@@ -16,6 +16,8 @@ export interface MockUpstream {
   port: number;
   /** `performance.now()` of the last request's arrival. */
   lastArrival(): number;
+  /** What the `probe` given at start read when the last request arrived (e.g. a counter of database round trips). */
+  probeAtLastArrival(): number;
   close(): Promise<void>;
 }
 
@@ -30,10 +32,12 @@ const completion = JSON.stringify({
   usage: { prompt_tokens: 20, completion_tokens: 11, total_tokens: 31 },
 });
 
-export async function startMockUpstream(): Promise<MockUpstream> {
+export async function startMockUpstream(probe: () => number = () => 0): Promise<MockUpstream> {
   let arrival = 0;
+  let probed = 0;
   const server: Server = createServer((request, response) => {
     arrival = performance.now();
+    probed = probe();
     request.resume();
     request.on('end', () => {
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(completion) });
@@ -45,6 +49,7 @@ export async function startMockUpstream(): Promise<MockUpstream> {
   return {
     port: typeof address === 'object' && address ? address.port : 0,
     lastArrival: () => arrival,
+    probeAtLastArrival: () => probed,
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve());

@@ -5,7 +5,7 @@
  * TypeScript file, so a new file is checked the moment it exists.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -15,7 +15,7 @@ const workers = ['api', 'gateway', 'metrics', 'console'];
 function sourceFiles(): string[] {
   return execFileSync('git', ['ls-files', '-co', '--exclude-standard', '*.ts', '*.tsx', '*.mts'], { cwd: root, encoding: 'utf8' })
     .split('\n')
-    .filter((file) => file !== '' && !file.includes('node_modules/'));
+    .filter((file) => file !== '' && !file.includes('node_modules/') && existsSync(join(root, file)));
 }
 
 /** Repo-relative targets of a file's relative and `#shared/` imports (and re-exports, and dynamic imports). */

@@ -5,6 +5,7 @@
  * only the contract, never the worker.
  */
 import type { LeasedRoute, StoredKey } from './wallet/lease-context.ts';
+import type { CallRefusal } from './authorize/decide-call.ts';
 
 export interface WindowDecision {
   allowed: boolean;
@@ -57,7 +58,7 @@ export interface WalletCallRequest {
   requestedRoute: 'platform' | 'developer_key' | 'byok' | null;
   provider: string;
   model: string;
-  /** The alias the call named and the fallbacks its hold was sized over (as for faucet_authorize_call). */
+  /** The alias the call named and the fallbacks its hold was sized over (faucet_call_context refuses other ones: `routing_changed`). */
   alias: string | null;
   fallbacks: string[];
   /** The call's worst-case retail on the platform route (8-decimal USD); null: the model has no platform price. */
@@ -88,7 +89,7 @@ export interface WalletCallRequest {
 }
 
 /**
- * The object's answer: authorized on its lease, refused, "ask Postgres" (the per-call path), or
+ * The object's answer: authorized on its lease, refused, `routing_changed` (ask again with these), or
  * `unavailable`: the call needed Postgres (a context, a lease) and it could not be reached.
  */
 export type WalletCallDecision =
@@ -108,12 +109,11 @@ export type WalletCallDecision =
       /** On the byok route: the end user's key of each other fallback provider. */
       fallbackKeys: Record<string, { id: string; ciphertext: string; iv: string; key_version: number }>;
     }
-  | { outcome: 'database' }
   | { outcome: 'unavailable' }
   | { outcome: 'routing_changed'; routing: { aliases: Record<string, string>; fallbacks: string[] } }
   | {
       outcome: 'refused';
-      refusal: string;
+      refusal: Exclude<CallRefusal, 'routing_changed'>;
       featureKey: string | null;
       /** On a limit's refusal: the limit the message names (8-decimal USD, or calls per minute). */
       refusedLimit?: string;

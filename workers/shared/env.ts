@@ -50,8 +50,6 @@ export interface Env {
   METRICS?: DurableObjectNamespace<MetricsObject>;
   /** One object per end-user wallet: authorizes calls on a lease (docs/edge.md). */
   WALLET?: DurableObjectNamespace<WalletObjectContract>;
-  /** 'off': every call takes the per-call Postgres path (default: on wherever WALLET is bound). */
-  WALLET_LEASES?: string;
   /** The chunk of balance a wallet object leases beyond what it needs (USD, default 1.00). */
   WALLET_LEASE_USD?: string;
   /** The part of a developer key's monthly budget a wallet object leases beyond its calls on the key (default 0.10). */

@@ -23,27 +23,12 @@ export function gatewayWith(dependencies: Partial<GatewayDependencies> = {}): Ga
 }
 
 /**
- * A database of the test's own, on the path production takes: the end user's wallet object
- * authorizes each call on its lease (what it does not decide falls to the per-call path, as in
- * production). Read the ledger after `settled`.
+ * A database of the test's own: the end user's wallet object authorizes each call on its lease, as
+ * in production (there is no other path). Read the ledger after `settled`.
  */
 export function gatewayTestEnv(overrides: Partial<Env> = {}): Promise<TestEnv> {
-  return createTestEnv({ ...overrides, WALLET_LEASES: 'on' });
+  return createTestEnv(overrides);
 }
-
-/**
- * A database of the test's own with every call authorized and booked per call in Postgres
- * (`faucet_authorize_call`, `faucet_book_usage`): for the suites of that path's own statements.
- */
-export function perCallTestEnv(overrides: Partial<Env> = {}): Promise<TestEnv> {
-  return createTestEnv({ ...overrides, WALLET_LEASES: 'off' });
-}
-
-/**
- * The same database with every call authorized per call in Postgres (`faucet_authorize_call`), for the
- * tests of where that path and the wallet object's disagree (each names the disagreement).
- */
-export const perCallPath = (testEnv: TestEnv): TestEnv => ({ ...testEnv, WALLET_LEASES: 'off' });
 
 /**
  * The ledger as it stands once every call that has ended is booked. On the lease path a settled call
@@ -167,21 +152,6 @@ export async function usageRows(testEnv: TestEnv, requestId: string): Promise<Us
        from usage_events where client_request_id = $1`,
     [requestId],
   );
-}
-
-/**
- * The status of a call's own hold, which only the per-call path takes (a call authorized on a wallet
- * object's lease has none: its worst case is part of the lease).
- */
-export async function holdStatus(testEnv: TestEnv, requestId: string): Promise<string | undefined> {
-  // Holds are keyed by the server's money key; the test knows the client's request id.
-  const [row] = await sql<{ status: string }>(
-    testEnv,
-    `select h.status from balance_holds h join gateway_calls g on g.money_key = h.request_id
-      where g.client_request_id = $1 order by g.created_at desc limit 1`,
-    [requestId],
-  );
-  return row?.status;
 }
 
 export function chat(app: GatewayApp, testEnv: TestEnv, token: string, body: Record<string, unknown>, requestId = newRequestId()) {

@@ -23,9 +23,9 @@ import { parseModel } from '../gateway/src/routing/parse-model.ts';
 
 const namespace = (workerEnv as unknown as Env).WALLET as DurableObjectNamespace<WalletObjectContract>;
 
-/** A database of the test's own, the platform pool keyed, wallet leases on. */
+/** A database of the test's own, the platform pool keyed. */
 export function leasedTestEnv(): Promise<TestEnv> {
-  return createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', WALLET_LEASES: 'on' });
+  return createTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
 }
 
 /** The wallet object a session token names. */
@@ -57,6 +57,15 @@ export function callsKeptBy(token: string): Promise<string[]> {
   return runInDurableObject(walletObjectOf(token), async (_instance, state) =>
     [...(await state.storage.list({ prefix: 'call:' })).keys()].map((key) => key.slice('call:'.length)),
   );
+}
+
+/** One call the wallet object of `token` keeps, as stored: its reserved worst case, its record and how it is rated at its bound. */
+export function keptCall(token: string, callId: string): Promise<StoredCall> {
+  return runInDurableObject(walletObjectOf(token), async (_instance, state) => {
+    const stored = await state.storage.get<StoredCall>(`call:${callId}`);
+    if (stored === undefined) throw new Error(`the wallet object keeps no call ${callId}`);
+    return stored;
+  });
 }
 
 export const reportedUsage = { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 };

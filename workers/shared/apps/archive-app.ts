@@ -1,6 +1,6 @@
 /**
  * Archive an app: never deleted (ledger rows reference it). From then on it refuses new sessions
- * (`POST /v1/sessions`), gateway calls (`faucet_authorize_call`: `app_archived`) and every change to it
+ * (`POST /v1/sessions`), gateway calls (`app_archived`, the check every call passes) and every change to it
  * or its features; its usage, ledger and audit rows stay. Idempotent: an archived app is returned as
  * it is, with no second audit row. There is no unarchive.
  */

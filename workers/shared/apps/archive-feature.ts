@@ -1,6 +1,6 @@
 /**
  * Archive a feature: never deleted (usage records name it). Calls naming it are refused from then on
- * (`faucet_authorize_call`: `feature_archived`). The app's default feature cannot be archived
+ * (`feature_archived`, the check every call passes). The app's default feature cannot be archived
  * (`invalid_state`): set another default first (PATCH the app's `default_feature_key`), so a call
  * without `feature` always has a live feature to use — which also means an app's last live feature
  * stays until the app itself is archived. Idempotent; an archived app takes no change.

@@ -27,7 +27,7 @@ export function mintSessionToken(wallet: string): string {
   return randomToken(`fvs_w${wallet}_`);
 }
 
-/** The wallet a token names; null for a token of the older form (served by the per-call path) or a malformed one. */
+/** The wallet a token names; null for a token of the older form (refused: mint a new session) or a malformed one. */
 export function walletOfToken(token: string): string | null {
   return walletTokenPattern.exec(token)?.[1] ?? null;
 }

@@ -26,8 +26,16 @@ interface Given {
   context?: CallFacts['context']['outcome'];
   expired?: boolean;
   foreignWallet?: boolean;
-  /** The route the context chose (default the platform) and the call's ask. */
+  /**
+   * The keys that make a route the one taken (default none: the platform): `byok` gives the end user
+   * a key and the feature the byok_first policy, `developer_key` gives the developer a key.
+   */
   route?: LeasedRoute | null;
+  /** Override the keys and the policy `route` implies. */
+  userKeyHeld?: boolean;
+  developerKeyHeld?: boolean;
+  policy?: 'platform_first' | 'byok_first';
+  provider?: string;
   requested?: CloudRouteMode | null;
   platformHold?: string | null;
   catalogCost?: string | null;
@@ -77,8 +85,10 @@ function factsOf(given: Given): CallFacts {
       outcome: given.context ?? 'leasable',
       sessionExpiresAt: given.expired ? now : now + 15 * minute,
       ownsWallet: !given.foreignWallet,
-      route,
-      routeKey: route === 'byok' ? userKey : route === 'developer_key' ? developerKey : null,
+      provider: given.provider ?? 'openai',
+      routePolicy: given.policy ?? (route === 'byok' ? 'byok_first' : 'platform_first'),
+      userKey: (given.userKeyHeld ?? route === 'byok') ? userKey : null,
+      developerKey: (given.developerKeyHeld ?? route === 'developer_key') ? developerKey : null,
       maxOutputTokens: given.maxOutput ?? null,
       developerPricePerMtok: amount(given.price, null),
       openFee: amount(given.openFee, null),
@@ -146,7 +156,6 @@ interface Row extends Given {
   expected: Record<string, unknown>;
 }
 
-const perCall = { outcome: 'per_call' };
 const refused = (code: string, more: Record<string, unknown> = {}) => ({ outcome: 'refused', code, ...more });
 const platform = (hold = '0.00100000', more: Record<string, unknown> = {}) => ({
   outcome: 'authorized',
@@ -180,7 +189,6 @@ function check(row: Row): void {
 describe('decideCall: the session, app, feature and model (the context answers them)', () => {
   it.each<Row>([
     { name: 'a leasable call of a live session of the wallet’s owner', expected: platform() },
-    { name: 'the context leaves it to the per-call path', context: 'database', expected: perCall },
     ...(['unauthorized', 'developer_suspended', 'unknown_feature', 'no_default_feature', 'app_archived', 'feature_archived'] as const).map(
       (code) => ({ name: `the context refuses it: ${code}`, context: code, expected: refused(code) }),
     ),
@@ -202,9 +210,16 @@ describe('decideCall: the route, the key and the hold', () => {
     // The platform route.
     { name: 'platform: held at the platform worst case', expected: platform() },
     { name: 'platform asked for', requested: 'platform', expected: platform() },
-    { name: 'the context chose no route: the platform', route: null, expected: platform() },
-    { name: 'platform without a platform price: the per-call path', platformHold: null, expected: perCall },
-    { name: 'no route chosen and no platform price: the per-call path', route: null, platformHold: null, expected: perCall },
+    { name: 'no key of either: the platform', route: null, expected: platform() },
+    { name: 'platform without a platform price: unpriced', platformHold: null, expected: refused('unpriced') },
+    { name: 'platform without a pool key of the provider: no_pool', pool: false, expected: refused('no_pool') },
+    {
+      name: 'platform asked for, unpriced: unpriced before the pool',
+      requested: 'platform',
+      platformHold: null,
+      pool: false,
+      expected: refused('unpriced'),
+    },
     {
       name: 'the feature’s output cap bounds the output',
       maxOutput: 100,
@@ -267,6 +282,7 @@ describe('decideCall: the route, the key and the hold', () => {
     {
       name: 'a custom server at the feature’s price reserves nothing of the budget',
       route: 'developer_key',
+      provider: 'custom',
       catalogCost: null,
       price: '2.00000000',
       budget: roomy,
@@ -280,6 +296,158 @@ describe('decideCall: the route, the key and the hold', () => {
       pool: false,
       budget: roomy,
       expected: onKey('0.00050000'),
+    },
+  ])('$name', check);
+});
+
+/** The byok route's answer with the end user's key. */
+const byok = (hold = '0.00000000') => ({
+  outcome: 'authorized',
+  route: 'byok',
+  key: userKey.id,
+  hold,
+  budget: null,
+  boundOutputTokens: 4_000,
+});
+
+describe('decideCall: which route (DESIGN §6) — policy × route asked × keys × prices × pool', () => {
+  const none = { route: null, userKeyHeld: false, developerKeyHeld: false } as const;
+  it.each<Row>([
+    // Nothing asked, platform_first: the developer's key, else the platform; the end user's key is not looked at.
+    {
+      name: 'platform_first, both keys: the developer’s',
+      ...none,
+      userKeyHeld: true,
+      developerKeyHeld: true,
+      budget: roomy,
+      expected: onKey('0.00050000'),
+    },
+    { name: 'platform_first, only the end user’s key: the platform', ...none, userKeyHeld: true, expected: platform() },
+    { name: 'platform_first, no key: the platform', ...none, expected: platform() },
+    // byok_first: the end user's key, else as platform_first.
+    {
+      name: 'byok_first, both keys: the end user’s',
+      ...none,
+      policy: 'byok_first',
+      userKeyHeld: true,
+      developerKeyHeld: true,
+      expected: byok(),
+    },
+    {
+      name: 'byok_first, only the developer’s key: the developer’s',
+      ...none,
+      policy: 'byok_first',
+      developerKeyHeld: true,
+      budget: roomy,
+      expected: onKey('0.00050000'),
+    },
+    { name: 'byok_first, no key: the platform', ...none, policy: 'byok_first', expected: platform() },
+    { name: 'byok_first, no key, no pool: no_pool', ...none, policy: 'byok_first', pool: false, expected: refused('no_pool') },
+    // byok asked for.
+    {
+      name: 'byok asked, the key held: byok whatever the policy',
+      ...none,
+      requested: 'byok',
+      userKeyHeld: true,
+      developerKeyHeld: true,
+      expected: byok(),
+    },
+    {
+      name: 'byok asked, no key: byok_missing (never the developer’s nor the platform)',
+      ...none,
+      requested: 'byok',
+      developerKeyHeld: true,
+      expected: refused('byok_missing'),
+    },
+    {
+      name: 'byok asked, unpriced model, key held: byok',
+      ...none,
+      requested: 'byok',
+      userKeyHeld: true,
+      platformHold: null,
+      catalogCost: null,
+      expected: byok(),
+    },
+    // developer_key asked for.
+    {
+      name: 'developer_key asked, key held: the key, whatever the policy',
+      ...none,
+      requested: 'developer_key',
+      policy: 'byok_first',
+      userKeyHeld: true,
+      developerKeyHeld: true,
+      budget: roomy,
+      expected: onKey('0.00050000'),
+    },
+    {
+      name: 'developer_key asked, no key: developer_key_missing',
+      ...none,
+      requested: 'developer_key',
+      userKeyHeld: true,
+      expected: refused('developer_key_missing'),
+    },
+    {
+      name: 'developer_key asked, no catalog price: unpriced',
+      ...none,
+      requested: 'developer_key',
+      developerKeyHeld: true,
+      catalogCost: null,
+      expected: refused('unpriced'),
+    },
+    {
+      name: 'developer_key asked, a custom server without a feature price: unpriced',
+      ...none,
+      requested: 'developer_key',
+      developerKeyHeld: true,
+      provider: 'custom',
+      catalogCost: null,
+      expected: refused('unpriced'),
+    },
+    {
+      name: 'developer_key asked, a custom server at the feature’s price: the key, 0 reserved',
+      ...none,
+      requested: 'developer_key',
+      developerKeyHeld: true,
+      provider: 'custom',
+      catalogCost: null,
+      price: '1.00000000',
+      budget: roomy,
+      expected: onKey('0.00500000', '0.00000000'),
+    },
+    // Nothing asked, the developer's key unusable (no catalog price): the platform, else refused.
+    {
+      name: 'the developer’s key of an unpriced model, nothing asked: the platform',
+      ...none,
+      developerKeyHeld: true,
+      catalogCost: null,
+      expected: platform(),
+    },
+    {
+      name: 'the developer’s key and no price at all: unpriced',
+      ...none,
+      developerKeyHeld: true,
+      catalogCost: null,
+      platformHold: null,
+      expected: refused('unpriced'),
+    },
+    // platform asked for: no key is looked at.
+    {
+      name: 'platform asked, both keys and byok_first: the platform',
+      ...none,
+      requested: 'platform',
+      policy: 'byok_first',
+      userKeyHeld: true,
+      developerKeyHeld: true,
+      expected: platform(),
+    },
+    { name: 'platform asked, no pool: no_pool', ...none, requested: 'platform', pool: false, expected: refused('no_pool') },
+    // The route's checks come before the room: a refused route asks for no renewal.
+    {
+      name: 'byok_missing with no lease: refused, no renewal',
+      ...none,
+      requested: 'byok',
+      lease: '0.00000000',
+      expected: refused('byok_missing'),
     },
   ])('$name', check);
 });
@@ -444,11 +612,19 @@ describe('decideCall: a developer key’s budget lease and the platform fallback
       expected: needs('0.00100000', '0.00050000'),
     },
     {
-      name: 'renewed for less than the call may run: the per-call path',
+      name: 'renewed for less than the call may run: no room, the platform takes it',
       route: 'developer_key',
       budget: { amount: '0.10000000', expiresAt: runsUntil - 1 },
       renewed: true,
-      expected: perCall,
+      expected: platform('0.00100000', { budgetShort: developerKey.id }),
+    },
+    {
+      name: 'renewed for less than the call may run, the key asked for: budget_exceeded',
+      route: 'developer_key',
+      requested: 'developer_key',
+      budget: { amount: '0.10000000', expiresAt: runsUntil - 1 },
+      renewed: true,
+      expected: refused('budget_exceeded', { budgetShort: developerKey.id }),
     },
     {
       name: 'renewed, no room: the platform takes it, the key marked short',

@@ -1,20 +1,20 @@
 /**
- * The one decision of a gateway call authorized by the end user's wallet object (docs/edge.md,
- * docs/architecture.md "Where each decision lives"): given the facts of the call (what it asks for,
- * and what the session's context answered: its checks, its route and key, the feature's prices and
- * output cap) and the room the object holds (its lease of the balance, the spend limits' rooms and
+ * The one decision of a gateway call (docs/edge.md, docs/architecture.md "Where each decision
+ * lives"), taken by the end user's wallet object — the only path that authorizes a call: given the
+ * facts of the call (what it asks for, and what the session's context answered: its checks, the
+ * feature's route policy, prices and output cap, the end user's and the developer's keys of the
+ * provider) and the room the object holds (its lease of the balance, the spend limits' rooms and
  * call slots it carries, its part of each developer key's budget, the calls it has authorized), it
  * answers
- * - `authorized`: the route, the key, the hold (the call's worst case on its route) and, on the
- *   developer_key route, what it reserves of the key's budget lease;
+ * - `authorized`: the route (DESIGN §6), the key, the hold (the call's worst case on its route) and,
+ *   on the developer_key route, what it reserves of the key's budget lease;
  * - `refused`: the code, the limit it names and `retry-after`;
  * - `needs_room`: the lease (and the key's budget lease) cannot cover it: renew once for this much,
- *   then ask again with `renewed` set — what the renewed room still lacks is then the refusal;
- * - `per_call`: the per-call path (faucet_authorize_call) decides it.
+ *   then ask again with `renewed` set — what the renewed room still lacks is then the refusal.
  * Pure: no clock (the room says when it is), no I/O. Amounts are `Usd`, through workers/shared/money.
  */
 import { addUsd, compareUsd, priceTokensThenRound, subtractUsd, zeroUsd, type Usd } from '../money/index.ts';
-import type { LeaseContextRefusal, LeasedRoute, StoredKey } from '../wallet/lease-context.ts';
+import type { LeaseContextRefusal, LeasedRoute, RoutePolicy, StoredKey } from '../wallet/lease-context.ts';
 import type { CloudRouteMode } from '../wire/route-modes.ts';
 
 /** What the call asks for, as the gateway bounded it. */
@@ -36,15 +36,19 @@ export interface CallAsk {
 
 /** What the session's context (faucet_lease_context) answered for the call. */
 export interface CallContextFacts {
-  /** `leasable`: the object decides; `database`: the per-call path does; else the context's refusal. */
-  outcome: 'leasable' | 'database' | LeaseContextRefusal;
+  /** `leasable`: the checks passed and the call is decided here; else the context's refusal. */
+  outcome: 'leasable' | LeaseContextRefusal;
   /** Epoch ms; null when the context has none. */
   sessionExpiresAt: number | null;
   /** The session's end user is the one the object is named after (the token's wallet part proves nothing). */
   ownsWallet: boolean;
-  /** On `leasable`: the route the context chose (null: the platform) and its key. */
-  route: LeasedRoute | null;
-  routeKey: StoredKey | null;
+  /** The call's provider (a developer's `custom` server is served at the feature's price, its cost unknown). */
+  provider: string;
+  /** The feature's route policy: `byok_first` tries the end user's key before the developer's and the platform. */
+  routePolicy: RoutePolicy | null;
+  /** The end user's active key of the provider (the newest), and the app developer's. */
+  userKey: StoredKey | null;
+  developerKey: StoredKey | null;
   maxOutputTokens: number | null;
   developerPricePerMtok: Usd | null;
   openFee: Usd | null;
@@ -107,6 +111,10 @@ export interface CallRoom {
 export type CallRefusal =
   | LeaseContextRefusal
   | 'conflict'
+  | 'byok_missing'
+  | 'developer_key_missing'
+  | 'unpriced'
+  | 'no_pool'
   | 'budget_exceeded'
   | 'rate_limited'
   | 'insufficient_balance'
@@ -132,27 +140,22 @@ export type CallDecision =
       boundOutputTokens: number;
     } & BudgetShortMark)
   | ({ outcome: 'refused'; code: CallRefusal; refusedLimit?: string; retryAfterSeconds?: number } & BudgetShortMark)
-  | { outcome: 'needs_room'; leaseNeed: Usd; budgetNeed: { keyId: string; amount: Usd } | null }
-  | { outcome: 'per_call' };
-
-const perCall = { outcome: 'per_call' } as const;
+  | { outcome: 'needs_room'; leaseNeed: Usd; budgetNeed: { keyId: string; amount: Usd } | null };
 
 export function decideCall(facts: CallFacts, room: CallRoom): CallDecision {
   const { call, context } = facts;
-  // The session, developer, app, feature and model: the context's checks; then the session's life
-  // and the wallet's owner.
-  if (context.outcome === 'database') return perCall;
-  if (context.outcome !== 'leasable') return refused(context.outcome);
-  if ((context.sessionExpiresAt ?? 0) <= call.askedAt || !context.ownsWallet) return refused('unauthorized');
+  const failed = checkCall(context, call.askedAt);
+  if (failed !== null) return refused(failed);
 
-  let route = context.route ?? 'platform';
-  if (route === 'platform' && call.platformHold === null) return perCall;
+  const choice = chooseRoute(facts);
+  if ('refusal' in choice) return refused(choice.refusal);
+  let { route } = choice;
   const boundOutputTokens = Math.min(call.boundOutputTokens, context.maxOutputTokens ?? call.boundOutputTokens);
   const platformWorst = call.platformHold ?? zeroUsd();
   // What the call reserves of a developer key's budget: its worst-case upstream cost (0 for a custom
   // server's model at the feature's price, whose cost Faucet cannot know).
   const keyWorst = call.catalogCost ?? zeroUsd();
-  let keyId = route === 'developer_key' ? (context.routeKey?.id ?? null) : null;
+  let keyId = route === 'developer_key' ? (context.developerKey?.id ?? null) : null;
   // Past the key's budget the platform takes a call that asked for no route, when it can serve it;
   // one that asked for the key is refused.
   const platformFallback = call.requestedRoute === null && call.platformHold !== null && call.poolAvailable;
@@ -180,17 +183,16 @@ export function decideCall(facts: CallFacts, room: CallRoom): CallDecision {
     return authorized(route, keyId, hold, keyWorst, boundOutputTokens, facts);
   }
 
-  // After the one renewal: the window first (the per-call path checks it first too).
+  // After the one renewal: the window first, then the key's budget, then the balance and spend limits.
   const { rate } = room.lease;
   if (rate !== null && !hasCallSlot(room)) {
     return { outcome: 'refused', code: 'rate_limited', refusedLimit: String(rate.limit), retryAfterSeconds: retryAfterSeconds(rate, room) };
   }
   const fit = keyId === null ? 'covered' : budgetFit(room, keyId, keyWorst, call.runsUntil);
-  // A budget lease that cannot outlive the call (renewed for less than the call may run): the per-call path decides.
-  if (fit === 'ends_first') return perCall;
   const mark: BudgetShortMark = {};
-  if (keyId !== null && fit === 'no_room') {
-    // The other objects' leases and the per-call calls hold the budget: the platform, or refused.
+  // A budget lease renewed with too little room, or for less than the call may run, is no room.
+  if (keyId !== null && fit !== 'covered') {
+    // The other objects' leases hold the budget: the platform, or refused.
     mark.budgetShort = keyId;
     if (!platformFallback) return { ...refused('budget_exceeded'), ...mark };
     route = 'platform';
@@ -210,6 +212,50 @@ export function decideCall(facts: CallFacts, room: CallRoom): CallDecision {
 }
 
 /**
+ * The checks every call passes, a gateway call or a local model's usage report (POST
+ * /v1/usage/local): the session, developer, app, feature and model as the context answered them; then
+ * the session's life and the wallet's owner. Null: passed.
+ */
+export function checkCall(
+  context: Pick<CallContextFacts, 'outcome' | 'sessionExpiresAt' | 'ownsWallet'>,
+  askedAt: number,
+): LeaseContextRefusal | null {
+  if (context.outcome !== 'leasable') return context.outcome;
+  if ((context.sessionExpiresAt ?? 0) <= askedAt || !context.ownsWallet) return 'unauthorized';
+  return null;
+}
+
+/**
+ * The route (DESIGN §6), before any room is counted: the end user's own key when the call asks for
+ * byok or the feature puts it first; else the developer's key, when the call asks for it or for
+ * nothing and its cost can be counted against the key's budget (a catalog price, or a developer's
+ * custom server at the feature's price); else the platform pool, when the model has a platform price
+ * and the pool a key of its provider. A route asked for that cannot be taken is refused naming why;
+ * the developer key's budget is counted with the room (`decideCall`).
+ */
+export function chooseRoute(facts: CallFacts): { route: LeasedRoute } | { refusal: CallRefusal } {
+  const { call, context } = facts;
+  const asked = call.requestedRoute;
+  if (asked === 'byok' || (asked === null && context.routePolicy === 'byok_first')) {
+    if (context.userKey !== null) return { route: 'byok' };
+    if (asked === 'byok') return { refusal: 'byok_missing' };
+  }
+  if (asked === null || asked === 'developer_key') {
+    const counted = call.catalogCost !== null || (context.provider === 'custom' && context.developerPricePerMtok !== null);
+    if (context.developerKey === null) {
+      if (asked === 'developer_key') return { refusal: 'developer_key_missing' };
+    } else if (!counted) {
+      if (asked === 'developer_key') return { refusal: 'unpriced' };
+    } else {
+      return { route: 'developer_key' };
+    }
+  }
+  if (call.platformHold === null) return { refusal: 'unpriced' };
+  if (!call.poolAvailable) return { refusal: 'no_pool' };
+  return { route: 'platform' };
+}
+
+/**
  * Whether the lease holds one more call of `worst` until `until`, with a call slot for it under a
  * requests-per-minute limit: the object asks for the context and a renewal in one statement when not.
  */
@@ -221,8 +267,7 @@ export function leaseCovers(room: Pick<CallRoom, 'lease' | 'committed' | 'unreco
  * Whether the key's budget lease holds one more call of `worst` upstream cost that may run until
  * `until`: `covered`; `ends_first` when it has the room but ends before the call may; `no_room`
  * otherwise (none held, or too little). A lease that ends at the start of a month (Postgres never
- * lends a month's budget into the next) covers a call it is alive for, as the per-call path's
- * reservation does: the call is counted in the month it was authorized in, and its cost in the month
+ * lends a month's budget into the next) covers a call it is alive for: the call is counted in the month it was authorized in, and its cost in the month
  * it is booked in.
  */
 export function budgetFit(
@@ -255,7 +300,7 @@ function worstCase(route: LeasedRoute, facts: CallFacts, boundOutputTokens: numb
   if (route === 'byok') return context.openFee ?? zeroUsd();
   if (route === 'platform') return platformWorst;
   if (context.developerPricePerMtok === null) return keyWorst;
-  // Rounded up to 10⁻⁸ USD, as faucet_developer_price rounds the per-call hold.
+  // Rounded up to 10⁻⁸ USD: the hold never falls short of the price.
   return priceTokensThenRound([[context.developerPricePerMtok, BigInt(call.boundInputTokens + boundOutputTokens)]], 'up');
 }
 
@@ -270,7 +315,7 @@ function authorized(
   return {
     outcome: 'authorized',
     route,
-    key: route === 'platform' ? null : facts.context.routeKey,
+    key: route === 'byok' ? facts.context.userKey : route === 'developer_key' ? facts.context.developerKey : null,
     hold,
     budget: keyId === null ? null : { keyId, amount: keyWorst },
     boundOutputTokens,
@@ -293,7 +338,7 @@ function hasCallSlot(room: Pick<CallRoom, 'lease' | 'unrecordedCalls'>): boolean
 
 /**
  * Which spend limit refuses a call the lease cannot cover: the first (the month, then the day, as the
- * per-call path names them) whose room is below what the lease would hold with the call; null: the
+ * refusal names them) whose room is below what the lease would hold with the call; null: the
  * balance is what falls short.
  */
 function refusingLimit(room: CallRoom, worst: Usd): SpendLimitRoom | null {

@@ -34,8 +34,11 @@ export interface CallAtBound {
 }
 
 export function rateAtBound(call: CallAtBound, pricing: FeaturePricing, settings: RatingSettings): RatedUsage {
-  const [first, ...fallbacks] = call.candidates;
+  const [first, ...listed] = call.candidates;
   if (first === undefined) throw new Error('a call rated at its bound has at least one candidate');
+  // On the developer_key route only the key's provider can answer: a fallback of another provider is
+  // never tried with that key, so it never sets the bound (nor books under the key).
+  const fallbacks = call.routeMode === 'developer_key' ? listed.filter((candidate) => candidate.provider === first.provider) : listed;
   const rate = (candidate: BoundCandidate) =>
     rateUsage(
       {

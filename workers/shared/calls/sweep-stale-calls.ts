@@ -120,17 +120,17 @@ export async function sweepStaleCalls(db: SqlDatabase, env: Env, limit = 200): P
 }
 
 /**
- * The candidates a swept call may have been answered by, as `faucet_authorize_call` recorded them:
- * the first, then each fallback its route could try (developer_key: only the reserved key's provider;
- * platform and byok: any, the unpriced ones dropped when rated).
+ * The candidates a swept call may have been answered by, as its record keeps them: the first, then
+ * each fallback (rateAtBound keeps, on the developer_key route, only the key's provider; the unpriced
+ * ones are dropped when rated).
  */
 function candidatesOf(call: StaleCall): Array<{ provider: string; model: string }> {
   const first = { provider: call.provider, model: call.model };
   const fallbacks = (call.fallback_models ?? []).flatMap((name) => {
     const colon = name.indexOf(':');
     if (colon <= 0) return [];
-    const candidate = { provider: name.slice(0, colon), model: name.slice(colon + 1) };
-    return call.route_mode === 'developer_key' && candidate.provider !== call.provider ? [] : [candidate];
+    // rateAtBound keeps, on the developer_key route, only the key's provider.
+    return [{ provider: name.slice(0, colon), model: name.slice(colon + 1) }];
   });
   return [first, ...fallbacks];
 }

@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from '../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, userMessage } from '../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayWith, newRequestId, settled, userMessage } from '../../test/gateway-kit.ts';
 import { createDatabase, createTestEnv, demoPublicAppId, sql, type TestEnv } from '../../test/harness.ts';
 import { auditUpstreamCalls, callIdOfAttempt, type ReportedUpstreamCall } from './upstream-audit.ts';
 
@@ -40,6 +40,8 @@ beforeAll(async () => {
   expect((await chat(gatewayWith({ upstreamFetch: down.fetch }), testEnv, session.token, body, newRequestId())).status).toBe(502);
   const [releasedFirst = '', releasedFallback = ''] = ids(down.requests);
   released = { first: releasedFirst, fallback: releasedFallback };
+  // The wallet object books what it settled (its flush): the audit reads the ledger.
+  await settled(testEnv);
 });
 
 async function audit(reported: ReportedUpstreamCall[]) {

@@ -1,6 +1,6 @@
 /**
  * Suspend or unsuspend a developer (admin): a suspended developer's keys get 403 and their apps
- * refuse new sessions and gateway calls (`faucet_authorize_call`'s session check). Idempotent: a
+ * refuse new sessions and gateway calls (the session check every call passes: faucet_call_context). Idempotent: a
  * developer already in the asked state is returned unchanged, with no second audit row.
  */
 import { sql } from 'drizzle-orm';

@@ -1,6 +1,6 @@
 /**
  * Opens (decrypts) a stored provider key the gateway's authorize statement chose for a call. The
- * sealed columns come back from `faucet_authorize_call`; the key itself exists in plaintext only in
+ * sealed columns come back in a call's facts (`faucet_lease_context`); the key itself exists in plaintext only in
  * the memory of the call that uses it.
  */
 import type { Env } from '../env.ts';

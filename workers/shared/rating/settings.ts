@@ -2,7 +2,7 @@
  * Where rating inputs come from: the platform's percentages from the environment (with the documented
  * defaults), the channel share from the app, the feature's prices from its row.
  */
-import { formatUsd, parseDatabaseAmount } from '../money/index.ts';
+import { formatUsd, parseDatabaseAmount, type Usd } from '../money/index.ts';
 import { defaultRatingSettings, type FeaturePricing, type RatingSettings } from './rate-usage.ts';
 
 /** Worker bindings; reads `PLATFORM_MARKUP_BPS` and `PLATFORM_FEE_BPS` (basis points, as strings). */
@@ -38,10 +38,17 @@ export interface FeaturePriceRow {
 
 export function featurePricingFromRow(row: FeaturePriceRow | null | undefined): FeaturePricing {
   if (!row) return {};
-  const perMillion = row.developerPricePerMtokUsd === null ? null : parseDatabaseAmount(row.developerPricePerMtokUsd);
+  return featurePricingOf(
+    row.developerPricePerMtokUsd === null ? null : parseDatabaseAmount(row.developerPricePerMtokUsd),
+    row.openFeeUsd === null ? null : parseDatabaseAmount(row.openFeeUsd),
+  );
+}
+
+/** A feature's prices from its developer price per million tokens (input and output alike) and its open fee. */
+export function featurePricingOf(developerPricePerMtok: Usd | null, openFee: Usd | null): FeaturePricing {
   return {
-    developerPrice: perMillion ? { inputPerMillion: perMillion, outputPerMillion: perMillion } : null,
-    openFeeUsd: row.openFeeUsd === null ? null : parseDatabaseAmount(row.openFeeUsd),
+    developerPrice: developerPricePerMtok ? { inputPerMillion: developerPricePerMtok, outputPerMillion: developerPricePerMtok } : null,
+    openFeeUsd: openFee,
   };
 }
 

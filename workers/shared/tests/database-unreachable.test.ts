@@ -114,7 +114,7 @@ describe('with the database unreachable, every route that needs it answers 503 u
     await expectUnavailable(response);
   });
 
-  it('a gateway call on the per-call path (no wallet lease)', async () => {
+  it('a gateway call of a cold wallet object (no lease yet)', async () => {
     const session = await createSession(testEnv);
     const response = await chat(gateway(), databaseDown(testEnv), session.token, {
       model: 'mock:echo',

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from '../../test/harness.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, userMessage, wallet } from '../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayWith, settled, userMessage, wallet } from '../../test/gateway-kit.ts';
 import { checkUpstreamUrl } from './address-guard.ts';
 import { loopbackAllowance } from './loopback-allowance.ts';
 
@@ -23,6 +23,8 @@ async function callThrough(env: Record<string, string>) {
   const upstream = fakeUpstream(() => jsonResponse(openAiCompletion('hello')));
   const session = await fundedSession(testEnv, '1.00000000');
   const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, body);
+  // The wallet object gives back its lease but the calls in flight (none): `held` is what calls hold.
+  await settled(testEnv);
   return { response, upstream, balance: await wallet(testEnv, session.walletId) };
 }
 

@@ -1,12 +1,12 @@
 /**
- * faucet_lease_context: the per-call authorization's checks and route choice, read-only.
- * Each refusal is the one faucet_authorize_call gives for the same call; `leasable` only for the
- * platform route (whatever the app's per-end-user limits); nothing is ever written.
+ * faucet_lease_context: the checks every call passes and the facts a wallet object decides it with
+ * (route policy, prices, the end user's and the developer's keys), read-only: it chooses nothing and
+ * writes nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, sql, type TestEnv } from '../../test/harness.ts';
 import { openLedgerDatabase, type LedgerTestDatabase } from '../../test/ledger-kit.ts';
-import { formatUsd, parseWireAmount } from '../money/index.ts';
+import { formatUsd } from '../money/index.ts';
 import { leaseContext, type LeaseContextInput } from './lease-context.ts';
 
 let testEnv: TestEnv;
@@ -57,9 +57,6 @@ const input = (target: World, overrides: Partial<LeaseContextInput> = {}): Lease
   featureKey: undefined,
   provider: 'openai',
   model: 'gpt-4o-mini',
-  requestedRoute: undefined,
-  platformHold: parseWireAmount('0.01000000'),
-  poolAvailable: true,
   routing: null,
   ...overrides,
 });
@@ -91,32 +88,8 @@ async function addKey(owner: { endUserId: string } | { developerId: string }, pr
   );
 }
 
-/** What faucet_authorize_call answers for the same call (a refusal of steps 1–2 writes nothing). */
-async function authorizeOutcome(
-  target: World,
-  overrides: { featureKey?: string; model?: string; alias?: string; fallbacks?: string[] } = {},
-) {
-  const callId = crypto.randomUUID();
-  const [row] = await sql<{ outcome: string }>(
-    testEnv,
-    `select outcome from faucet_authorize_call($1, $2, $3::uuid, $4, $5, 'f', null, 'openai', $6, 100, 100, 0.01, 0.001, true, 60, 60,
-                                                null, null, $7, $8::jsonb)`,
-    [
-      target.tokenHash,
-      overrides.featureKey ?? null,
-      callId,
-      `call:${callId}`,
-      `client-${callId}`,
-      overrides.model ?? 'gpt-4o-mini',
-      overrides.alias ?? null,
-      overrides.fallbacks === undefined ? null : JSON.stringify(overrides.fallbacks),
-    ],
-  );
-  return row!.outcome;
-}
-
 describe('leaseContext', () => {
-  it('is leasable on the platform route of an app without limits, with what the per-call path would record', async () => {
+  it('is leasable for a live session, with the feature’s prices, policy and routing, and no key when none is stored', async () => {
     const target = await world();
     const before = await writtenRows();
     const context = await leaseContext(database.db, input(target, { routing: { alias: null, fallbacks: [] } }));
@@ -124,8 +97,10 @@ describe('leaseContext', () => {
       outcome: 'leasable',
       appId: target.appId,
       endUserId: target.endUserId,
-      walletId: target.walletId,
       developerShareBps: 5000,
+      routePolicy: 'platform_first',
+      userKey: null,
+      developerKey: null,
       featureKey: 'chat',
       maxOutputTokens: null,
       modelAliases: {},
@@ -135,103 +110,82 @@ describe('leaseContext', () => {
     expect(formatUsd(context.openFeeUsd!)).toBe('0.00100000');
     expect(formatUsd(context.developerPricePerMtokUsd!)).toBe('2.50000000');
     expect(context.sessionExpiresAt.getTime()).toBeGreaterThan(Date.now() + 50 * 60_000);
-    // Without routing the feature's aliases and fallbacks are not answered (as faucet_authorize_call).
+    // Without routing the feature's aliases and fallbacks are not answered.
     expect(await leaseContext(database.db, input(target))).toMatchObject({ outcome: 'leasable', modelAliases: null, fallbackModels: null });
-    // Asking for the platform route explicitly is leasable too.
-    expect((await leaseContext(database.db, input(target, { requestedRoute: 'platform' }))).outcome).toBe('leasable');
     expect(await writtenRows()).toEqual(before);
   });
 
-  it('is database for every call the per-call path must decide, leasable with its route otherwise, writing nothing', async () => {
+  it('answers the end user’s and the developer’s newest active key of the provider, and the byok fallback keys, choosing nothing', async () => {
     const before = await writtenRows();
-    const outcome = async (target: World, overrides: Partial<LeaseContextInput> = {}) => {
-      const context = await leaseContext(database.db, input(target, overrides));
-      return context.outcome === 'leasable' ? `leasable ${context.routeMode}` : context.outcome;
-    };
+    const keyIds = (context: Awaited<ReturnType<typeof leaseContext>>) =>
+      context.outcome === 'leasable' ? { user: context.userKey?.id ?? null, developer: context.developerKey?.id ?? null } : context.outcome;
+    const newest = async (column: 'end_user_id' | 'developer_id', owner: string, provider = 'openai') =>
+      (
+        await sql<{ id: string }>(
+          testEnv,
+          `select id from provider_credentials where ${column} = $1 and provider = $2 and status = 'active' order by created_at desc limit 1`,
+          [owner, provider],
+        )
+      )[0]!.id;
 
-    // The end user's byok key, on a byok_first feature or asked for: the byok route, on the lease,
-    // with the key the per-call path takes (their newest active key of the provider).
-    const byok = await world();
-    await addKey({ endUserId: byok.endUserId });
-    expect(await outcome(byok)).toBe('leasable platform'); // platform_first: the byok key is not taken first
-    expect(await outcome(byok, { requestedRoute: 'byok' })).toBe('leasable byok');
-    await sql(testEnv, `update app_features set route_policy = 'byok_first' where app_id = $1`, [byok.appId]);
-    expect(await outcome(byok)).toBe('leasable byok');
-    const [newest] = await sql<{ id: string }>(
-      testEnv,
-      `select id from provider_credentials where end_user_id = $1 and status = 'active' order by created_at desc limit 1`,
-      [byok.endUserId],
-    );
-    const context = await leaseContext(database.db, input(byok));
-    expect(context.outcome === 'leasable' && context.routeKey?.id).toBe(newest!.id);
-    expect(await outcome(byok, { provider: 'anthropic', model: 'claude-3-5-haiku' })).toBe('leasable platform'); // no key of that provider
-    // With the feature's fallbacks: their key of each other fallback provider, as the per-call path answers them.
-    await addKey({ endUserId: byok.endUserId }, 'anthropic');
-    const fallbacks = ['anthropic:claude-3-5-haiku'];
-    await sql(testEnv, `update app_features set fallback_models = $2::jsonb where app_id = $1`, [byok.appId, JSON.stringify(fallbacks)]);
-    const withFallbacks = await leaseContext(database.db, input(byok, { routing: { alias: null, fallbacks } }));
-    const [anthropicKey] = await sql<{ id: string }>(
-      testEnv,
-      `select id from provider_credentials where end_user_id = $1 and provider = 'anthropic'`,
-      [byok.endUserId],
-    );
-    expect(withFallbacks.outcome === 'leasable' && withFallbacks.fallbackKeys).toEqual({
-      anthropic: { id: anthropicKey!.id, ciphertext: 'x', iv: 'x', key_version: 1 },
-    });
-    await sql(testEnv, `update app_features set fallback_models = '[]' where app_id = $1`, [byok.appId]);
-    expect(await outcome(byok, { requestedRoute: 'platform' })).toBe('leasable platform');
-
-    // The developer's key of the provider: the developer_key route with that key when the call's
-    // upstream cost is known (its budget is leased by the object); unpriced, the per-call path decides.
-    const developer = await world();
-    await addKey({ developerId: developer.developerId });
-    const catalogCost = parseWireAmount('0.00100000');
-    expect(await outcome(developer)).toBe('database');
-    expect(await outcome(developer, { catalogCost })).toBe('leasable developer_key');
-    expect(await outcome(developer, { catalogCost, requestedRoute: 'developer_key' })).toBe('leasable developer_key');
-    expect(await outcome(developer, { requestedRoute: 'developer_key' })).toBe('database');
-    const [developerKeyRow] = await sql<{ id: string }>(
-      testEnv,
-      `select id from provider_credentials where developer_id = $1 and status = 'active'`,
-      [developer.developerId],
-    );
-    const keyed = await leaseContext(database.db, input(developer, { catalogCost, routing: { alias: null, fallbacks: [] } }));
-    expect(keyed.outcome === 'leasable' && keyed.routeKey).toEqual({
-      id: developerKeyRow!.id,
+    const target = await world();
+    await addKey({ endUserId: target.endUserId });
+    await addKey({ developerId: target.developerId });
+    const userKey = await newest('end_user_id', target.endUserId);
+    const developerKey = await newest('developer_id', target.developerId);
+    expect(keyIds(await leaseContext(database.db, input(target)))).toEqual({ user: userKey, developer: developerKey });
+    const context = await leaseContext(database.db, input(target));
+    expect(context.outcome === 'leasable' && context.developerKey).toEqual({
+      id: developerKey,
       ciphertext: 'x',
       iv: 'x',
       keyVersion: 1,
       baseUrl: null,
     });
-    // No byok fallback keys on this route.
-    expect(keyed.outcome === 'leasable' && keyed.fallbackKeys).toBeNull();
-    expect(await outcome(developer, { catalogCost, requestedRoute: 'platform' })).toBe('leasable platform');
-    expect(await outcome(developer, { catalogCost, provider: 'anthropic', model: 'claude-3-5-haiku' })).toBe('leasable platform');
-    // An end user's byok key on a byok_first feature comes first, as in the per-call path.
-    await addKey({ endUserId: developer.endUserId });
-    await sql(testEnv, `update app_features set route_policy = 'byok_first' where app_id = $1`, [developer.appId]);
-    expect(await outcome(developer, { catalogCost })).toBe('leasable byok');
-    expect(await outcome(developer, { catalogCost, requestedRoute: 'developer_key' })).toBe('leasable developer_key');
+    // The policy is answered as the feature has it; the route is decideCall's.
+    await sql(testEnv, `update app_features set route_policy = 'byok_first' where app_id = $1`, [target.appId]);
+    expect(await leaseContext(database.db, input(target))).toMatchObject({ outcome: 'leasable', routePolicy: 'byok_first' });
+    // Another provider: no key of it.
+    expect(keyIds(await leaseContext(database.db, input(target, { provider: 'anthropic', model: 'claude-3-5-haiku' })))).toEqual({
+      user: null,
+      developer: null,
+    });
+    // A disabled key is not answered; the one that replaces it is.
+    await sql(testEnv, `update provider_credentials set status = 'disabled', disabled_at = now() where id = $1`, [userKey]);
+    expect(keyIds(await leaseContext(database.db, input(target)))).toEqual({ user: null, developer: developerKey });
+    await addKey({ endUserId: target.endUserId });
+    const replacement = await newest('end_user_id', target.endUserId);
+    expect(replacement).not.toBe(userKey);
+    expect(keyIds(await leaseContext(database.db, input(target)))).toEqual({ user: replacement, developer: developerKey });
+    // Another developer's key is never answered.
+    const other = await world();
+    await addKey({ developerId: other.developerId });
+    expect(keyIds(await leaseContext(database.db, input(target)))).toMatchObject({ developer: developerKey });
 
-    // byok or developer_key asked for without a key: the per-call path answers it (it refuses it).
-    const plain = await world();
-    expect(await outcome(plain, { requestedRoute: 'byok' })).toBe('database');
-    expect(await outcome(plain, { requestedRoute: 'developer_key', catalogCost })).toBe('database');
-    // Unpriced, no pool.
-    expect(await outcome(plain, { platformHold: null })).toBe('database');
-    expect(await outcome(plain, { poolAvailable: false })).toBe('database');
+    // With the feature's fallbacks: the end user's key of each other fallback provider.
+    await addKey({ endUserId: target.endUserId }, 'anthropic');
+    const fallbacks = ['anthropic:claude-3-5-haiku'];
+    await sql(testEnv, `update app_features set fallback_models = $2::jsonb where app_id = $1`, [target.appId, JSON.stringify(fallbacks)]);
+    const withFallbacks = await leaseContext(database.db, input(target, { routing: { alias: null, fallbacks } }));
+    expect(withFallbacks.outcome === 'leasable' && withFallbacks.fallbackKeys).toEqual({
+      anthropic: { id: await newest('end_user_id', target.endUserId, 'anthropic'), ciphertext: 'x', iv: 'x', key_version: 1 },
+    });
 
     // The app's per-end-user limits leave the call leasable: they cap the lease (faucet_settle_lease).
     for (const limit of ['limit_requests_per_minute = 10', 'limit_spend_per_day_usd = 5', 'limit_spend_per_month_usd = 50']) {
       const limited = await world();
       await sql(testEnv, `update apps set ${limit} where id = $1`, [limited.appId]);
-      expect(await outcome(limited)).toBe('leasable platform');
+      expect((await leaseContext(database.db, input(limited))).outcome).toBe('leasable');
     }
     expect(await writtenRows()).toMatchObject({ calls: before.calls, holds: before.holds, reservations: 0, usage: before.usage });
   });
 
-  it('gives each refusal of faucet_authorize_call steps 1–2, with the same string, writing nothing', async () => {
-    const cases: Array<{ name: string; setup: (target: World) => Promise<unknown>; call?: Parameters<typeof authorizeOutcome>[1] }> = [
+  it('gives each refusal of the checks (faucet_call_context), writing nothing', async () => {
+    const cases: Array<{
+      name: string;
+      setup: (target: World) => Promise<unknown>;
+      call?: { featureKey?: string; alias?: string; fallbacks?: string[] };
+    }> = [
       {
         name: 'unauthorized',
         setup: (target) => sql(testEnv, `update virtual_sessions set revoked_at = now() where token_hash = $1`, [target.tokenHash]),
@@ -283,7 +237,6 @@ describe('leaseContext', () => {
         }),
       );
       expect({ name, outcome: context.outcome }).toEqual({ name, outcome: name });
-      expect(await authorizeOutcome(target, call)).toBe(name);
       if (name === 'unauthorized' || name === 'developer_suspended') {
         expect(context).toEqual({ outcome: name });
       } else {

@@ -71,7 +71,7 @@ async function recall(
  * cannot be reached, the lease is only used up: an idle object gives it back within two minutes.
  */
 export async function recallAppLeases(env: Env, db: SqlDatabase, appId: string, logger?: Logger): Promise<number> {
-  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return 0;
+  if (env.WALLET === undefined) return 0;
   const rows = await queryRows<{ wallet_object: string }>(
     db,
     sql`select u.wallet_object from end_users u join balance_holds h on h.request_id = 'lease:' || u.wallet_object

@@ -267,7 +267,7 @@ describe("settleLease: under the app's per-end-user limits", () => {
   async function spendLimitsOf(user: TestUser, key: string, target: string) {
     const [row] = await sql<{ amount: string; spend_limits: unknown }>(
       testEnv,
-      `select lease_amount_usd::text as amount, spend_limits from faucet_settle_lease($1, $2, '[]', '[]', $3, true, 120) where ordinal = 0`,
+      `select (s.lease).amount_usd::text as amount, (s.lease).spend_limits from faucet_settle_lease($1, $2, '[]', '[]', $3, true, 120) s`,
       [user.endUserId, key, target],
     );
     return row!;
@@ -504,8 +504,8 @@ describe("settleLease: a developer key's budget lease", () => {
     const { user, keyId } = await keyedUser('1.00000000');
     const rows = await sql<{ key_budgets: Record<string, { amount: string; expires_at: number }>; month_end: string }>(
       testEnv,
-      `select key_budgets, (extract(epoch from faucet_month_start(now()) + interval '1 month') * 1000)::bigint::text as month_end
-         from faucet_settle_lease($1, $2, '[]', '[]', 0.1, true, 3456000, null, $3::jsonb) where ordinal = 0`,
+      `select (s.lease).key_budgets, (extract(epoch from faucet_month_start(now()) + interval '1 month') * 1000)::bigint::text as month_end
+         from faucet_settle_lease($1, $2, '[]', '[]', 0.1, true, 3456000, null, $3::jsonb) s`,
       [user.endUserId, leaseKey(), JSON.stringify({ [keyId]: '0.2' })],
     );
     expect(rows[0]!.key_budgets[keyId]).toEqual({ amount: '0.20000000', expires_at: Number(rows[0]!.month_end) });
@@ -847,7 +847,10 @@ describe('settleLease: what it refuses', () => {
       lease_status: string | null;
     }>(
       testEnv,
-      `select ordinal, outcome, reason, message, lease_status from faucet_settle_lease($1, $2, $3::jsonb, $4::jsonb, 0.5, true, 120) order by ordinal`,
+      `select r.ordinal, r.outcome, r.reason, r.message, (s.lease).status as lease_status
+         from faucet_settle_lease($1, $2, $3::jsonb, $4::jsonb, 0.5, true, 120) s,
+              jsonb_to_recordset(s.results) as r(ordinal integer, outcome text, reason text, message text)
+        order by r.ordinal`,
       [
         alice.endUserId,
         key,
@@ -875,7 +878,6 @@ describe('settleLease: what it refuses', () => {
       ],
     );
     expect(rows.map((row) => [row.ordinal, row.outcome, row.reason])).toEqual([
-      [0, 'lease', null],
       [1, 'booked', null],
       [2, 'refused', 'invalid_request'],
       [3, 'refused', 'invalid_request'],
@@ -884,7 +886,7 @@ describe('settleLease: what it refuses', () => {
       [6, 'refused', 'invalid_request'],
       [7, 'refused', 'invalid_request'],
     ]);
-    expect(rows.slice(2).map((row) => row.message)).toEqual([
+    expect(rows.slice(1).map((row) => row.message)).toEqual([
       "the booking is not of this wallet's end user",
       "the call record is not of this wallet's end user",
       "the call record is not a platform call, a byok call with a key of this end user or a developer_key call with a key of the app's developer (only those are leased)",
@@ -930,7 +932,10 @@ describe('settleLease: what it refuses', () => {
     const { fingerprint: _, ...withoutFingerprint } = encoded(missing!);
     const rows = await sql<{ ordinal: number; outcome: string; message: string | null }>(
       testEnv,
-      `select ordinal, outcome, message from faucet_settle_lease($1, $2, $3::jsonb, $4::jsonb, 0.1, true, 120) where ordinal > 0 order by ordinal`,
+      `select r.ordinal, r.outcome, r.message
+         from faucet_settle_lease($1, $2, $3::jsonb, $4::jsonb, 0.1, true, 120) s,
+              jsonb_to_recordset(s.results) as r(ordinal integer, outcome text, message text)
+        order by r.ordinal`,
       [
         user.endUserId,
         leaseKey(),

@@ -7,6 +7,7 @@
  * same flush and each call is booked exactly once.
  */
 import { sql } from 'drizzle-orm';
+import type { gatewayCalls } from '../../../drizzle/schema.ts';
 import type { BookUsageInput } from '../ledger/book-usage.ts';
 import {
   bookingResult,
@@ -16,13 +17,13 @@ import {
   type BookUsageBatchResult,
   usdParameter,
 } from '../ledger/book-usage-batch.ts';
-import { queryRows, requireUuid, type SqlDatabase } from '../query.ts';
+import { queryOne, requireUuid, type SqlDatabase } from '../query.ts';
 import { parseDatabaseAmount, type Usd } from '../money/index.ts';
 
 /** The prefix of every lease key (the SQL function refuses another, so a lease never shares a call's key). */
 export const LEASE_KEY_PREFIX = 'lease:';
 
-/** A leased call's record (the columns of `gateway_calls` the per-call authorization writes), sent at flush time. */
+/** A leased call's record (the columns of `gateway_calls` the flush writes), sent at flush time. */
 export interface LeasedCallRecord {
   id: string;
   /** `call:<id>`: the key of the call's booking. */
@@ -108,26 +109,50 @@ export function keyBudgetsOf(value: unknown): KeyBudgets {
   return budgets;
 }
 
-interface Row extends BookingRow {
-  lease_amount_usd: string | null;
-  lease_expires_at: Date | string | null;
-  lease_status: 'active' | 'released' | null;
-  wallet_balance_usd: string | null;
-  available_usd: string | null;
-  /** The lease row's: the app's spend limits and their room (JSON; null when it sets none). */
+/** The lease as the statement answers it: the SQL type `faucet_lease_state`, its fields as columns. */
+interface LeaseStateRow {
+  amount_usd: string;
+  expires_at: Date | string;
+  status: 'active' | 'released';
+  /** The wallet's balance after the statement. */
+  wallet_balance_usd: string;
+  /** Balance − every active unexpired hold, the lease included. */
+  available_usd: string;
+  /** The app's spend limits and their room (JSON; null when it sets none). */
   spend_limits: unknown;
-  /** The lease row's: the requests-per-minute limit, the call slots and the window (JSON; null when none). */
+  /** The requests-per-minute limit, the call slots and the window (JSON; null when none). */
   rate_limit: unknown;
-  /** The lease row's: each developer key's budget lease (JSON; null when none was asked for). */
+  /** Each developer key's budget lease (JSON; null when none was asked for). */
   key_budgets: unknown;
 }
+
+/** faucet_settle_lease's one row: the lease, and each booking's outcome (JSON, as faucet_book_usage_batch's rows). */
+interface SettledLeaseRow extends LeaseStateRow {
+  results: BookingRow[] | string;
+}
+
+type CallInsert = typeof gatewayCalls.$inferInsert;
+/** The gateway_calls columns a leased call's record writes (status and closed_at are the flush's). */
+type WrittenColumn = Exclude<keyof CallInsert, 'status' | 'closedAt'>;
+/** As it crosses into SQL as JSON: an instant as its ISO string; amounts are 8-decimal strings already. */
+type OnTheWire<T> = T extends Date ? string : T;
+
+/**
+ * A leased call's record as the flush writes it and the wallet object keeps it: the `gateway_calls`
+ * row, derived from the Drizzle schema — its columns by their Postgres names, nullable ones `| null`.
+ * The one shape of a call record on the money path (faucet_settle_lease reads it with
+ * jsonb_populate_record).
+ */
+export type CallRecordColumns = {
+  -readonly [K in WrittenColumn as (typeof gatewayCalls)[K]['_']['name']]-?: OnTheWire<Exclude<CallInsert[K], undefined>>;
+};
 
 /** A flush in the form the statement takes it: what a wallet object keeps, sent as it is. */
 export interface LeaseFlush {
   endUserId: string;
   leaseKey: string;
-  /** gateway_calls columns, as faucet_settle_lease takes them. */
-  calls: readonly Record<string, unknown>[];
+  /** The calls' records (gateway_calls columns), as faucet_settle_lease takes them. */
+  calls: readonly CallRecordColumns[];
   /** faucet_usage_booking as JSON, one per booking. */
   bookings: readonly Record<string, unknown>[];
   targetUsd: string;
@@ -139,21 +164,22 @@ export interface LeaseFlush {
   budgets?: Record<string, string>;
 }
 
-/** The statement itself: row 0 the lease, rows 1..n the bookings in order. Throws when nothing was written. */
-async function settleLeaseRows(db: SqlDatabase, flush: LeaseFlush): Promise<{ lease: Row; bookings: Row[] }> {
-  const rows = await queryRows<Row>(
+/** The statement itself: the lease, and the bookings' outcomes in the order given. Throws when nothing was written. */
+async function settleLeaseRows(db: SqlDatabase, flush: LeaseFlush): Promise<{ lease: LeaseStateRow; bookings: BookingRow[] }> {
+  const { results, ...lease } = await queryOne<SettledLeaseRow>(
     db,
-    sql`select * from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
+    sql`select (s.lease).*, s.results from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
       ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
       ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer, ${flush.callSlots ?? null}::integer,
-      ${flush.budgets === undefined ? null : JSON.stringify(flush.budgets)}::jsonb)`,
+      ${flush.budgets === undefined ? null : JSON.stringify(flush.budgets)}::jsonb) s`,
   );
-  const lease = rows.find((row) => row.ordinal === 0);
-  if (lease === undefined || lease.lease_amount_usd === null) throw new Error('faucet_settle_lease returned no lease row');
-  const bookings = new Array<Row>(flush.bookings.length);
-  for (const row of rows) {
-    if (row.ordinal === 0) continue;
-    if (row.ordinal > flush.bookings.length) throw new Error(`faucet_settle_lease returned an unknown ordinal ${row.ordinal}`);
+  if (lease.amount_usd === null) throw new Error('faucet_settle_lease returned no lease');
+  const answered = typeof results === 'string' ? (JSON.parse(results) as BookingRow[]) : results;
+  const bookings = new Array<BookingRow>(flush.bookings.length);
+  for (const row of answered) {
+    if (!(row.ordinal >= 1 && row.ordinal <= flush.bookings.length)) {
+      throw new Error(`faucet_settle_lease returned an unknown ordinal ${row.ordinal}`);
+    }
     bookings[row.ordinal - 1] = row;
   }
   for (let index = 0; index < bookings.length; index++) {
@@ -185,8 +211,8 @@ export async function flushLease(db: SqlDatabase, flush: LeaseFlush): Promise<Le
   const { lease, bookings } = await settleLeaseRows(db, flush);
   return {
     results: bookings.map((row) => ({ outcome: row.outcome, reason: row.reason, message: row.message })),
-    leaseUsd: lease.lease_amount_usd as string,
-    leaseExpiresAt: new Date(lease.lease_expires_at as string),
+    leaseUsd: lease.amount_usd,
+    leaseExpiresAt: new Date(lease.expires_at),
     spendLimits: lease.spend_limits,
     rateLimit: lease.rate_limit,
     keyBudgets: keyBudgetsOf(lease.key_budgets),
@@ -196,7 +222,7 @@ export async function flushLease(db: SqlDatabase, flush: LeaseFlush): Promise<Le
 const optionalUsd = (value: Usd | null, field: string): string | null => (value === null ? null : usdParameter(value, field));
 
 /** One element of `p_calls`: the gateway_calls columns. */
-function callRecord(call: LeasedCallRecord): Record<string, unknown> {
+function callRecord(call: LeasedCallRecord): CallRecordColumns {
   return {
     id: call.id,
     money_key: call.moneyKey,
@@ -257,12 +283,12 @@ export async function settleLease(db: SqlDatabase, input: SettleLeaseInput): Pro
       return entry;
     }),
     lease: {
-      amount: parseDatabaseAmount(lease.lease_amount_usd as string),
-      expiresAt: new Date(lease.lease_expires_at as string),
-      status: lease.lease_status ?? 'active',
+      amount: parseDatabaseAmount(lease.amount_usd),
+      expiresAt: new Date(lease.expires_at),
+      status: lease.status,
     },
-    balanceUsd: parseDatabaseAmount(lease.wallet_balance_usd ?? ''),
-    availableUsd: parseDatabaseAmount(lease.available_usd ?? ''),
+    balanceUsd: parseDatabaseAmount(lease.wallet_balance_usd),
+    availableUsd: parseDatabaseAmount(lease.available_usd),
     rateLimit: lease.rate_limit,
     keyBudgets: keyBudgetsOf(lease.key_budgets),
   };

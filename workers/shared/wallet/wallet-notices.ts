@@ -53,7 +53,7 @@ export function pushKeyChange(env: Env, endUserId: string, logger?: Logger): Pro
  * how many objects were told.
  */
 export async function pushDeveloperKeyDisabled(env: Env, db: SqlDatabase, keyId: string, logger?: Logger): Promise<number> {
-  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return 0;
+  if (env.WALLET === undefined) return 0;
   const rows = await queryRows<{ wallet_object: string }>(
     db,
     // A budget lease's key is 'lease:<object name>:<key id>' (36 characters).
@@ -73,9 +73,9 @@ export async function pushDeveloperKeyDisabled(env: Env, db: SqlDatabase, keyId:
 
 /**
  * An app's features (a price, a policy, an alias or fallbacks, an archive), its default feature, its
- * archive or its developer's suspension changed (in Postgres first): every wallet object of its end users that leased in the
- * last minute forgets its cached contexts, so the change applies to their next call, as on the
- * per-call path. Best effort: past `walletFanOutMax` objects, or for one that cannot be reached, the
+ * archive, its developer's suspension or a new key of its developer (in Postgres first): every wallet
+ * object of its end users that leased in the last minute or has a live session forgets its cached
+ * contexts, so the change applies to their next call. Best effort: past `walletFanOutMax` objects, or for one that cannot be reached, the
  * cached context lasts its few seconds. Returns how many objects were told.
  */
 export async function pushAppChange(
@@ -84,13 +84,18 @@ export async function pushAppChange(
   apps: { publicAppId: string } | { developerId: string },
   logger?: Logger,
 ): Promise<number> {
-  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return 0;
+  if (env.WALLET === undefined) return 0;
   const owner = 'publicAppId' in apps ? sql`a.public_app_id = ${apps.publicAppId}` : sql`a.developer_id = ${apps.developerId}::uuid`;
   const rows = await queryRows<{ wallet_object: string }>(
     db,
+    // Objects that leased in the last minute, and those of end users with a live session (an object
+    // may cache a context, a refusal included, without holding a lease).
     sql`select distinct u.wallet_object from end_users u join apps a on a.id = u.app_id
-          join balance_holds h on h.request_id = 'lease:' || u.wallet_object
-         where ${owner} and h.expires_at > now() - interval '1 minute'
+         where ${owner} and u.wallet_object is not null
+           and (exists (select 1 from balance_holds h where h.request_id = 'lease:' || u.wallet_object
+                          and h.expires_at > now() - interval '1 minute')
+                or exists (select 1 from virtual_sessions s where s.end_user_id = u.id and s.expires_at > now()
+                             and s.revoked_at is null))
          limit ${walletFanOutMax}`,
   );
   return tellWalletObjects(
@@ -110,7 +115,7 @@ export async function pushAppChange(
  * batch). Returns how many objects were told.
  */
 export async function pushKeysReEncrypted(env: Env, db: SqlDatabase, logger?: Logger): Promise<number> {
-  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return 0;
+  if (env.WALLET === undefined) return 0;
   return tellWalletObjects(
     env,
     await leasingObjectNames(db),
@@ -126,7 +131,7 @@ export const walletFanOutMax = 1_000;
 
 /**
  * One message to each wallet object named (`end_users.wallet_object`), `walletFanOutConcurrency` at a
- * time, when leases are on; a failure is logged, never thrown. Returns how many took it.
+ * time, a failure is logged, never thrown. Returns how many took it.
  */
 export async function tellWalletObjects(
   env: Env,
@@ -136,7 +141,7 @@ export async function tellWalletObjects(
   logger?: Logger,
 ): Promise<number> {
   const namespace = env.WALLET;
-  if (namespace === undefined || env.WALLET_LEASES === 'off') return 0;
+  if (namespace === undefined) return 0;
   let told = 0;
   for (let start = 0; start < names.length; start += walletFanOutConcurrency) {
     await Promise.all(
@@ -162,7 +167,7 @@ export function bookOwnCalls(env: Env, endUserId: string, logger?: Logger): Prom
   return tellWalletObject(env, endUserId, (object) => object.flush(), 'a wallet object was not asked to book before a read', logger);
 }
 
-/** One message to an end user's wallet object when leases are on; a failure is logged, never thrown. */
+/** One message to an end user's wallet object a failure is logged, never thrown. */
 async function tellWalletObject(
   env: Env,
   endUserId: string,
@@ -170,6 +175,6 @@ async function tellWalletObject(
   warning: string,
   logger?: Logger,
 ): Promise<void> {
-  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return;
+  if (env.WALLET === undefined) return;
   await tellWalletObjects(env, [await walletName(env.SESSION_HASH_SECRET, endUserId)], message, warning, logger);
 }

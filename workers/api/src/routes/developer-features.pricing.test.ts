@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith, newRequestId, userMessage } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayWith, newRequestId, settled, userMessage } from '../../../test/gateway-kit.ts';
 import { api, call, createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeOpenAiKey } from '../../../test/provider-keys-kit.ts';
 
@@ -71,7 +71,8 @@ describe('a feature price change', () => {
     const fast = fakeUpstream(() => jsonResponse(openAiCompletion('hello')));
     expect((await chat(gatewayWith({ upstreamFetch: fast.fetch }), testEnv, session.token, body, second)).status).toBe(200);
 
-    // 11 + 7 tokens of the fake completion at 2 and then 5 USD per million.
+    // 11 + 7 tokens of the fake completion at 2 and then 5 USD per million, once booked.
+    await settled(testEnv);
     expect(await booked(first)).toEqual({
       route_mode: 'developer_key',
       retail_usd: '0.00003600',

@@ -16,7 +16,7 @@ import {
   zeroUsd,
 } from '#shared/money/index.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayWith } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayWith, settled } from '../../../test/gateway-kit.ts';
 import {
   adminToken,
   api,
@@ -82,6 +82,8 @@ async function ledgerFigures() {
 }
 
 async function revenueOf(requestIds: string[]) {
+  // The wallet objects book what they settled first (their flush).
+  await settled(testEnv);
   const rows = await sql<{ revenue: string }>(
     testEnv,
     `select developer_revenue_usd::text as revenue from usage_events where client_request_id = any($1::text[])`,

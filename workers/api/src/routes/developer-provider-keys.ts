@@ -6,7 +6,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
-import { pushDeveloperKeyDisabled } from '#shared/wallet/wallet-notices.ts';
+import { pushAppChange, pushDeveloperKeyDisabled } from '#shared/wallet/wallet-notices.ts';
 import { parseWireAmount } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { createProviderKey } from '#shared/provider-keys/create-provider-key.ts';
@@ -70,6 +70,8 @@ export function registerDeveloperProviderKeyRoutes(app: ServiceApp, options: { f
       },
       { env: c.env, fetch: fetchForLiveCheck },
     );
+    // The developer's end users' next calls may take the new key (DESIGN §6): their wallet objects read their context again.
+    await pushAppChange(c.env, c.var.database().db, { developerId: c.var.developer.developerId }, c.var.logger);
     return c.json(toDeveloperView(row), 201);
   });
 
@@ -81,9 +83,10 @@ export function registerDeveloperProviderKeyRoutes(app: ServiceApp, options: { f
   app.openapi(disableKey, async (c) => {
     const { db } = c.var.database();
     const row = await disableProviderKey(db, ownerOf(c.var.developer.developerId), c.req.valid('param').id, c.var.requestId);
-    // Disabled in Postgres first: the wallet objects holding part of its budget read their calls'
-    // routing again (never this key).
+    // Disabled in Postgres first: the wallet objects holding part of its budget, and those of the
+    // developer's end users that leased in the last minute, read their calls' context again (never this key).
     await pushDeveloperKeyDisabled(c.env, db, row.id, c.var.logger);
+    await pushAppChange(c.env, db, { developerId: c.var.developer.developerId }, c.var.logger);
     return c.json(toDeveloperView(row), 200);
   });
 }

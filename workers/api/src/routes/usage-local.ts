@@ -4,11 +4,12 @@
  * archived app or feature, no suspended developer), its booking recording the feature prices it used.
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import { and, eq } from 'drizzle-orm';
-import { appFeatures, apps, developers } from '../../../../drizzle/schema.ts';
 import type { ServiceApp } from '#shared/app.ts';
-import type { Db } from '#shared/db.ts';
-import { requireSession } from '#shared/auth/require-session.ts';
+import type { SqlDatabase } from '#shared/query.ts';
+import { hashSessionToken, requireSession } from '#shared/auth/require-session.ts';
+import { bearerToken } from '#shared/auth/bearer.ts';
+import { checkCall } from '#shared/authorize/decide-call.ts';
+import { leaseContext, type LeaseContextRefusal } from '#shared/wallet/lease-context.ts';
 import { userRef } from '#shared/auth/user-ref.ts';
 import { timingSafeEqual } from '#shared/crypto.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
@@ -16,7 +17,7 @@ import { bookUsage } from '#shared/ledger/index.ts';
 import { formatUsd, usdStringSchema } from '#shared/money/index.ts';
 import { usageReportSchema } from '#shared/wire/usage-report.ts';
 import { errorResponses } from '#shared/openapi.ts';
-import { featurePricingFromRow, featurePricingMetadata, rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
+import { featurePricingMetadata, featurePricingOf, rateUsage, ratingSettingsFor } from '#shared/rating/index.ts';
 
 // The wire contract's schema (strict: a report can never carry prompt text), documented here.
 const UsageReport = usageReportSchema.openapi('LocalUsageReport');
@@ -51,40 +52,51 @@ export function localUsageKey(endUserId: string, requestId: string): string {
 }
 
 /**
- * The feature a report is booked under, by the gateway's rules (`faucet_authorize_call`): the one it
- * names or the app's default; the app not archived, its developer not suspended, the feature the
- * app's own and not archived. Anything else is refused before anything is written.
+ * The feature a report is booked under, by the rules of every gateway call (`checkCall`, the checks
+ * `decideCall` starts with, on the facts of `faucet_lease_context`): the one it names or the app's
+ * default; the session live, its developer not suspended, the app and the feature not archived, the
+ * model among the feature's allowed models. Anything else is refused before anything is written.
  */
-async function reportedFeature(db: Db, appId: string, named: string | undefined) {
-  const [row] = await db
-    .select({
-      appArchivedAt: apps.archivedAt,
-      developerSuspendedAt: developers.suspendedAt,
-      developerShareBps: apps.developerShareBps,
-      featureKey: appFeatures.featureKey,
-      featureArchivedAt: appFeatures.archivedAt,
-      developerPricePerMtokUsd: appFeatures.developerPricePerMtokUsd,
-      openFeeUsd: appFeatures.openFeeUsd,
-    })
-    .from(apps)
-    .innerJoin(developers, eq(developers.id, apps.developerId))
-    .leftJoin(
-      appFeatures,
-      and(eq(appFeatures.appId, apps.id), eq(appFeatures.featureKey, named === undefined ? apps.defaultFeatureKey : named)),
-    )
-    .where(eq(apps.id, appId));
-  if (!row) throw new FaucetError('unauthorized', 'Session is unknown or expired');
-  if (row.developerSuspendedAt !== null) throw new FaucetError('forbidden', "This app's developer is suspended");
-  if (row.appArchivedAt !== null) throw new FaucetError('forbidden', 'This app is archived: it takes no new usage reports.');
-  const { featureKey, featureArchivedAt } = row;
-  if (featureKey === null) {
-    if (named === undefined) throw new FaucetError('invalid_request', 'This report names no feature and the app has no default feature.');
-    throw new FaucetError('not_found', `This app has no feature "${named}".`);
+async function reportedFeature(db: SqlDatabase, tokenHash: string, report: { feature?: string; provider: string; model: string }) {
+  const context = await leaseContext(db, {
+    tokenHash,
+    featureKey: report.feature,
+    provider: report.provider,
+    model: report.model,
+    routing: null,
+  });
+  const failed = checkCall(
+    {
+      outcome: context.outcome,
+      sessionExpiresAt: context.outcome === 'leasable' ? context.sessionExpiresAt.getTime() : null,
+      ownsWallet: true,
+    },
+    Date.now(),
+  );
+  if (failed !== null || context.outcome !== 'leasable') throw refusedReport(failed ?? 'unauthorized', report);
+  return context;
+}
+
+function refusedReport(refusal: LeaseContextRefusal, report: { feature?: string; provider: string; model: string }): FaucetError {
+  switch (refusal) {
+    case 'unauthorized':
+      return new FaucetError('unauthorized', 'Session is unknown or expired');
+    case 'developer_suspended':
+      return new FaucetError('forbidden', "This app's developer is suspended");
+    case 'app_archived':
+      return new FaucetError('forbidden', 'This app is archived: it takes no new usage reports.');
+    case 'no_default_feature':
+      return new FaucetError('invalid_request', 'This report names no feature and the app has no default feature.');
+    case 'unknown_feature':
+      return new FaucetError('not_found', `This app has no feature "${report.feature}".`);
+    case 'feature_archived':
+      return new FaucetError('forbidden', `Feature "${report.feature ?? 'default'}" is archived: it takes no new usage reports.`);
+    case 'model_not_allowed':
+      return new FaucetError('forbidden', `Model "${report.provider}:${report.model}" is not among this feature's allowed models.`);
+    case 'routing_changed':
+      // Asked without routing: never answered.
+      return new FaucetError('conflict', "The feature's routing changed; send the report again.");
   }
-  if (featureArchivedAt !== null) {
-    throw new FaucetError('forbidden', `Feature "${featureKey}" is archived: it takes no new usage reports.`);
-  }
-  return { ...row, featureKey };
 }
 
 export function registerUsageLocalRoutes(app: ServiceApp): void {
@@ -99,8 +111,8 @@ export function registerUsageLocalRoutes(app: ServiceApp): void {
       throw new FaucetError('forbidden', "user_id_hash is not the session's user_ref");
     }
     const { db } = c.var.database();
-    const feature = await reportedFeature(db, session.appId, report.feature);
-    const featurePricing = featurePricingFromRow(feature);
+    const feature = await reportedFeature(db, (await hashSessionToken(bearerToken(c))) as string, report);
+    const featurePricing = featurePricingOf(feature.developerPricePerMtokUsd, feature.openFeeUsd);
     const rated = rateUsage(
       {
         routeMode: 'local',

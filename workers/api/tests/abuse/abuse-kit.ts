@@ -92,8 +92,7 @@ export interface World {
 
 async function tenant(testEnv: TestEnv): Promise<Tenant> {
   const session = await createSession(testEnv);
-  // Funded, so that a valid call is served: the suites check that a *refused* request changes nothing,
-  // and a per-call authorization refused for the balance keeps its call record (abandoned).
+  // Funded, so that a valid call is served: the suites check that a *refused* request changes nothing.
   await fund(testEnv, session.walletId, '5.00000000');
   const response = await call(api(), testEnv, '/v1/user/provider-keys', {
     token: session.token,

@@ -3,7 +3,7 @@
  * attacker racing the server produces. Each must take effect once, and no racer may see a 500.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fund } from '../../../test/gateway-kit.ts';
+import { fund, settled } from '../../../test/gateway-kit.ts';
 import { adminToken, api, call, createSession, createTestEnv, developerKey, gateway, sql, type TestEnv } from '../../../test/harness.ts';
 import { localUsageReport } from './abuse-kit.ts';
 
@@ -29,6 +29,7 @@ describe('duplicate requests racing each other', () => {
       }),
     );
     expect(statuses(responses)).toEqual([200, ...Array(racers - 1).fill(409)]);
+    await settled(testEnv);
     const rows = await sql(testEnv, 'select 1 from usage_events where client_request_id = $1', [requestId]);
     expect(rows).toHaveLength(1);
   });

@@ -9,7 +9,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { addUsd, compareUsd, formatUsd, parseDatabaseAmount, parseWireAmount, subtractUsd, zeroUsd } from '#shared/money/index.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { gatewayWith } from '../../../test/gateway-kit.ts';
+import { gatewayWith, settled } from '../../../test/gateway-kit.ts';
 import { adminToken, api, call, createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeOpenAiKey } from '../../../test/provider-keys-kit.ts';
 
@@ -115,7 +115,9 @@ describe('a second developer onboards through the API alone', () => {
     expect(local.body.recorded).toBe(true);
     served.push(localId);
 
-    // What the usage records say the developer earned, each route earning something.
+    // What the usage records say the developer earned, each route earning something (once the
+    // wallet objects have booked what they settled: their flush, within a second on its own).
+    await settled(testEnv);
     const records = await sql<{ route_mode: string; revenue: string; retail: string }>(
       testEnv,
       `select route_mode, developer_revenue_usd::text as revenue, retail_usd::text as retail from usage_events

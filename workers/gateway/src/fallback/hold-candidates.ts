@@ -12,7 +12,7 @@ import { compareUsd, type Usd } from '#shared/money/index.ts';
 import type { PriceCatalog } from '#shared/rating/index.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { holdBounds, type HoldBounds } from '../metering/hold-bounds.ts';
-import type { CallRoute } from '../routing/authorize-call.ts';
+import type { CallRoute } from '../routing/call-plan.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 
 export interface Candidate {
@@ -35,7 +35,10 @@ export function candidateOf(env: Env, reference: ModelReference, request: ChatRe
 const larger = (a: Usd | null, b: Usd | null): Usd | null => (a === null ? b : b === null ? a : compareUsd(a, b) >= 0 ? a : b);
 
 /** The bounds the statement holds: the primary's, raised to cover each fallback (the primary's null prices stay null: its route rules are unchanged). */
-export function combinedBounds(primary: Candidate & { bounds: HoldBounds }, fallbacks: Candidate[]): HoldBounds {
+export function combinedBounds(
+  primary: Pick<Candidate, 'reference'> & { bounds: HoldBounds },
+  fallbacks: ReadonlyArray<Pick<Candidate, 'reference' | 'bounds'>>,
+): HoldBounds {
   let bounds = { ...primary.bounds };
   for (const fallback of fallbacks) {
     if (fallback.bounds === null) continue;

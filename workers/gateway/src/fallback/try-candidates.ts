@@ -18,7 +18,7 @@ import type { CallAttempt } from '#shared/wire/faucet-object.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ProviderAdapter, ProviderCredential } from '../providers/provider.ts';
-import type { CallPlan } from '../routing/authorize-call.ts';
+import type { CallPlan } from '../routing/call-plan.ts';
 import { platformPoolCredential } from '../routing/platform-pool.ts';
 import { storedKeyCredential, storedKeyRoot } from '../routing/stored-key-credential.ts';
 import { type CircuitBreaker, circuitBreaker, type CircuitSettings } from './circuit-breaker.ts';
@@ -138,7 +138,7 @@ async function fallbackRoute(
   const stored = plan.routeMode === 'byok' ? plan.fallbackKeys[provider] : undefined;
   if (stored === undefined) return null;
   const key = { id: stored.id, ciphertext: stored.ciphertext, iv: stored.iv, keyVersion: stored.key_version };
-  // An azure or custom key is called at the root registered with it, as the first candidate's is (authorize-call.ts).
+  // An azure or custom key is called at the root registered with it, as the first candidate's is (wallet/authorize-on-lease.ts).
   const baseUrl = await storedKeyRoot(context.database, stored.id, candidate.reference.entry);
   return { credential: await storedKeyCredential(context.env, provider, key, baseUrl), credentialId: stored.id };
 }

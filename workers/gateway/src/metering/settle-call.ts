@@ -1,17 +1,16 @@
 /**
- * After the upstream: rate the call and book it (usage record, ledger entries, settlement of the
- * call's own hold, close of its call record) in one statement; or, when the upstream never accepted
- * the call, abandon it so nothing is charged and its request id can be retried.
+ * After the upstream: rate the call and hand its booking to the wallet object that authorized it,
+ * which keeps it durably and books it with its next flush (usage record, ledger entries, call record);
+ * or, when the upstream never accepted the call, abandon it so nothing is charged and its request id
+ * can be retried.
  */
-import { abandonCall as abandonCallByKey } from '#shared/calls/abandon-call.ts';
-import { bookUsage, type BookUsageInput } from '#shared/ledger/book-usage.ts';
+import type { BookUsageInput } from '#shared/ledger/book-usage.ts';
 import { bookingElement } from '#shared/ledger/book-usage-batch.ts';
 import { formatUsd, type Usd } from '#shared/money/index.ts';
-import type { SqlDatabase } from '#shared/query.ts';
 import type { WalletSettlement } from '#shared/durable-objects.ts';
 import { keepUnsent } from '../wallet/unsent-settlements.ts';
 import { featurePricingMetadata, type PriceCatalog, rateUsage } from '#shared/rating/index.ts';
-import type { CallPlan } from '../routing/authorize-call.ts';
+import type { CallPlan } from '../routing/call-plan.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { faucetObject, type FaucetObject } from './faucet-object.ts';
 import { ratingTokens, type MeteredUsage } from './metered-usage.ts';
@@ -31,7 +30,6 @@ export interface SettleOptions {
 }
 
 export async function settleCall(
-  db: SqlDatabase,
   plan: CallPlan,
   reference: ModelReference,
   usage: MeteredUsage,
@@ -71,34 +69,25 @@ export async function settleCall(
       ...amounts,
     });
   const { wallet } = plan;
-  if (wallet !== undefined) {
-    // Leased: the wallet object keeps the settlement durably and books it with its next flush; its
-    // lease covers the charge, so the answer carries it now (docs/edge.md). The object has kept the
-    // call in flight at its worst case since `authorize`: a settlement that never arrives leaves it
-    // booked at that bound by the object's alarm, never unbooked. So the answer need not wait for
-    // the settlement, nor even for it to be sent.
-    let settlement: WalletSettlement | undefined;
-    const settlementOnce = () => (settlement ??= { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd) });
-    const sent = options.background === undefined ? () => undefined : keepUnsent(wallet.name, plan.keys.callId, settlementOnce);
-    const send = () => {
-      sent();
-      const settle = () => wallet.stub.settle(plan.keys.callId, settlementOnce());
-      return settle().catch(() => settle());
-    };
-    if (options.background === undefined) await send();
-    else options.background(send);
-    return answer({ retailUsd: rated.retailUsd, upstreamCostUsd: rated.upstreamCostUsd });
-  }
-  const book = () => bookUsage(db, input);
-  // One retry (idempotent by the money key) for a cut connection; a call still unbooked after it is
-  // booked at its bound by the API's sweeper once its deadline has passed.
-  const booking = await book().catch(() => book());
-  if (booking.outcome === 'insufficient_balance') throw new Error('a booking that allows a receivable was refused');
-  return answer(booking);
+  // The wallet object keeps the settlement durably and books it with its next flush; its lease
+  // covers the charge, so the answer carries it now (docs/edge.md). The object has kept the call in
+  // flight at its worst case since `authorize`: a settlement that never arrives leaves it booked at
+  // that bound by the object's alarm, never unbooked. So the answer need not wait for the
+  // settlement, nor even for it to be sent.
+  let settlement: WalletSettlement | undefined;
+  const settlementOnce = () => (settlement ??= { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd) });
+  const sent = options.background === undefined ? () => undefined : keepUnsent(wallet.name, plan.keys.callId, settlementOnce);
+  const send = () => {
+    sent();
+    const settle = () => wallet.stub.settle(plan.keys.callId, settlementOnce());
+    return settle().catch(() => settle());
+  };
+  if (options.background === undefined) await send();
+  else options.background(send);
+  return answer({ retailUsd: rated.retailUsd, upstreamCostUsd: rated.upstreamCostUsd });
 }
 
 /** The upstream never accepted the call: free the hold and budget, charge nothing, free the request id. */
-export async function abandonCall(db: SqlDatabase, plan: CallPlan): Promise<void> {
-  if (plan.wallet !== undefined) await plan.wallet.stub.abandon(plan.keys.callId);
-  else await abandonCallByKey(db, plan.keys.moneyKey);
+export async function abandonCall(plan: CallPlan): Promise<void> {
+  await plan.wallet.stub.abandon(plan.keys.callId);
 }

@@ -9,7 +9,6 @@
  */
 import { createExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
 import { auditUpstreamCalls } from '#shared/calls/upstream-audit.ts';
 import { compareUsd, formatUsd, parseWireAmount, usdFromUnits, zeroUsd } from '#shared/money/index.ts';
 import { randomToken } from '#shared/crypto.ts';
@@ -21,7 +20,6 @@ import {
   gatewayWith,
   heldForCalls,
   newRequestId,
-  perCallPath,
   reservedForCalls,
   settled,
   userMessage,
@@ -288,20 +286,6 @@ describe('a custom server on the developer_key route', () => {
     expect(kept).toHaveLength(1);
     await sweepCallNow(session.token, kept[0]!);
     await settled(testEnv);
-    await expectBookedAtBound(requestId);
-    expect(await leftBehind(session, requestId)).toMatchObject({ held: '0.00000000', reserved: '0.00000000', bookings: 1 });
-  });
-
-  it('per call, one never settled is booked by the sweeper at its bound × the feature price, upstream cost 0', async () => {
-    const session = await fundedSession(testEnv);
-    const requestId = await neverSettled(perCallPath(testEnv), session.token);
-    await sql(testEnv, `update gateway_calls set deadline_at = now() - interval '1 hour' where client_request_id = $1`, [requestId]);
-    const { db, pool } = createDatabase(testEnv);
-    try {
-      expect(await sweepStaleCalls(db, testEnv)).toMatchObject({ booked: 1 });
-    } finally {
-      await pool.end();
-    }
     await expectBookedAtBound(requestId);
     expect(await leftBehind(session, requestId)).toMatchObject({ held: '0.00000000', reserved: '0.00000000', bookings: 1 });
   });

@@ -78,6 +78,28 @@ describe('authentication', () => {
     expect(upstream.requests).toEqual([]);
   });
 
+  it('refuses a live session whose token is of the older form (no wallet part) with 401 saying to mint a new one, nothing sent or held', async () => {
+    const session = await fundedSession(testEnv);
+    // A live session stored under a token of the form before tokens named their wallet.
+    const oldToken = `fvs_${crypto.randomUUID().replace(/-/g, '')}${crypto.randomUUID().replace(/-/g, '')}`;
+    await sql(testEnv, `update virtual_sessions set token_hash = encode(sha256($1::bytea), 'hex') where end_user_id = $2`, [
+      oldToken,
+      session.endUserId,
+    ]);
+    const upstream = forbiddenUpstream();
+    const requestId = newRequestId();
+    const response = await call(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, '/v1/chat/completions', {
+      json: hello,
+      token: oldToken,
+      headers: { 'x-request-id': requestId },
+    });
+    const refused = await errorOf(response);
+    expect(refused).toMatchObject({ status: 401, code: 'unauthorized' });
+    expect(refused.message).toContain('mint a new session');
+    expect(upstream.requests).toEqual([]);
+    await expectNothingHeldOrBooked(testEnv, session.walletId, requestId);
+  });
+
   it('refuses an expired session with 401 and places no hold', async () => {
     const session = await fundedSession(testEnv);
     await sql(testEnv, `update virtual_sessions set expires_at = now() - interval '1 second' where end_user_id = $1`, [session.endUserId]);

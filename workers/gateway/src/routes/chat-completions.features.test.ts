@@ -8,7 +8,6 @@ import {
   gatewayTestEnv,
   gatewayWith,
   newRequestId,
-  perCallPath,
   settled,
   usageRows,
   userMessage,
@@ -168,15 +167,5 @@ describe('the feature of a call', () => {
     const { first, second } = await priceChangedDuringCall(testEnv, 'priced-api', raiseThroughApi);
     expect(await ledgerMetadata(first)).toMatchObject({ feature_pricing: { feature_key: 'priced-api', open_fee_usd: '0.00100000' } });
     expect(await ledgerMetadata(second)).toMatchObject({ feature_pricing: { feature_key: 'priced-api', open_fee_usd: '0.00200000' } });
-  });
-
-  // A change written around the API (straight into the database) reaches a wallet object when its
-  // context cache is refreshed (fresh for 2 s, up to 10 s); per call it applies to the very next call.
-  it('per call, a price change applies to the very next call', async () => {
-    const { first, second } = await priceChangedDuringCall(perCallPath(testEnv), 'priced-per-call');
-    expect(await ledgerMetadata(first)).toMatchObject({ feature_pricing: { feature_key: 'priced-per-call', open_fee_usd: '0.00100000' } });
-    expect(await ledgerMetadata(second)).toMatchObject({
-      feature_pricing: { feature_key: 'priced-per-call', open_fee_usd: '0.00200000' },
-    });
   });
 });

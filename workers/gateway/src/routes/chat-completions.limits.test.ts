@@ -21,7 +21,6 @@ import {
   gatewayWith,
   heldForCalls,
   newRequestId,
-  perCallPath,
   settled,
   userMessage,
   wallet,
@@ -129,14 +128,6 @@ describe('cost of the limits', () => {
     expect((await chat(app, testEnv, session.token, ask('hello'))).status).toBe(200);
     expect(counted.statements).toBe(0);
     expect((await object.snapshot()).statements).toBe(before);
-  });
-
-  it('per call, add no database round trip: a call of an app with every limit set is still authorize + settle, two statements', async () => {
-    const limited = await limitedApp(testEnv, { spendPerDayUsd: '1.00000000', spendPerMonthUsd: '2.00000000', requestsPerMinute: 100 });
-    const session = await limited.session();
-    const { app, counted } = countingApp();
-    expect((await chat(app, perCallPath(testEnv), session.token, ask('hello'))).status).toBe(200);
-    expect(counted.statements).toBe(2);
   });
 });
 

@@ -7,10 +7,9 @@
  */
 import { createExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
 import type { WalletSettlement } from '#shared/durable-objects.ts';
 import { compareUsd, zeroUsd } from '#shared/money/index.ts';
-import { createDatabase, sql, type TestEnv } from '../../../test/harness.ts';
+import { sql, type TestEnv } from '../../../test/harness.ts';
 import { callsKeptBy, sweepCallNow, walletObjectOf } from '../../../test/wallet-kit.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
 import {
@@ -18,9 +17,7 @@ import {
   gatewayTestEnv,
   gatewayWith,
   heldForCalls,
-  holdStatus,
   newRequestId,
-  perCallPath,
   settled,
   usageRows,
   userMessage,
@@ -31,15 +28,6 @@ let testEnv: TestEnv;
 beforeAll(async () => {
   testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', CALL_SETTLE_GRACE_SECONDS: '1' });
 });
-
-async function sweep() {
-  const { db, pool } = createDatabase(testEnv);
-  try {
-    return await sweepStaleCalls(db, testEnv);
-  } finally {
-    await pool.end();
-  }
-}
 
 /**
  * The wallet objects as the gateway reaches them, each settlement it sends recorded (the call, the
@@ -137,49 +125,5 @@ describe('a call whose isolate ended before its booking', () => {
     await settled(testEnv);
     expect(await usageRows(testEnv, requestId)).toHaveLength(1);
     expect(await wallet(testEnv, session.walletId)).toEqual(afterSweep);
-  });
-
-  it('per call, is booked by the sweeper at its bound once past its deadline, settles its hold, and is never charged twice', async () => {
-    const session = await fundedSession(testEnv, '1.00000000');
-    const { requestId, answerLate } = await callLeftRunning(perCallPath(testEnv), session.token);
-    expect(await holdStatus(testEnv, requestId)).toBe('active');
-
-    // Within its deadline the sweeper leaves it alone.
-    expect(await sweep()).toEqual({ booked: 0, abandoned: 0 });
-    expect(await usageRows(testEnv, requestId)).toEqual([]);
-
-    await sql(testEnv, `update gateway_calls set deadline_at = now() - interval '1 hour' where client_request_id = $1`, [requestId]);
-    expect(await sweep()).toEqual({ booked: 1, abandoned: 0 });
-    const afterSweep = await expectBookedAtBound(session, requestId);
-    expect(await holdStatus(testEnv, requestId)).toBe('settled');
-
-    // The upstream answers after all: the gateway's own booking is the same money key, so no second charge.
-    await answerLate();
-    expect(await usageRows(testEnv, requestId)).toHaveLength(1);
-    expect(await wallet(testEnv, session.walletId)).toEqual(afterSweep);
-    expect(await sweep()).toEqual({ booked: 0, abandoned: 0 });
-  });
-
-  it('abandons, without charge, a stale call that never got a route', async () => {
-    const session = await fundedSession(testEnv, '0.00000000');
-    const requestId = newRequestId();
-    const response = await gatewayWith().fetch(
-      new Request('http://faucet.test/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
-        body: JSON.stringify({ model: 'openai:gpt-4o-mini', feature: 'chat', messages: [userMessage('hi')], route_mode: 'byok' }),
-      }),
-      testEnv,
-      createExecutionContext(),
-    );
-    expect(response.status).toBe(400);
-    // Simulate the refusal's own abandon having been lost with its connection.
-    await sql(
-      testEnv,
-      `update gateway_calls set status = 'in_flight', deadline_at = now() - interval '1 hour' where client_request_id = $1`,
-      [requestId],
-    );
-    expect(await sweep()).toEqual({ booked: 0, abandoned: 1 });
-    expect(await usageRows(testEnv, requestId)).toEqual([]);
   });
 });

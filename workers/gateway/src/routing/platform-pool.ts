@@ -1,6 +1,6 @@
 /**
  * The platform pool's key for a provider (a Worker secret). Stored keys (a user's BYOK key, the
- * developer's key) are chosen by `faucet_authorize_call` and opened by `openStoredKey`.
+ * developer's key) are chosen by `decideCall` and opened by `openStoredKey`.
  */
 import type { Env } from '#shared/env.ts';
 import type { ProviderCredential } from '../providers/provider.ts';

@@ -2,9 +2,8 @@
  * A stored key (BYOK or a developer's) as the credential a call is sent with: opened by
  * `openStoredKey`, at the API root it is used at — the catalog's, or for providers without a common
  * root (an Azure resource, a custom OpenAI-compatible server) the root registered with the key
- * (migration 0016). The per-call path reads that root by the id the authorize statement chose, and
- * only for those providers, so other calls pay no extra round trip; a wallet object's answer carries
- * it. The outbound fetch checks the root again on every call.
+ * (a wallet object's answer carries it with the key; a byok fallback's is read by its id, only for
+ * those providers). The outbound fetch checks the root again on every call.
  */
 import { sql } from 'drizzle-orm';
 import type { Env } from '#shared/env.ts';

@@ -1,15 +1,15 @@
 /**
- * The gateway's side of a leased call (docs/edge.md): a session token that names its wallet is
- * authorized by that wallet's object, with no Postgres round trip when the object's lease covers the
- * call: the platform route, the byok route with the end user's own key, or the developer_key route
- * with the developer's (the object leases part of its monthly budget). The object answers
- * `database` for what it does not decide: that takes the per-call path (routing/authorize-call.ts);
+ * The gateway's side of a call's authorization (docs/edge.md): the session token names its wallet,
+ * and that wallet's object decides the call (decideCall), with no Postgres round trip when its lease
+ * covers it: the platform route, the byok route with the end user's own key, or the developer_key
+ * route with the developer's (the object leases part of its monthly budget). It answers
  * `unavailable` when the call needed Postgres and it could not be reached (503, retry-after).
  */
 import type { Env } from '#shared/env.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import { databaseUnavailable } from '#shared/database-unreachable.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
 import { formatUsd } from '#shared/money/index.ts';
 import { featurePricingFromRow, ratingSettingsFor } from '#shared/rating/index.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
@@ -18,29 +18,35 @@ import { takeUnsent } from './unsent-settlements.ts';
 import { platformPoolCredential } from '../routing/platform-pool.ts';
 import { keyRoot, storedKeyCredential } from '../routing/stored-key-credential.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
-import { refusal, RoutingChanged, type AuthorizeInput, type CallPlan, type Outcome } from '../routing/authorize-call.ts';
+import { refusal, RoutingChanged, type AuthorizeInput, type CallPlan } from '../routing/call-plan.ts';
 
 export type WalletStub = DurableObjectStub<WalletObjectContract>;
 
-/** The wallet object a call's token names, when leases are on; null: the per-call path. */
-export function walletOf(env: Env, token: string): { name: string; stub: WalletStub } | null {
-  if (env.WALLET === undefined || env.WALLET_LEASES === 'off') return null;
+/**
+ * The wallet object a call's token names. A token of the older form (before tokens named their
+ * wallet; sessions live 15 minutes) names none: 401, mint a new session.
+ */
+export function walletOf(env: Env, token: string): { name: string; stub: WalletStub } {
   const name = walletOfToken(token);
-  if (name === null) return null;
+  if (name === null) {
+    throw new FaucetError('unauthorized', 'This session token is of an older form the gateway no longer accepts: mint a new session.');
+  }
+  // Every gateway deployment binds WALLET (wrangler.toml); its absence is a broken deployment.
+  if (env.WALLET === undefined) throw new Error('the gateway has no WALLET binding');
   return { name, stub: env.WALLET.get(env.WALLET.idFromName(name)) };
 }
 
 export interface LeaseAuthorizeInput extends AuthorizeInput {
   bounds: HoldBounds;
-  candidates: Candidate[];
+  candidates: ReadonlyArray<Pick<Candidate, 'reference' | 'bounds'>>;
 }
 
-/** A plan authorized on the wallet's lease, or null when the object says the per-call path must decide. */
+/** The plan the wallet's object authorized, or the error of its refusal. */
 export async function authorizeOnLease(
   env: Env,
   wallet: { name: string; stub: WalletStub },
   input: LeaseAuthorizeInput,
-): Promise<CallPlan | null> {
+): Promise<CallPlan> {
   const { call: keys, reference, bounds } = input;
   const pool = platformPoolCredential(env, reference);
   const settings = ratingSettingsFor(env, null);
@@ -79,15 +85,16 @@ export async function authorizeOnLease(
         boundOutputTokens: (candidate.bounds ?? bounds).worstCaseOutputTokens,
       })),
     },
-    // Only the tests' objects need it (each test file has a database of its own); in production the
-    // object reads its own DATABASE_URL and the secret never leaves the worker's environment.
-    databaseUrl: env.ENVIRONMENT === 'test' ? env.DATABASE_URL : undefined,
+    // Only the tests' objects need it (each test file has a database of its own, named by the test
+    // harness's bindings, which only the test configuration has — a test may set ENVIRONMENT to
+    // production to test what production does); in production the object reads its own DATABASE_URL
+    // and the secret never leaves the worker's environment.
+    databaseUrl: env.ENVIRONMENT === 'test' || 'TEST_DATABASE_URL_PREFIX' in env ? env.DATABASE_URL : undefined,
   });
-  if (decision.outcome === 'database') return null;
   if (decision.outcome === 'unavailable') throw databaseUnavailable();
   if (decision.outcome === 'routing_changed') throw new RoutingChanged(decision.routing);
   if (decision.outcome === 'refused') {
-    throw refusal(decision.refusal as Exclude<Outcome, 'authorized' | 'routing_changed'>, input, {
+    throw refusal(decision.refusal, input, {
       feature_key: decision.featureKey,
       refused_limit: decision.refusedLimit ?? null,
       retry_after_seconds: decision.retryAfterSeconds ?? null,
@@ -96,7 +103,7 @@ export async function authorizeOnLease(
   let credential = pool as ProviderCredential;
   let providerCredentialId: string | null = null;
   if (decision.routeMode !== 'platform') {
-    // The end user's own key or the developer's, opened here as the per-call path opens it; at the
+    // The end user's own key or the developer's, opened here; at the
     // root registered with it for providers without a common one (azure, custom).
     const key = decision.routeKey as NonNullable<typeof decision.routeKey>;
     try {

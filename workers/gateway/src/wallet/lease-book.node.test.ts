@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { budgetCommittedUnits, heldKeyBudgets, mergeKeyBudgets, type StoredCall } from './lease-book.ts';
+import type { CallRecordColumns } from '#shared/wallet/settle-lease.ts';
 
 const key = '11111111-1111-4111-8111-111111111111';
 const other = '22222222-2222-4222-8222-222222222222';
@@ -19,7 +20,8 @@ function call(state: StoredCall['state'], routeMode: 'platform' | 'developer_key
     budgetUnits: 300n,
     retailUnits: 200n,
     sweepAt: 0,
-    record: {},
+    // Not read by what is tested here.
+    record: {} as CallRecordColumns,
     rating: {
       developerShareBps: null,
       developerPricePerMtokUsd: null,

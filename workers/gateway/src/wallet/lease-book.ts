@@ -9,7 +9,7 @@
 import { formatUsd, parseDatabaseAmount, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
 import type { CallRoom, KeyBudgetRoom } from '#shared/authorize/decide-call.ts';
 import type { LeasedRoute } from '#shared/wallet/lease-context.ts';
-import type { KeyBudgets } from '#shared/wallet/settle-lease.ts';
+import type { CallRecordColumns, KeyBudgets } from '#shared/wallet/settle-lease.ts';
 
 /** One call the object knows of, as stored under `call:<id>`. */
 export interface StoredCall {
@@ -25,8 +25,8 @@ export interface StoredCall {
   retailUnits: bigint;
   /** Epoch ms after which an unsettled call is booked at its bound. */
   sweepAt: number;
-  /** The gateway_calls record the flush writes (column names as in Postgres). */
-  record: Record<string, unknown>;
+  /** The gateway_calls record the flush writes (the schema's columns, named as in Postgres). */
+  record: CallRecordColumns;
   /** How to rate it at its bound if it is never settled. */
   rating: {
     developerShareBps: number | null;

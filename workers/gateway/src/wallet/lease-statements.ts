@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { queryOne } from '#shared/query.ts';
-import { formatUsd, parseDatabaseAmount } from '#shared/money/index.ts';
+import { formatUsd } from '#shared/money/index.ts';
 import {
   leaseContext,
   leaseContextCall,
@@ -14,7 +14,8 @@ import {
   type LeaseContext,
   type LeaseContextInput,
   type LeaseContextRow,
-  type LeasedRoute,
+  type RoutePolicy,
+  type StoredFallbackKey,
   type StoredKey,
 } from '#shared/wallet/lease-context.ts';
 import type { WalletCallRequest } from '#shared/durable-objects.ts';
@@ -35,11 +36,11 @@ export interface CallContext {
   fallbacks: string[];
   /** Epoch ms. */
   sessionExpiresAt: number | null;
-  /** On `leasable`: the route the call takes. */
-  routeMode: LeasedRoute | null;
-  /** On the byok route the end user's key, on the developer_key route the developer's (encrypted); on byok the fallback providers' keys. */
-  routeKey: StoredKey | null;
-  fallbackKeys: Record<string, { id: string; ciphertext: string; iv: string; key_version: number }>;
+  routePolicy: RoutePolicy | null;
+  /** The end user's key of the provider and the developer's (encrypted); the end user's keys of the fallback providers. */
+  userKey: StoredKey | null;
+  developerKey: StoredKey | null;
+  fallbackKeys: Record<string, StoredFallbackKey>;
 }
 
 function contextInput(request: WalletCallRequest): LeaseContextInput {
@@ -48,10 +49,6 @@ function contextInput(request: WalletCallRequest): LeaseContextInput {
     featureKey: request.featureKey ?? undefined,
     provider: request.provider,
     model: request.model,
-    requestedRoute: request.requestedRoute ?? undefined,
-    platformHold: request.platformHold === null ? null : parseDatabaseAmount(request.platformHold),
-    catalogCost: request.catalogCost === null ? null : parseDatabaseAmount(request.catalogCost),
-    poolAvailable: request.poolAvailable,
     routing: { alias: request.alias, fallbacks: request.fallbacks },
   };
 }
@@ -61,15 +58,17 @@ export async function fetchCallContext(database: SqlDatabase, request: WalletCal
 }
 
 /**
- * The context and, when the call is leasable and the session's end user is the one the object is
- * named after (`end_users.wallet_object`, migration 0022), the lease renewed to `targetUsd` — one
- * statement, so the first call of a wallet waits on one round trip. The renewal is a flush of nothing
- * (`faucet_settle_lease` with no calls, keep = true).
+ * The context and, when the call passed its checks and the session's end user is the one the object
+ * is named after (`end_users.wallet_object`), the lease renewed to `targetUsd` — one statement, so
+ * the first call of a wallet waits on one round trip. The renewal is a flush of nothing
+ * (`faucet_settle_lease` with no calls, keep = true). When the call may take the developer's key (it
+ * asks for it or for no route) and the developer has one, part of that key's budget is leased too
+ * (`budgetUsd`): room taken before the route is known, given back with the lease when unused.
  */
 export async function fetchCallContextWithLease(
   database: SqlDatabase,
   request: WalletCallRequest,
-  lease: { wallet: string; targetUsd: string; ttlSeconds: number; callSlots: number; budgetUsd: string },
+  lease: { wallet: string; targetUsd: string; ttlSeconds: number; callSlots: number; budgetUsd: string | null },
 ): Promise<{
   context: CallContext;
   lease: { leaseUsd: string; leaseExpiresAt: Date; spendLimits: unknown; rateLimit: unknown; keyBudgets: KeyBudgets } | null;
@@ -84,14 +83,14 @@ export async function fetchCallContextWithLease(
     }
   >(
     database,
-    // faucet_open_lease takes the lease only for a leasable call of the end user the object is named
-    // after; on the developer_key route part of the key's budget too (`budgetUsd`).
-    sql`select c.*, l.lease_amount_usd, l.lease_expires_at, l.spend_limits, l.rate_limit, l.key_budgets
+    // faucet_open_lease takes the lease only for a call that passed its checks, of the end user the
+    // object is named after; part of the developer key's budget too when asked (`budgetUsd`).
+    sql`select c.*, l.amount_usd as lease_amount_usd, l.expires_at as lease_expires_at, l.spend_limits, l.rate_limit, l.key_budgets
           from ${leaseContextCall(contextInput(request))} c
           left join lateral faucet_open_lease(c.end_user_id, c.outcome, ${lease.wallet}, ${lease.targetUsd}::numeric,
                                               ${lease.ttlSeconds}::integer, ${lease.callSlots}::integer,
-                                              case when c.route_mode = 'developer_key'
-                                                   then jsonb_build_object(c.credential_id, ${lease.budgetUsd}::text) end) l on true`,
+                                              case when c.developer_key is not null and ${lease.budgetUsd}::text is not null
+                                                   then jsonb_build_object(c.developer_key ->> 'id', ${lease.budgetUsd}::text) end) l on true`,
   );
   return {
     context: callContextOf(leaseContextOfRow(row)),
@@ -120,13 +119,14 @@ function callContextOf(context: LeaseContext): CallContext {
     aliases: {},
     fallbacks: [],
     sessionExpiresAt: null,
-    routeMode: null,
-    routeKey: null,
+    routePolicy: null,
+    userKey: null,
+    developerKey: null,
     fallbackKeys: {},
   };
   if (!('appId' in context)) return { ...none, outcome: context.outcome };
   const routing = { aliases: context.modelAliases ?? {}, fallbacks: context.fallbackModels ?? [] };
-  if (context.outcome !== 'leasable' && context.outcome !== 'database') {
+  if (context.outcome !== 'leasable') {
     return {
       ...none,
       ...routing,
@@ -147,8 +147,9 @@ function callContextOf(context: LeaseContext): CallContext {
     maxOutputTokens: context.maxOutputTokens,
     ...routing,
     sessionExpiresAt: context.sessionExpiresAt.getTime(),
-    routeMode: context.routeMode,
-    routeKey: context.routeKey,
+    routePolicy: context.routePolicy,
+    userKey: context.userKey,
+    developerKey: context.developerKey,
     fallbackKeys: context.fallbackKeys ?? {},
   };
 }

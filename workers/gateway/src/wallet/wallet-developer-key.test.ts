@@ -84,15 +84,15 @@ describe('a developer-key call on the lease', () => {
     const upstream = worstCaseUpstream();
     const { gateway, counted } = countingGateway(upstream.fetch);
 
-    // Nothing asked for: the developer's key comes before the platform pool (DESIGN §6), as per call.
-    // The first call of the cold wallet takes its context, its lease and the key's budget in one
-    // statement; the second, asking for the route by name, reads only its context (the route asked
-    // for is part of what a context answers), the lease and the budget lease cover it.
+    // Nothing asked for: the developer's key comes before the platform pool (DESIGN §6). The first
+    // call of the cold wallet takes its context, its lease and the key's budget in one statement; the
+    // second, asking for the route by name, runs none: the context is the same facts whatever route
+    // is asked (decideCall chooses), and the lease and the budget lease cover it.
     const object = walletObjectOf(session.token);
     const first = await faucetOf(await chat(gateway, testEnv, session.token, ask()));
     expect((await object.snapshot()).statements).toBe(1);
     const second = await faucetOf(await chat(gateway, testEnv, session.token, ask({ route_mode: 'developer_key' })));
-    expect((await object.snapshot()).statements).toBe(2);
+    expect((await object.snapshot()).statements).toBe(1);
     expect([first.route_mode, second.route_mode]).toEqual(['developer_key', 'developer_key']);
     expect(counted.statements).toBe(0);
     expect(upstream.requests.map((request) => request.headers.authorization)).toEqual([`Bearer ${app.apiKey}`, `Bearer ${app.apiKey}`]);
@@ -197,7 +197,7 @@ describe('a developer-key call on the lease', () => {
     await object.resume();
     expect((await object.snapshot()).keyBudgets).toEqual({});
     await runInDurableObject(bobs, (instance) => {
-      (instance as unknown as { budgetShortUntil: Map<string, number> }).budgetShortUntil.clear();
+      (instance as unknown as { authorizeStep: { budgetShortUntil: Map<string, number> } }).authorizeStep.budgetShortUntil.clear();
     });
     expect((await faucetOf(await chat(gateway, testEnv, bob.token, ask()))).route_mode).toBe('developer_key');
     await walletObjectOf(bob.token).flush();
@@ -208,9 +208,8 @@ describe('a developer-key call on the lease', () => {
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });
 
-  it('a budget lease renewed for less than the call may run: the per-call path serves it on the key', async () => {
+  it('a budget lease renewed for less than the call may run is no room: the key asked for is refused, nothing asked takes the platform', async () => {
     const app = await keyedApp('10.00000000');
-    // More than the lease's chunk of balance: the per-call hold has what the lease leaves.
     const session = await app.session('5.00000000');
     const upstream = worstCaseUpstream();
     const { gateway, counted } = countingGateway(upstream.fetch);
@@ -220,27 +219,22 @@ describe('a developer-key call on the lease', () => {
     // As if Postgres granted the budget lease for a second only (the lease held, and every renewal).
     await runInDurableObject(object, (instance) => {
       const patched = instance as unknown as {
-        meta: { lease: { budgets?: Record<string, { expiresAt: number }> } };
-        syncNow: (...args: unknown[]) => Promise<void>;
+        state: { meta: { lease: { budgets?: Record<string, { expiresAt: number }> } } };
+        leases: { syncNow: (...args: unknown[]) => Promise<void> };
       };
-      const syncNow = patched.syncNow.bind(instance);
-      patched.syncNow = async (...args: unknown[]) => {
+      const syncNow = patched.leases.syncNow.bind(patched.leases);
+      patched.leases.syncNow = async (...args: unknown[]) => {
         await syncNow(...args);
-        for (const budget of Object.values(patched.meta.lease.budgets ?? {})) budget.expiresAt = Date.now() + 1_000;
+        for (const budget of Object.values(patched.state.meta.lease.budgets ?? {})) budget.expiresAt = Date.now() + 1_000;
       };
-      for (const budget of Object.values(patched.meta.lease.budgets ?? {})) budget.expiresAt = Date.now() + 1_000;
+      for (const budget of Object.values(patched.state.meta.lease.budgets ?? {})) budget.expiresAt = Date.now() + 1_000;
     });
-    expect((await faucetOf(await chat(gateway, testEnv, session.token, ask({ route_mode: 'developer_key' })))).route_mode).toBe(
-      'developer_key',
-    );
-    // Decided by the per-call path (its statements), not refused and not sent to the platform.
-    expect(counted.statements).toBeGreaterThan(0);
-    const [row] = await sql<{ reservations: number }>(
-      testEnv,
-      `select count(*)::int as reservations from provider_credential_reservations where credential_id = $1 and request_id like 'call:%'`,
-      [app.keyId],
-    );
-    expect(row!.reservations).toBe(1);
+    const refused = await chat(gateway, testEnv, session.token, ask({ route_mode: 'developer_key' }));
+    expect(refused.status).toBe(402);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('budget_exceeded');
+    // Nothing asked for: the platform takes it (the key is marked short for a while).
+    expect((await faucetOf(await chat(gateway, testEnv, session.token, ask()))).route_mode).toBe('platform');
+    expect(counted.statements).toBe(0);
     await object.flush();
     await expectBooksAgree(testEnv, upstream.requests, worstUsage);
   });

@@ -159,7 +159,7 @@ describe('money outside the gateway', () => {
     const { session, upstream, gateway, object } = await leasedWallet();
     // Two minutes without a call: the next alarm gives the lease back.
     await runInDurableObject(object, async (instance) => {
-      (instance as unknown as { meta: { lastActivity: number } }).meta.lastActivity = Date.now() - 600_000;
+      (instance as unknown as { state: { meta: { lastActivity: number } } }).state.meta.lastActivity = Date.now() - 600_000;
     });
     await withSlowRelease(async () => {
       const releasing = runDurableObjectAlarm(object);

@@ -317,7 +317,8 @@ describe('an object whose lease has ended', () => {
 
     // One settlement arrives malformed (its booking names another end user): the ledger refuses it.
     await runInDurableObject(objectOf(session.token), async (instance) => {
-      const calls = (instance as unknown as { calls: Map<string, { state: string; booking: Record<string, unknown> }> }).calls;
+      const { state } = instance as unknown as { state: { calls: Map<string, { state: string; booking: Record<string, unknown> }> } };
+      const { calls } = state;
       const settled = [...calls.values()].find((stored) => stored.state === 'settled');
       if (settled === undefined) throw new Error('no settled call');
       settled.booking = { ...settled.booking, end_user_id: crypto.randomUUID() };

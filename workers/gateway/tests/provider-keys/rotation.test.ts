@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayTestEnv, gatewayWith, perCallPath } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayTestEnv, gatewayWith } from '../../../test/gateway-kit.ts';
 import { adminToken, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { encodeBase64 } from '#shared/provider-keys/keyring.ts';
 import { auditRows, fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
@@ -35,10 +35,8 @@ const versions = () =>
   );
 
 describe('rotating the provider key encryption key', () => {
-  // Per call every stored key is read (re-encrypted) at once; the lease path's wallet objects are told
-  // to forget their cached contexts by the re-encryption (the next test).
-  it('per call, keeps old rows readable during the rotation, re-encrypts them all, then works without the old key', async () => {
-    const perCall = perCallPath(v1Env);
+  // The wallet objects are told to forget their cached contexts by the re-encryption (the next test).
+  it('keeps old rows readable during the rotation, re-encrypts them all, then works without the old key', async () => {
     const session = await fundedSession(v1Env, '1.00000000');
     const userKey = fakeOpenAiKey();
     const developerApiKey = fakeOpenAiKey();
@@ -57,7 +55,7 @@ describe('rotating the provider key encryption key', () => {
     expect(before.map((row) => row.key_version)).toEqual([1, 1]);
 
     // Step 1: the new key first, the old one still listed. Old rows decrypt; new rows use v2.
-    const rotating = { ...perCall, PROVIDER_KEY_ENCRYPTION_KEY: `${newEntry},${oldEntry()}` };
+    const rotating = { ...v1Env, PROVIDER_KEY_ENCRYPTION_KEY: `${newEntry},${oldEntry()}` };
     expect(await keyUsedFor(rotating, session.token, 'byok')).toEqual({ status: 200, authorization: `Bearer ${userKey}` });
     expect(await keyUsedFor(rotating, session.token, 'developer_key')).toEqual({ status: 200, authorization: `Bearer ${developerApiKey}` });
     const other = await fundedSession(v1Env, '0.00000000');
@@ -81,7 +79,8 @@ describe('rotating the provider key encryption key', () => {
       unreadable: 0,
       remaining: 0,
       signing_secrets: { re_encrypted: 0, unreadable: 0, remaining: 0 },
-      wallet_objects_told: 0,
+      // The one end user whose calls took a lease: their wallet object forgets the former ciphertexts.
+      wallet_objects_told: 1,
     });
     const after = await versions();
     expect(after.map((row) => row.key_version)).toEqual([2, 2, 2]);
@@ -100,7 +99,7 @@ describe('rotating the provider key encryption key', () => {
     expect(again.body).toMatchObject({ re_encrypted: 0, remaining: 0 });
 
     // Step 3: the old key removed; every stored key still goes upstream exactly as it was given.
-    const rotated = { ...perCall, PROVIDER_KEY_ENCRYPTION_KEY: newEntry };
+    const rotated = { ...v1Env, PROVIDER_KEY_ENCRYPTION_KEY: newEntry };
     expect(await keyUsedFor(rotated, session.token, 'byok')).toEqual({ status: 200, authorization: `Bearer ${userKey}` });
     expect(await keyUsedFor(rotated, session.token, 'developer_key')).toEqual({ status: 200, authorization: `Bearer ${developerApiKey}` });
     expect(await keyUsedFor(rotated, other.token, 'byok')).toEqual({ status: 200, authorization: `Bearer ${lateKey}` });

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fakeUpstream, jsonResponse, openAiCompletion } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayTestEnv, gatewayWith, perCallPath } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayTestEnv, gatewayWith } from '../../../test/gateway-kit.ts';
 import { walletObjectOf } from '../../../test/wallet-kit.ts';
 import { developerKey, type TestEnv } from '../../../test/harness.ts';
 import { createDatabase, observeStatements } from '#shared/db.ts';
@@ -65,18 +65,5 @@ describe('database round trips per gateway call', () => {
     expect((await send(testEnv, `/v1/developer/provider-keys/${developerKeyId}`, { method: 'DELETE', token: developerKey })).status).toBe(
       200,
     );
-  });
-
-  it('per call, are two on the byok and developer_key routes, as on the platform route', async () => {
-    const perCall = perCallPath(testEnv);
-    const session = await fundedSession(testEnv, '1.00000000');
-    expect(await statementsFor(session.token, hi, perCall)).toEqual({ routeMode: 'platform', statements: 2 });
-    await send(testEnv, '/v1/user/provider-keys', { json: { provider: 'openai', api_key: fakeOpenAiKey() }, token: session.token });
-    expect(await statementsFor(session.token, { ...hi, route_mode: 'byok' }, perCall)).toEqual({ routeMode: 'byok', statements: 2 });
-    await send(testEnv, '/v1/developer/provider-keys', {
-      json: { provider: 'openai', api_key: fakeOpenAiKey(), monthly_budget_usd: '1.00000000' },
-      token: developerKey,
-    });
-    expect(await statementsFor(session.token, hi, perCall)).toEqual({ routeMode: 'developer_key', statements: 2 });
   });
 });

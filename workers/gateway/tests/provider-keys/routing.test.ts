@@ -13,7 +13,6 @@ import {
   gatewayTestEnv,
   gatewayWith,
   newRequestId,
-  perCallPath,
   reservedForCalls,
   settled,
   wallet,
@@ -322,26 +321,6 @@ describe('developer key budgets', () => {
     const fallback = await callGateway(session.token, hi);
     expect(fallback.body.faucet.route_mode).toBe('platform');
     expect(fallback.authorization).toBe(`Bearer ${poolKey}`);
-  });
-
-  // The paths disagree on when budget room freed (a new month, a raised budget) is used: per call by
-  // the very next call; a wallet object that found the key's budget short routes that key's calls to
-  // the platform pool (or refuses them when they asked for the key) for 10 s without asking again.
-  it('per call, counts only the current calendar month (UTC): last month’s spend frees the budget for the very next call', async () => {
-    const perCall = perCallPath(testEnv);
-    const developer = await replaceDeveloperKey('0.00001000');
-    const session = await fundedSession(testEnv, '1.00000000');
-    expect((await callGateway(session.token, hi, newRequestId(), perCall)).body.faucet.route_mode).toBe('developer_key');
-    expect((await callGateway(session.token, hi, newRequestId(), perCall)).body.faucet.route_mode).toBe('platform');
-    await sql(
-      testEnv,
-      `update usage_events set created_at = date_trunc('month', now() at time zone 'UTC') at time zone 'UTC' - interval '1 second'
-        where provider_credential_id = $1`,
-      [developer.id],
-    );
-    const next = await callGateway(session.token, hi, newRequestId(), perCall);
-    expect(next.body.faucet.route_mode).toBe('developer_key');
-    expect(next.authorization).toBe(`Bearer ${developer.apiKey}`);
   });
 
   it('gives the reserved budget back when the upstream fails, so failures never use it up', async () => {

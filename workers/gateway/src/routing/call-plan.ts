@@ -1,31 +1,21 @@
 /**
- * Everything the gateway must know before it calls an upstream, in one statement (one database
- * round trip): `faucet_authorize_call` (migrations/functions/faucet_authorize_call.sql) checks the session,
- * the app and the feature (named, or the app's default; not archived; the model allowed), claims the client's request id for this end user, records the call, chooses the
- * route and key (DESIGN §6), reserves a developer key's budget and holds the route's worst case —
- * all keyed by the call's money key (`call:<uuid>`), which the server generated for this call alone —
- * and enforces the app's per-end-user limits (spend per day and month: 402 `budget_exceeded`;
- * requests per minute: 429 `rate_limited` with `retry-after`).
- * This file supplies the prices (from the money module) and the rating settings, which the call's
- * record keeps with the feature's prices (whoever books the call books it as authorized), and turns
- * the outcome into a plan or an error.
+ * What an authorized call carries from its wallet object's decision to its upstream and its
+ * settlement (the plan), and the error each refusal answers. The decision itself is `decideCall`
+ * (workers/shared/authorize/decide-call.ts), taken by the end user's wallet object
+ * (wallet/authorize-on-lease.ts).
  */
-import { sql } from 'drizzle-orm';
-import type { Env } from '#shared/env.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
-import { abandonCall } from '#shared/calls/abandon-call.ts';
-import { queryOne, type SqlDatabase } from '#shared/query.ts';
-import { formatUsd, type Usd } from '#shared/money/index.ts';
-import { featurePricingFromRow, ratingSettingsFor, type FeaturePricing, type RatingSettings } from '#shared/rating/index.ts';
+import type { FeaturePricing, RatingSettings } from '#shared/rating/index.ts';
 import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
 import type { WalletObjectContract } from '#shared/durable-objects.ts';
-import type { LeaseContextRefusal } from '#shared/wallet/lease-context.ts';
+import type { CallRefusal } from '#shared/authorize/decide-call.ts';
+import type { StoredFallbackKey } from '#shared/wallet/lease-context.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
 import type { ProviderCredential } from '../providers/provider.ts';
 import type { FeatureRouting } from '../fallback/feature-routing.ts';
 import type { ModelReference } from './parse-model.ts';
-import { platformPoolCredential } from './platform-pool.ts';
-import { storedKeyCredential, storedKeyRoot } from './stored-key-credential.ts';
+
+export type { StoredFallbackKey };
 
 export type CallRoute = CloudRouteMode;
 
@@ -47,14 +37,6 @@ export class RoutingChanged extends Error {
   constructor(readonly routing: FeatureRouting) {
     super('the feature routing changed');
   }
-}
-
-/** A stored key of a fallback provider on the byok route (opened only if that candidate is tried). */
-export interface StoredFallbackKey {
-  id: string;
-  ciphertext: string;
-  iv: string;
-  key_version: number;
 }
 
 /** The keys of one call: the server's own, and the client's correlation id. */
@@ -90,106 +72,22 @@ export interface CallPlan {
   routing: FeatureRouting;
   /** byok route: the end user's key of each fallback provider other than the call's. */
   fallbackKeys: Record<string, StoredFallbackKey>;
-  /** Authorized by the end user's wallet object on its lease (wallet/): settled and abandoned there, not in Postgres. */
-  wallet?: { name: string; stub: DurableObjectStub<WalletObjectContract> };
+  /** The end user's wallet object that authorized it on its lease (wallet/): settled and abandoned there. */
+  wallet: { name: string; stub: DurableObjectStub<WalletObjectContract> };
 }
 
-/** faucet_authorize_call's answer: the checks it shares with the wallet objects' context (faucet_call_context), then its own. */
-export type Outcome =
-  | 'authorized'
-  | LeaseContextRefusal
-  | 'conflict'
-  | 'byok_missing'
-  | 'developer_key_missing'
-  | 'unpriced'
-  | 'no_pool'
-  | 'budget_exceeded'
-  | 'spend_limit_day'
-  | 'spend_limit_month'
-  | 'rate_limited'
-  | 'insufficient_balance';
-
-interface AuthorizeRow {
-  outcome: Outcome;
-  app_id: string | null;
-  end_user_id: string | null;
-  developer_share_bps: number | null;
-  developer_price_per_mtok_usd: string | null;
-  open_fee_usd: string | null;
-  route_mode: CallRoute | null;
-  credential_id: string | null;
-  ciphertext: string | null;
-  iv: string | null;
-  key_version: number | null;
+/** What a refusal names: the feature, and the per-end-user limit (USD, or calls per minute) with its retry-after. */
+export interface RefusalDetail {
   feature_key: string | null;
-  max_output_tokens: number | null;
-  /** The per-end-user limit a refusal names: USD (8 decimals) or calls per minute. */
   refused_limit: string | null;
   retry_after_seconds: number | null;
-  model_aliases: Record<string, string> | null;
-  fallback_models: string[] | null;
-  fallback_keys: Record<string, StoredFallbackKey> | null;
 }
 
-const usd = (amount: Usd | null) => (amount === null ? null : formatUsd(amount));
-
-export async function authorizeCall(db: SqlDatabase, env: Env, input: AuthorizeInput): Promise<CallPlan> {
-  const { call: keys, reference, bounds } = input;
-  const pool = platformPoolCredential(env, reference);
-  const settings = ratingSettingsFor(env, null);
-  const pricedAt = new Date();
-  const row = await queryOne<AuthorizeRow>(
-    db,
-    sql`select * from faucet_authorize_call(
-      ${input.tokenHash}, ${input.featureKey ?? null}::text, ${keys.callId}::uuid, ${keys.moneyKey}, ${keys.clientRequestId}, ${keys.fingerprint},
-      ${input.requestedRoute ?? null}::text, ${reference.provider}, ${reference.model},
-      ${bounds.worstCaseInputTokens}::integer, ${bounds.worstCaseOutputTokens}::integer,
-      ${usd(bounds.platform)}::numeric, ${usd(bounds.developerKeyAtCost)}::numeric, ${pool !== null}::boolean,
-      ${keys.holdTtlSeconds}::integer, ${keys.maxDurationSeconds}::integer,
-      ${settings.platformMarkupBps}::integer, ${settings.platformFeeBps}::integer,
-      ${input.routing.alias}::text, ${JSON.stringify(input.routing.fallbacks)}::jsonb)`,
-  );
-  const routing = { aliases: row.model_aliases ?? {}, fallbacks: row.fallback_models ?? [] };
-  if (row.outcome === 'routing_changed') throw new RoutingChanged(routing);
-  if (row.outcome !== 'authorized') throw refusal(row.outcome, input, row);
-
-  const routeMode = row.route_mode as CallRoute;
-  const plan = {
-    keys,
-    appId: row.app_id as string,
-    endUserId: row.end_user_id as string,
-    featureKey: row.feature_key as string,
-    maxOutputTokens: row.max_output_tokens,
-    featurePricing: featurePricingFromRow({ developerPricePerMtokUsd: row.developer_price_per_mtok_usd, openFeeUsd: row.open_fee_usd }),
-    ratingSettings: { ...settings, channelShareBps: ratingSettingsFor(env, row.developer_share_bps).channelShareBps },
-    pricedAt,
-    routeMode,
-    providerCredentialId: row.credential_id,
-    routing,
-    fallbackKeys: row.fallback_keys ?? {},
-  };
-  if (routeMode === 'platform') return { ...plan, credential: pool as ProviderCredential };
-  try {
-    const key = {
-      id: row.credential_id as string,
-      ciphertext: row.ciphertext as string,
-      iv: row.iv as string,
-      keyVersion: row.key_version as number,
-    };
-    const baseUrl = await storedKeyRoot(db, key.id, reference.entry);
-    return { ...plan, credential: await storedKeyCredential(env, reference.provider, key, baseUrl) };
-  } catch (error) {
-    // A key that cannot be opened: nothing will be called, so nothing stays held.
-    await abandonCall(db, keys.moneyKey).catch(() => undefined);
-    throw error;
-  }
-}
-
-/** The error a refused authorization answers (the wallet object's refusals use the same). */
+/** The error a refused call answers. */
 export function refusal(
-  outcome: Exclude<Outcome, 'authorized' | 'routing_changed'>,
+  outcome: Exclude<CallRefusal, 'routing_changed'>,
   input: Pick<AuthorizeInput, 'featureKey' | 'reference' | 'requestedRoute'>,
-  row: Pick<AuthorizeRow, 'feature_key' | 'refused_limit' | 'retry_after_seconds'>,
+  row: RefusalDetail,
 ): FaucetError {
   const { provider, model } = input.reference;
   const featureKey = row.feature_key;

@@ -1,0 +1,478 @@
+/**
+ * The one pipeline of a model call, whatever API the client speaks (chat completions, Responses,
+ * Anthropic Messages: a `ChatSurface` reads its body into a chat request and writes the answer in its
+ * own words): authorize by the end user's wallet object (session, feature, route, idempotency claim,
+ * hold), call the provider through its adapter, then settle with the object and answer with the
+ * completion plus its `faucet` object, or stream it through the metered stream. The call's money key
+ * is the server's (`call:<uuid>`); the client's x-request-id is only echoed and used as an
+ * idempotency key. The call's model may be an alias of its feature, and the feature's fallbacks are
+ * tried when an attempt fails before its first byte (fallback/: the hold covers them all; only the
+ * attempt that answered is booked, at its model's prices).
+ */
+import type { Context } from 'hono';
+import type { AppEnv } from '#shared/app-env.ts';
+import { findLiveSession, hashSessionToken } from '#shared/auth/require-session.ts';
+import { callLimits, type CallLimits } from '#shared/calls/call-limits.ts';
+import { sha256Hex } from '#shared/crypto.ts';
+import { intSetting } from '#shared/env.ts';
+import { FaucetError } from '#shared/wire/errors.ts';
+import { waitUntil } from '#shared/wait-until.ts';
+import type { SqlDatabase } from '#shared/query.ts';
+import type { GatewayDependencies } from '../gateway-dependencies.ts';
+import { estimatedUsage, meteredUsage } from '../metering/metered-usage.ts';
+import { holdBounds } from '../metering/hold-bounds.ts';
+import { capOutputTokens } from '../metering/output-cap.ts';
+import { abandonCall, settleCall, type SettleOptions } from '../metering/settle-call.ts';
+import type { ChatCompletion, ChatRequest } from '../openai/chat-schemas.ts';
+import type { CloudRouteMode, RouteMode } from '#shared/wire/route-modes.ts';
+import type { ChatCompletionsBody } from './chat-completions-body.ts';
+import { createAdapter } from '../providers/create-adapter.ts';
+import { authorizeOnLease, walletOf } from '../wallet/authorize-on-lease.ts';
+import { RoutingChanged, type AuthorizeInput, type CallKeys, type CallPlan } from '../routing/call-plan.ts';
+import { parseModel, type ModelReference } from '../routing/parse-model.ts';
+import { resolveCandidates, routingCache, type FeatureRouting } from '../fallback/feature-routing.ts';
+import { candidateOf, combinedBounds, type Candidate } from '../fallback/hold-candidates.ts';
+import { AttemptsFailed, tryCandidates, type Answered, type AttemptContext } from '../fallback/try-candidates.ts';
+import type { HoldBounds } from '../metering/hold-bounds.ts';
+import type { CallAttempt } from '#shared/wire/faucet-object.ts';
+import type { FaucetObject } from '../metering/faucet-object.ts';
+import { meteredStream } from '../streaming/metered-stream.ts';
+import { defaultUpstreamTimeoutMs } from '#shared/upstream/outbound-fetch.ts';
+
+/** What a surface read from its request: the chat request the providers are called with, and how. */
+export interface SurfaceCall {
+  /** The body as the client sent it: the idempotency fingerprint is taken over it. */
+  body: unknown;
+  /** The model the client named (`provider:model`, a bare name, or an alias of the feature). */
+  model: string;
+  /** Undefined: the app's default feature. */
+  feature: string | undefined;
+  requestedRoute: RouteMode | undefined;
+  request: ChatRequest;
+  stream: boolean;
+  /** The metered stream passes the usage chunk on (chat's `stream_options.include_usage`; the translating surfaces need it). */
+  includeUsage: boolean;
+}
+
+/** What names an answer: the gateway's call id, the client's request id, when the call started (Unix seconds). */
+export interface AnswerIds {
+  callId: string;
+  requestId: string;
+  createdAt: number;
+}
+
+/** One API a client speaks, over the one pipeline. */
+export interface ChatSurface {
+  /** The session token the request carries (its shape is checked by the pipeline). */
+  token(c: Context<AppEnv>): string;
+  /** The request as a chat call; a `FaucetError` for a body that cannot be served. */
+  read(c: Context<AppEnv>): Promise<SurfaceCall>;
+  /** The answer to a call not streamed: the completion and its `faucet` object, in the surface's words. */
+  answer(
+    c: Context<AppEnv>,
+    completion: ChatCompletion & { faucet: FaucetObject },
+    call: SurfaceCall,
+    ids: AnswerIds,
+    headers: Record<string, string>,
+  ): Response;
+  /** The answer to a streamed call: the metered stream's SSE (chat chunks, usage, `[DONE]` or an error), in the surface's words. */
+  stream(
+    c: Context<AppEnv>,
+    metered: ReadableStream<Uint8Array>,
+    call: SurfaceCall,
+    ids: AnswerIds,
+    headers: Record<string, string>,
+  ): Response;
+}
+
+interface Call {
+  surface: ChatSurface;
+  read: SurfaceCall;
+  ids: AnswerIds;
+  c: Context<AppEnv>;
+  /** Milliseconds of the authorize statement (incl. opening the connection), for `server-timing`. */
+  authorizeMs: number;
+  requestId: string;
+  database: SqlDatabase;
+  /** Releases the request's database handle (retained past the response for settlement). */
+  release(): void;
+  plan: CallPlan;
+  /** The model asked for (or its alias's target), then the feature's fallbacks. */
+  candidates: Candidate[];
+  /** What the statement held for (the largest bounds over the candidates). */
+  held: HoldBounds;
+  /** Whether the faucet object lists the attempts: the feature has fallbacks or the model was an alias. */
+  listAttempts: boolean;
+  limits: CallLimits;
+  adapterFor: AttemptContext['adapterFor'];
+  /** How the call is settled: the price catalog it is rated with, and whether a leased settlement may follow the answer. */
+  settling: SettleOptions;
+  defer(work: Promise<unknown>): void;
+}
+
+/** Serves one model call of `surface`: the handler of each model route. */
+export async function serveChatCall(c: Context<AppEnv>, dependencies: GatewayDependencies, surface: ChatSurface): Promise<Response> {
+  const requestId = c.var.requestId;
+  const token = surface.token(c);
+  const { tokenHash, refusedForBody } = await sessionOf(c, token);
+  const read = await surface.read(c).then(cloudCall).catch(refusedForBody);
+  const { body, request, feature } = read;
+  const requestedRoute = read.requestedRoute as CloudRouteMode | undefined;
+  const limits = callLimits(c.env);
+  const keys = await callKeysOf(requestId, body, limits);
+  const { callId } = keys;
+
+  const defer = (work: Promise<unknown>) => waitUntil(c, work);
+  const handle = c.var.database();
+  const release = handle.retain();
+  // Opened by the first statement: a call its wallet's lease covers runs none.
+  const database: SqlDatabase = { execute: (query) => handle.db.execute(query) };
+  const authorizeStarted = performance.now();
+  let authorized: Awaited<ReturnType<typeof authorizeWithRouting<Candidate>>>;
+  try {
+    authorized = await authorizeWithRouting<Candidate>(
+      {
+        tokenHash,
+        feature,
+        model: read.model,
+        // The primary's bounds or the body's refusal; a fallback the gateway cannot bound is never tried.
+        candidateOf: (reference, primary) => {
+          if (!primary) return candidateOf(c.env, reference, request, dependencies.priceCatalog);
+          const sent = { ...request, model: reference.model };
+          return { reference, request: sent, bounds: holdBounds(c.env, reference, sent, dependencies.priceCatalog) };
+        },
+        refusedForBody,
+      },
+      async ({ candidates, ...input }) => {
+        const authorizeInput = { tokenHash, featureKey: feature, call: keys, requestedRoute, ...input };
+        // The token names its wallet: that wallet's object decides the call on its lease.
+        return authorizeOnLease(c.env, walletOf(c.env, token), { ...authorizeInput, candidates });
+      },
+    );
+  } catch (error) {
+    release();
+    throw error;
+  }
+  const { plan, candidates, held, alias } = authorized;
+
+  const context = {
+    fetch: dependencies.upstreamFetch,
+    upstreamTimeoutMs: intSetting(c.env.UPSTREAM_TIMEOUT_MS, defaultUpstreamTimeoutMs),
+    mockLatencyMs: intSetting(c.env.MOCK_PROVIDER_LATENCY_MS, 0),
+    priceCatalog: dependencies.priceCatalog,
+  };
+  const call: Call = {
+    surface,
+    read,
+    ids: { callId, requestId, createdAt: Math.floor(Date.now() / 1000) },
+    c,
+    authorizeMs: performance.now() - authorizeStarted,
+    requestId,
+    database,
+    release,
+    plan,
+    // The feature's output cap bounds what is sent and what an unreported usage is billed at.
+    candidates: candidates.map((candidate) => ({ ...candidate, request: capOutputTokens(candidate.request, plan.maxOutputTokens) })),
+    held,
+    listAttempts: candidates.length > 1 || alias !== null,
+    limits,
+    adapterFor: (candidate) => createAdapter(candidate.reference.entry, context),
+    settling: {
+      catalog: dependencies.priceCatalog,
+      // Write-through (a flush interval of 0) books before the answer, so the answer waits for it.
+      // Otherwise the settlement is sent once the answer has left (docs/edge.md, "What a call waits on").
+      background:
+        intSetting(c.env.WALLET_FLUSH_INTERVAL_MS, 1000) === 0
+          ? undefined
+          : (send) =>
+              defer(
+                afterTheAnswer()
+                  .then(send)
+                  .catch((error: unknown) =>
+                    c.var.logger?.error('leased settlement not delivered; the wallet object books the call at its bound', {
+                      call_id: callId,
+                      error: (error as Error).name,
+                    }),
+                  ),
+              ),
+    },
+    defer,
+  };
+  c.header('x-faucet-call-id', callId);
+  return read.stream ? streamCall(call) : completeCall(call);
+}
+
+/** A model the call may try, with what it is sent and its bounds (null: never tried). */
+export interface RoutedCandidate {
+  reference: ModelReference;
+  bounds: HoldBounds | null;
+}
+
+/**
+ * Authorizes with the candidates the feature's routing gives (fallback/feature-routing.ts): with what
+ * this isolate last saw of it, and once more with the feature's own when the object says it changed.
+ * The hold is sized over every candidate (fallback/hold-candidates.ts). `candidateOf` sizes one
+ * candidate: for the primary it throws what makes the body unservable (a 400 for a live session).
+ */
+export async function authorizeWithRouting<C extends RoutedCandidate>(
+  input: {
+    tokenHash: string;
+    feature: string | undefined;
+    model: string;
+    candidateOf(reference: ModelReference, primary: boolean): C;
+    refusedForBody(error: unknown): Promise<never>;
+  },
+  authorize: (input: Pick<AuthorizeInput, 'reference' | 'bounds' | 'routing'> & { candidates: C[] }) => Promise<CallPlan>,
+): Promise<{ plan: CallPlan; candidates: C[]; held: HoldBounds; alias: string | null }> {
+  let routing: FeatureRouting | null = routingCache.get(input.tokenHash, input.feature);
+  for (let round = 0; ; round += 1) {
+    let resolved: ReturnType<typeof resolveCandidates>;
+    try {
+      resolved = resolveCandidates(input.model, routing);
+    } catch (error) {
+      return input.refusedForBody(error);
+    }
+    // An alias not known yet: asked with a stand-in the object answers `routing_changed` to (or,
+    // if the alias names exactly it, authorizes: its bounds are then the right ones).
+    const primaryReference = resolved.primary ?? parseModel('mock:echo');
+    let primary: C & { bounds: HoldBounds };
+    try {
+      primary = input.candidateOf(primaryReference, true) as C & { bounds: HoldBounds };
+    } catch (error) {
+      return input.refusedForBody(error);
+    }
+    const fallbacks = resolved.fallbacks.map((reference) => input.candidateOf(reference, false));
+    const held = combinedBounds(primary, fallbacks);
+    try {
+      const plan = await authorize({
+        reference: primaryReference,
+        bounds: held,
+        routing: { alias: resolved.alias, fallbacks: resolved.fallbackNames },
+        candidates: [primary, ...fallbacks],
+      });
+      routingCache.set(input.tokenHash, input.feature, plan.routing);
+      return { plan, candidates: [primary, ...fallbacks], held, alias: resolved.alias };
+    } catch (error) {
+      if (!(error instanceof RoutingChanged) || round >= 2) throw error;
+      routing = error.routing;
+      routingCache.set(input.tokenHash, input.feature, routing);
+    }
+  }
+}
+
+/**
+ * Resolves in a later turn of the event loop than the one that returns the answer, so the runtime
+ * writes the answer first. A message to the wallet object sent in the answer's own turn had the
+ * object take it (and write it to its storage) on the isolate's thread before the answer was
+ * written: about 1 ms of a call in workerd (docs/edge.md).
+ */
+function afterTheAnswer(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/**
+ * The request's session token, checked for its shape before the body is read (a request without a
+ * well-formed token learns nothing about its body), and how a body the gateway refuses (schema,
+ * model, fields, bounds) is answered: 400 only for a live session, 401 whatever the body otherwise.
+ * The live-session check runs on that error path alone (a valid call's session is checked by its
+ * wallet object).
+ */
+export async function sessionOf(c: Context<AppEnv>, token: string) {
+  const tokenHash = await hashSessionToken(token);
+  if (tokenHash === undefined) throw new FaucetError('unauthorized', 'Invalid session token');
+  const refusedForBody = async (error: unknown): Promise<never> => {
+    if (!(await findLiveSession(c.var.database().db, tokenHash))) throw new FaucetError('unauthorized', 'Session is unknown or expired');
+    throw error;
+  };
+  return { tokenHash, refusedForBody };
+}
+
+/** A new call's keys: the server's call id and money key, the client's request id, the fingerprint of its body. */
+export async function callKeysOf(requestId: string, body: unknown, limits: CallLimits): Promise<CallKeys> {
+  const callId = crypto.randomUUID();
+  return {
+    callId,
+    moneyKey: `call:${callId}`,
+    clientRequestId: requestId,
+    fingerprint: await sha256Hex(JSON.stringify(body)),
+    holdTtlSeconds: limits.holdTtlSeconds,
+    maxDurationSeconds: limits.maxDurationSeconds,
+  };
+}
+
+/** A chat-shaped body (chat completions, or what the Messages surface reads) as the call the pipeline serves. */
+export function surfaceCallOfChatBody(body: ChatCompletionsBody, includeUsage: boolean): SurfaceCall {
+  const { feature, route_mode: requestedRoute, model, ...openAiFields } = body;
+  return { body, model, feature, requestedRoute, request: { ...openAiFields, model }, stream: body.stream === true, includeUsage };
+}
+
+/** `route_mode: "local"` runs on the user's machine: refused here, whatever the surface. */
+function cloudCall(read: SurfaceCall): SurfaceCall {
+  if (read.requestedRoute === 'local') {
+    throw new FaucetError(
+      'invalid_request',
+      'route_mode "local" is not served by the cloud gateway: local calls go to the Faucet bridge on the user\'s machine.',
+    );
+  }
+  return read;
+}
+
+async function completeCall(call: Call): Promise<Response> {
+  // The upstream call and its settlement run under `waitUntil`: a client that goes away mid-call
+  // must not leave an answered call unbooked or its hold blocking the balance until it expires.
+  const work = upstreamAndSettle(call);
+  call.defer(work.catch(() => undefined));
+  return work;
+}
+
+async function upstreamAndSettle(call: Call): Promise<Response> {
+  const { c } = call;
+  try {
+    const upstreamStarted = performance.now();
+    // The gateway ends the call at its deadline, so its hold (which outlives the deadline) is never gone before it is booked.
+    const signal = AbortSignal.timeout(call.limits.maxDurationSeconds * 1000);
+    let answered: Answered<Awaited<ReturnType<ReturnType<Call['adapterFor']>['complete']>>>;
+    try {
+      answered = await tryCandidates(attemptContext(call, signal), call.candidates, (adapter, credential, attemptId, candidate) =>
+        adapter.complete({ request: candidate.request, credential, callId: attemptId, signal }),
+      );
+    } catch (error) {
+      const failed = error instanceof AttemptsFailed ? error : new AttemptsFailed(error, [], call.candidates[0] ?? null);
+      await endUnanswered(call, failed, signal);
+      // The gateway's own deadline reads as a timeout, not as a failure of the upstream.
+      throw signal.aborted
+        ? new FaucetError('upstream_timeout', 'The call reached its longest allowed duration and was ended.')
+        : failed.error;
+    }
+    const completion = answered.value;
+    const bounds = unreportedBounds(call, answered.candidate);
+    // Without the provider's count: upper bounds (the hold's input bound; the answer's UTF-8 bytes).
+    const usage = meteredUsage(completion.usage, () => ({
+      inputTokens: bounds.inputTokens,
+      outputTokens: Math.min(
+        bounds.outputTokens,
+        utf8Bytes(
+          completion.choices
+            .map((choice) => (choice.message.content ?? '') + (choice.message.tool_calls ? JSON.stringify(choice.message.tool_calls) : ''))
+            .join(''),
+        ),
+      ),
+    }));
+    const settleStarted = performance.now();
+    const faucet = withAttempts(
+      call,
+      await settleCall(attemptPlan(call, answered), answered.candidate.reference, usage, call.settling),
+      answered.attempts,
+    );
+    const timing = [
+      `authorize;dur=${tenths(call.authorizeMs)}`,
+      `upstream;dur=${tenths(settleStarted - upstreamStarted)}`,
+      `settle;dur=${tenths(performance.now() - settleStarted)}`,
+    ];
+    return call.surface.answer(c, { ...completion, faucet }, call.read, call.ids, { 'server-timing': timing.join(', ') });
+  } finally {
+    call.release();
+  }
+}
+
+async function streamCall(call: Call): Promise<Response> {
+  const { c, requestId, plan } = call;
+  const upstream = new AbortController();
+  const started = Date.now();
+  let answered: Answered<Awaited<ReturnType<ReturnType<Call['adapterFor']>['stream']>>>;
+  try {
+    // An attempt is final once its upstream accepted the stream: what it sends is forwarded as it comes, never retried.
+    answered = await tryCandidates(attemptContext(call, upstream.signal), call.candidates, (adapter, credential, attemptId, candidate) =>
+      adapter.stream({ request: candidate.request, credential, callId: attemptId, signal: upstream.signal }),
+    );
+  } catch (error) {
+    const failed = error instanceof AttemptsFailed ? error : new AttemptsFailed(error, [], call.candidates[0] ?? null);
+    await endUnanswered(call, failed, upstream.signal).finally(call.release);
+    throw failed.error;
+  }
+  const answeringPlan = attemptPlan(call, answered);
+  const stream = meteredStream({
+    chunks: answered.value,
+    includeUsage: call.read.includeUsage,
+    bounds: unreportedBounds(call, answered.candidate),
+    requestId,
+    deadlineMs: Math.max(0, call.limits.maxDurationSeconds * 1000 - (Date.now() - started)),
+    drainMs: call.limits.drainMs,
+    settle: (usage) =>
+      settleCall(answeringPlan, answered.candidate.reference, usage, call.settling)
+        .then((faucet) => withAttempts(call, faucet, answered.attempts))
+        .finally(call.release),
+    abandon: () => abandonCall(plan).finally(call.release),
+    stopUpstream: () => upstream.abort(),
+    defer: call.defer,
+    onSettleFailure: (error) =>
+      c.var.logger?.error('stream settlement failed', {
+        request_id: requestId,
+        code: FaucetError.isInstance(error) ? error.code : 'internal_error',
+      }),
+  });
+  return call.surface.stream(c, stream, call.read, call.ids, { 'x-request-id': requestId, 'x-faucet-call-id': plan.keys.callId });
+}
+
+function attemptContext(call: Call, signal: AbortSignal): AttemptContext {
+  return {
+    env: call.c.env,
+    database: call.database,
+    plan: call.plan,
+    primaryProvider: call.candidates[0]?.reference.provider ?? '',
+    held: call.held,
+    adapterFor: call.adapterFor,
+    signal,
+    deadlineAt: Date.now() + call.limits.maxDurationSeconds * 1000,
+  };
+}
+
+/** The plan the answering attempt is booked with: its own key (a fallback's on the byok route). */
+function attemptPlan(call: Call, answered: { credentialId: string | null }): CallPlan {
+  return { ...call.plan, providerCredentialId: answered.credentialId };
+}
+
+/** A candidate's worst case in tokens, within the feature's cap: what its unreported usage is billed at. */
+function unreportedBounds(call: Call, candidate: Candidate): { inputTokens: number; outputTokens: number } {
+  const bounds = candidate.bounds ?? call.held;
+  const cap = call.plan.maxOutputTokens ?? bounds.worstCaseOutputTokens;
+  return { inputTokens: bounds.worstCaseInputTokens, outputTokens: Math.min(bounds.worstCaseOutputTokens, cap) };
+}
+
+function withAttempts(call: Call, faucet: FaucetObject, attempts: CallAttempt[]): FaucetObject {
+  return call.listAttempts ? { ...faucet, attempts } : faucet;
+}
+
+/**
+ * No attempt gave an answer the gateway could use. A refusal (an HTTP error status) or a
+ * connection that never opened means the provider bills nothing: the call is abandoned and its
+ * request id freed. A timeout of the last attempt (or the call's deadline) means the provider had
+ * the request and may be generating: the call is booked at that attempt's bound, marked estimated,
+ * so the platform never pays for an unbilled call (docs/money.md, "The guarantee").
+ */
+async function endUnanswered(call: Call, failed: AttemptsFailed, signal: AbortSignal): Promise<void> {
+  const { error, lastTried } = failed;
+  const timedOut = (FaucetError.isInstance(error) && error.code === 'upstream_timeout') || signal.aborted;
+  if (!timedOut || lastTried === null) {
+    await abandonCall(call.plan);
+    return;
+  }
+  const bounds = unreportedBounds(call, lastTried);
+  const unanswered = estimatedUsage(bounds.inputTokens, bounds.outputTokens);
+  await settleCall(call.plan, lastTried.reference, unanswered, call.settling).catch((settleError: unknown) => {
+    // Left in flight: the sweeper books it at the same bound after its deadline.
+    call.c.var.logger?.error('booking an unanswered call failed', {
+      code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error',
+    });
+  });
+}
+
+const encoder = new TextEncoder();
+function utf8Bytes(text: string): number {
+  return encoder.encode(text).byteLength;
+}
+
+/** Milliseconds to one decimal, for `server-timing`. */
+function tenths(milliseconds: number): string {
+  return String(Math.round(milliseconds * 10) / 10);
+}

@@ -1,0 +1,115 @@
+/**
+ * What a wallet object keeps, in memory and in its storage: its meta (the wallet it serves, the lease
+ * Postgres granted, its last activity), the calls it knows of (`call:<id>`), the x-request-ids they
+ * claim (`claim:<id>`) and the sessions pushed revoked (`revoked:<hash>`); the sums the object's parts
+ * read over them, and its database handle. One instance is shared by the object's parts
+ * (authorize-step.ts, lease-sync.ts, context-cache.ts, alarm-and-flush.ts).
+ */
+import type { Env } from '#shared/env.ts';
+import { callLimits } from '#shared/calls/call-limits.ts';
+import { createHttpDatabase } from '#shared/db.ts';
+import type { SqlDatabase } from '#shared/query.ts';
+import { createLogger, type Logger } from '#shared/logger.ts';
+import { budgetCommittedUnits, type Lease, type StoredCall, totalCommitted } from './lease-book.ts';
+
+/** How long a claimed x-request-id stays claimed after its call. */
+const claimTtlMs = 24 * 3600_000;
+
+interface Meta {
+  wallet: string | null;
+  endUserId: string | null;
+  lease: Lease;
+  /** Only where the environment names no database (the tests' per-file databases). */
+  databaseUrl: string | null;
+  lastActivity: number;
+}
+
+export class WalletState {
+  meta: Meta = { wallet: null, endUserId: null, lease: { units: 0n, expiresAt: 0 }, databaseUrl: null, lastActivity: 0 };
+  readonly calls = new Map<string, StoredCall>();
+  readonly claims = new Map<string, number>();
+  readonly revoked = new Set<string>();
+  /** Postgres statements this instance has run (the snapshot shows them: tests, the benchmark, operators). */
+  statements = 0;
+  readonly logger: Logger;
+  private database: SqlDatabase | null = null;
+
+  constructor(
+    readonly ctx: DurableObjectState,
+    readonly env: Env,
+  ) {
+    this.logger = createLogger({ service: 'gateway', component: 'wallet' }, env.LOG_LEVEL);
+  }
+
+  /** Reads the storage into memory (before the object takes its first call). */
+  async load(): Promise<void> {
+    const stored = await this.ctx.storage.list<unknown>();
+    for (const [key, value] of stored) {
+      if (key === 'meta') this.meta = value as Meta;
+      else if (key.startsWith('call:')) this.calls.set(key.slice(5), value as StoredCall);
+      else if (key.startsWith('claim:')) this.claims.set(key.slice(6), value as number);
+      else if (key.startsWith('revoked:')) this.revoked.add(key.slice(8));
+    }
+    // A call still kept claims its request id (its claim is written when it leaves the storage).
+    for (const call of this.calls.values()) this.claims.set(call.clientRequestId, claimUntil(call));
+  }
+
+  committed(): bigint {
+    return totalCommitted(this.calls.values());
+  }
+
+  /** What the object's calls commit of a developer key's budget (`inFlightOnly`: the calls in flight alone). */
+  budgetCommitted(keyId: string, inFlightOnly = false): bigint {
+    let total = 0n;
+    for (const call of this.calls.values()) {
+      if (!inFlightOnly || call.state === 'in_flight') total += budgetCommittedUnits(call, keyId);
+    }
+    return total;
+  }
+
+  hasUnflushed(): boolean {
+    for (const call of this.calls.values()) if (call.state === 'settled') return true;
+    return false;
+  }
+
+  /**
+   * The lease holds money, call slots (counted in the end user's window)
+   * or part of a developer key's budget.
+   */
+  holdsLease(): boolean {
+    const { lease } = this.meta;
+    return lease.units > 0n || (lease.rate?.slots ?? 0) > 0 || Object.keys(lease.budgets ?? {}).length > 0;
+  }
+
+  leaseTtlSeconds(): number {
+    return 2 * callLimits(this.env).holdTtlSeconds;
+  }
+
+  adoptDatabaseUrl(url: string | undefined): void {
+    if (this.env.ENVIRONMENT !== 'test' || this.env.DATABASE_URL || url === undefined || url === this.meta.databaseUrl) return;
+    this.meta = { ...this.meta, databaseUrl: url };
+    this.database = null;
+  }
+
+  /**
+   * Its statements go over Neon's HTTP query endpoint: one round trip each, with no connection to
+   * open first — a cold object's first statement costs what a warm one's does.
+   */
+  openDatabase(): SqlDatabase {
+    if (this.database !== null) return this.database;
+    const url = this.env.DATABASE_URL ?? this.meta.databaseUrl ?? undefined;
+    const database = createHttpDatabase({ ...this.env, DATABASE_URL: url });
+    this.database = {
+      execute: (query) => {
+        this.statements += 1;
+        return database.execute(query);
+      },
+    };
+    return this.database;
+  }
+}
+
+/** A request id stays claimed for a day after its call was authorized. */
+export function claimUntil(call: StoredCall): number {
+  return call.rating.authorizedAt + claimTtlMs;
+}
