@@ -2,6 +2,9 @@ import { createServiceApp, type ServiceApp } from '#shared/app.ts';
 import { workerVersions } from '#shared/release.ts';
 import { defaultGatewayDependencies, type GatewayDependencies } from './gateway-dependencies.ts';
 import { registerChatCompletions } from './routes/chat-completions.ts';
+import { registerEmbeddings } from './routes/embeddings.ts';
+import { registerMessages } from './routes/messages.ts';
+import { registerResponses } from './routes/responses.ts';
 import { registerGatewayOpenApi } from './routes/gateway-openapi.ts';
 import { registerModels } from './routes/models.ts';
 
@@ -22,6 +25,9 @@ export function createGatewayApp(overrides: Partial<GatewayDependencies> = {}): 
     openDatabase: dependencies.openDatabase,
   });
   registerChatCompletions(app, dependencies);
+  registerResponses(app, dependencies);
+  registerMessages(app, dependencies);
+  registerEmbeddings(app, dependencies);
   registerModels(app);
   registerGatewayOpenApi(app);
   return app;

@@ -16,7 +16,8 @@ import { hashSessionToken } from '../auth/require-session.ts';
 import { isOriginListedByAnyApp, originsOfSessionToken } from '../cors/origin-lookup.ts';
 import { waitUntil } from '../wait-until.ts';
 
-const allowHeaders = 'authorization, content-type, x-request-id';
+// x-api-key, anthropic-version and anthropic-beta: what the Anthropic SDK sends to /v1/messages from a browser.
+const allowHeaders = 'authorization, content-type, x-request-id, x-api-key, anthropic-version, anthropic-beta';
 const allowMethods = 'GET, POST, PATCH, PUT, DELETE, OPTIONS';
 const exposeHeaders = 'x-request-id, retry-after, x-ratelimit-limit, x-ratelimit-remaining';
 
@@ -26,7 +27,7 @@ const exposeHeaders = 'x-request-id, retry-after, x-ratelimit-limit, x-ratelimit
  */
 const appRoutes: Record<ServiceName, readonly string[]> = {
   api: ['/v1/sessions', '/v1/user/*', '/v1/usage/local'],
-  gateway: ['/v1/chat/completions', '/v1/models'],
+  gateway: ['/v1/chat/completions', '/v1/responses', '/v1/messages', '/v1/messages/count_tokens', '/v1/embeddings', '/v1/models'],
   metrics: [],
 };
 
@@ -56,7 +57,9 @@ export function appCors(): MiddlewareHandler<AppEnv> {
     c.header('vary', 'Origin', { append: true });
     const origins =
       c.var.appOrigins ??
-      (await listedSafely(() => originsFromBearer(c.req.header('authorization'), (hash) => originsOfSessionToken(c.env, defer, hash))));
+      (await listedSafely(() =>
+        originsFromToken(c.req.header('authorization'), c.req.header('x-api-key'), (hash) => originsOfSessionToken(c.env, defer, hash)),
+      ));
     if (Array.isArray(origins) && origins.includes(origin)) {
       c.header('access-control-allow-origin', origin);
       c.header('access-control-expose-headers', exposeHeaders);
@@ -64,11 +67,13 @@ export function appCors(): MiddlewareHandler<AppEnv> {
   };
 }
 
-async function originsFromBearer(
+/** The origins of the session a request carries: `Authorization: Bearer fvs_…`, or `x-api-key: fvs_…` (the Messages surface). */
+async function originsFromToken(
   authorization: string | undefined,
+  apiKey: string | undefined,
   lookup: (tokenHash: string) => Promise<readonly string[]>,
 ): Promise<readonly string[]> {
-  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1] ?? apiKey?.trim();
   const tokenHash = token === undefined ? undefined : await hashSessionToken(token);
   return tokenHash === undefined ? [] : lookup(tokenHash);
 }

@@ -165,7 +165,10 @@ describe('every converted price equals the package number exactly', () => {
               const raw = period.prices[key];
               const converted = model.periods[index]?.prices[priceClass];
               if (raw === undefined) {
-                expect(converted).toBeUndefined();
+                // An embedding model's output, priced for its input alone, is 0; nothing else is added.
+                if (priceClass === 'outputPerMillion' && /embed/i.test(info.id))
+                  expect(formatUsd(converted?.base as Usd)).toBe('0.00000000');
+                else expect(converted).toBeUndefined();
                 continue;
               }
               const rawBase = typeof raw === 'number' ? raw : raw.base;
@@ -203,7 +206,14 @@ describe('every converted price equals the package number exactly', () => {
     const reasons = new Map(currentPriceCatalog.excluded().map((entry) => [entry.key, entry.reason]));
     expect(reasons.get('openai:gpt-image-1')).toBe('prices input_image_mtok, a class Faucet does not meter');
     expect(reasons.get('openai:whisper-1')).toBe('prices audio_hours, a class Faucet does not meter');
-    expect(reasons.get('openai:text-embedding-3-small')).toBe('has no input or no output token price');
+    // An embedding model priced for its input alone is admitted, its output at 0.
+    expect(reasons.get('openai:text-embedding-3-small')).toBeUndefined();
+    const embedding = currentPriceCatalog.find('openai', 'text-embedding-3-small');
+    const prices = embedding?.periods[0]?.prices;
+    expect([prices && formatUsd(prices.inputPerMillion.base), prices && formatUsd(prices.outputPerMillion.base)]).toEqual([
+      '0.02000000',
+      '0.00000000',
+    ]);
     expect(currentPriceCatalog.find('openai', 'gpt-image-1')).toBeUndefined();
   });
 });

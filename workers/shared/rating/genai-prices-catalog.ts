@@ -13,7 +13,8 @@
  * What leaves a model out (listed in `excluded` with the reason, pinned by a test): a price with no
  * exact 8-decimal value; a priced class Faucet does not meter (image, video or document tokens,
  * per-request or per-hour prices), since rating it as plain tokens would be wrong; no input or no
- * output price (free or non-chat models); tier prices that go down as the input grows (the hold
+ * output price (free or non-chat models; an embedding model priced for its input is admitted with an
+ * output price of 0); tier prices that go down as the input grows (the hold
  * could no longer bound the call); a constraint of an unknown kind.
  */
 import { findProvider, type ModelInfo, type ModelPrice as GenaiModelPrice } from '@pydantic/genai-prices';
@@ -94,7 +95,14 @@ function tiered(value: unknown, key: string): TieredPrice {
   return { base, tiers: tiers.map(({ above, price }) => ({ above, price })) };
 }
 
-function periodPrices(prices: GenaiModelPrice): TieredModelPrice {
+/**
+ * An embedding model is priced for its input alone (its answer is vectors, not tokens): admitted
+ * with an output price of 0. Every provider Faucet routes names them so (text-embedding-3-small,
+ * mistral-embed, gemini-embedding-001).
+ */
+const isEmbeddingModel = (id: string): boolean => /embed/i.test(id);
+
+function periodPrices(prices: GenaiModelPrice, embedding: boolean): TieredModelPrice {
   const converted: Partial<Record<PriceClass, TieredPrice>> = {};
   for (const [key, value] of Object.entries(prices)) {
     if (value === undefined || ignoredKeys.has(key)) continue;
@@ -102,7 +110,8 @@ function periodPrices(prices: GenaiModelPrice): TieredModelPrice {
     if (priceClass === undefined) throw new Excluded(`prices ${key}, a class Faucet does not meter`);
     converted[priceClass] = tiered(value, key);
   }
-  const { inputPerMillion, outputPerMillion } = converted;
+  const { inputPerMillion } = converted;
+  const outputPerMillion = converted.outputPerMillion ?? (embedding ? tiered(0, 'output_mtok') : undefined);
   if (!inputPerMillion || !outputPerMillion) throw new Excluded('has no input or no output token price');
   return { ...converted, inputPerMillion, outputPerMillion };
 }
@@ -132,7 +141,10 @@ function constraintOf(constraint: unknown): PriceConstraint | null {
 function periodsOf(model: ModelInfo): PricePeriod[] {
   const periods = Array.isArray(model.prices) ? model.prices : [{ prices: model.prices }];
   if (periods.length === 0) throw new Excluded('has no price');
-  return periods.map((period) => ({ constraint: constraintOf(period.constraint), prices: periodPrices(period.prices) }));
+  return periods.map((period) => ({
+    constraint: constraintOf(period.constraint),
+    prices: periodPrices(period.prices, isEmbeddingModel(model.id)),
+  }));
 }
 
 /** Model ids the data matches exactly besides the model's own id (`equals` rules, alone or under `or`). */

@@ -142,6 +142,9 @@ export function embeddingRequestFor(reference: ModelReference, body: EmbeddingsB
       `model: the mock provider has no embedding model "${model}"; use mock:${mockEmbeddingModels[0]}.`,
     );
   }
+  if (traits.protocol !== 'mock' && !isEmbeddingModel(model)) {
+    throw new FaucetError('invalid_request', `model: "${provider}:${model}" is not an embedding model.`);
+  }
   const input = normalizeEmbeddingInput(body.input);
   if (input.kind === 'tokens' && !traits.tokenInput) {
     throw new FaucetError(
@@ -168,6 +171,15 @@ export function embeddingRequestFor(reference: ModelReference, body: EmbeddingsB
     if (dimensions > max) throw new FaucetError('invalid_request', `dimensions: at most ${max} for model "${provider}:${model}".`);
   }
   return { model, input, dimensions, encodingFormat: body.encoding_format ?? 'float', user: body.user ?? null };
+}
+
+/**
+ * Embedding models are named so by every provider Faucet routes (text-embedding-3-small,
+ * mistral-embed, gemini-embedding-001, nomic-embed-text, …; BAAI's bge family): a chat model sent
+ * here would answer a 502 after being called, so it is refused before anything is held.
+ */
+function isEmbeddingModel(model: string): boolean {
+  return /embed|(^|\/)bge-/i.test(model);
 }
 
 function tokenProviders(): ProviderName[] {
