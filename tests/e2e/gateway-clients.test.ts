@@ -1,8 +1,10 @@
 /**
  * The clients developers will point at Faucet, against the running local stack: the official
- * `openai` package and the Vercel AI SDK's OpenAI-compatible provider, with the session token as
- * API key and `feature` as an extra body field, calling `mock:echo` (no network).
+ * `openai` package (chat completions, Responses, embeddings), the official `@anthropic-ai/sdk`
+ * (Messages, as Claude Code speaks them) and the Vercel AI SDK's OpenAI-compatible provider, with the
+ * session token as API key and `feature` as an extra body field, calling `mock:echo` (no network).
  */
+import Anthropic from '@anthropic-ai/sdk';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, streamText } from 'ai';
 import OpenAI from 'openai';
@@ -97,6 +99,71 @@ describe('the official openai package', () => {
       .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OpenAI.APIError);
     expect((failure as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
+  });
+});
+
+describe('the official openai package on the Responses and embeddings APIs', () => {
+  const client = () => new OpenAI({ baseURL: `${stack.gatewayUrl}/v1`, apiKey: token, maxRetries: 0 });
+
+  it('creates a response', async () => {
+    const response = await client().responses.create({ model: 'mock:echo', input: 'Hello from Responses', ...feature('chat') });
+    expect(response.status).toBe('completed');
+    expect(response.output_text).toBe('Echo: Hello from Responses');
+    expect(response.usage?.output_tokens).toBeGreaterThan(0);
+    expectFaucet((response as unknown as { faucet: FaucetObject }).faucet);
+  });
+
+  it('streams a response to its final event', async () => {
+    const stream = client().responses.stream({ model: 'mock:echo', input: 'Stream a response', ...feature('chat') });
+    let text = '';
+    stream.on('response.output_text.delta', (event) => {
+      text += event.delta;
+    });
+    const final = await stream.finalResponse();
+    expect(text).toBe('Echo: Stream a response');
+    expect(final.output_text).toBe('Echo: Stream a response');
+    expectFaucet((final as unknown as { faucet: FaucetObject }).faucet);
+  });
+
+  it('embeds a batch (the package asks for base64 and decodes it)', async () => {
+    const answer = await client().embeddings.create({ model: 'mock:echo', input: ['one', 'two'], dimensions: 16, ...feature('chat') });
+    expect(answer.data.map((item) => [item.index, item.embedding.length])).toEqual([
+      [0, 16],
+      [1, 16],
+    ]);
+    expect(answer.usage.prompt_tokens).toBeGreaterThan(0);
+  });
+});
+
+describe('the official @anthropic-ai/sdk on the Messages API', () => {
+  const messages = [{ role: 'user' as const, content: 'Hello from the Anthropic SDK' }];
+
+  it('creates a message with the session token as its API key (x-api-key)', async () => {
+    const client = new Anthropic({ baseURL: stack.gatewayUrl, apiKey: token, maxRetries: 0 });
+    const message = await client.messages.create({ model: 'mock:echo', max_tokens: 100, messages, ...feature('chat') });
+    expect(message.content).toEqual([{ type: 'text', text: 'Echo: Hello from the Anthropic SDK' }]);
+    expect(message.stop_reason).toBe('end_turn');
+    expect(message.usage.output_tokens).toBeGreaterThan(0);
+    expectFaucet((message as unknown as { faucet: FaucetObject }).faucet);
+  });
+
+  it('streams a message with the token as a bearer (Claude Code’s ANTHROPIC_AUTH_TOKEN)', async () => {
+    const client = new Anthropic({ baseURL: stack.gatewayUrl, authToken: token, apiKey: null, maxRetries: 0 });
+    const final = await client.messages.stream({ model: 'mock:echo', max_tokens: 100, messages, ...feature('chat') }).finalMessage();
+    expect(final.content).toEqual([{ type: 'text', text: 'Echo: Hello from the Anthropic SDK' }]);
+    expect(final.usage.output_tokens).toBeGreaterThan(0);
+  });
+
+  it('surfaces a refusal as the SDK’s own error, carrying Anthropic’s error type', async () => {
+    const client = new Anthropic({ baseURL: stack.gatewayUrl, apiKey: token, maxRetries: 0 });
+    const failure = await client.messages
+      .create({ model: 'mock:echo', max_tokens: 100, messages, ...feature('no-such-feature') })
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((failure as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error' },
+    });
   });
 });
 
