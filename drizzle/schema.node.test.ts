@@ -85,10 +85,10 @@ describe('migrations', () => {
 
   it('re-apply a function file whose text changed, and only that one', async () => {
     const files = readFunctionFiles();
-    const target = files.find((file) => file.name === 'functions/faucet_developer_price.sql')!;
+    const target = files.find((file) => file.name === 'functions/faucet_month_start.sql')!;
     const changed = {
       ...target,
-      sql: `${target.sql}\ncomment on function faucet_developer_price(numeric, bigint) is 'changed';\n`,
+      sql: `${target.sql}\ncomment on function faucet_month_start(timestamptz) is 'changed';\n`,
       checksum: 'changed',
     };
     const ran = await withClient(databaseUrl, (client) =>
@@ -98,15 +98,15 @@ describe('migrations', () => {
         files.map((file) => (file === target ? changed : file)),
       ),
     );
-    expect(ran).toEqual(['functions/faucet_developer_price.sql']);
+    expect(ran).toEqual(['functions/faucet_month_start.sql']);
     const comment = await withClient(databaseUrl, async (client) => {
       const { rows } = await client.query<{ comment: string }>(
-        `select obj_description('faucet_developer_price(numeric, bigint)'::regprocedure) as comment`,
+        `select obj_description('faucet_month_start(timestamptz)'::regprocedure) as comment`,
       );
       return rows[0]?.comment;
     });
     expect(comment).toBe('changed');
-    expect(await withClient(databaseUrl, (client) => migrate(client))).toEqual(['functions/faucet_developer_price.sql']);
+    expect(await withClient(databaseUrl, (client) => migrate(client))).toEqual(['functions/faucet_month_start.sql']);
   });
 
   it('are idempotent: executing every file again changes nothing', async () => {

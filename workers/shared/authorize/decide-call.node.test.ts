@@ -262,7 +262,7 @@ describe('decideCall: the route, the key and the hold', () => {
       expected: onKey('0.00000750', '0.00050000', 2),
     },
     {
-      // 0.00000001 USD per million × 1 token rounds up to one unit, as faucet_developer_price rounds it.
+      // 0.00000001 USD per million × 1 token rounds up to one unit, rounded up so the hold never falls short.
       name: 'the feature’s price is rounded up to 10⁻⁸ USD',
       route: 'developer_key',
       price: '0.00000001',

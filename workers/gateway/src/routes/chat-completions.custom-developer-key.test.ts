@@ -10,7 +10,7 @@
 import { createExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { auditUpstreamCalls } from '#shared/calls/upstream-audit.ts';
-import { compareUsd, formatUsd, parseWireAmount, usdFromUnits, zeroUsd } from '#shared/money/index.ts';
+import { compareUsd, formatUsd, parseWireAmount, priceTokensThenRound, usdFromUnits, zeroUsd } from '#shared/money/index.ts';
 import { randomToken } from '#shared/crypto.ts';
 import { fakeUpstream, jsonResponse, openAiChunk, openAiCompletion, openAiSse, sseResponse } from '../../../test/fake-upstream.ts';
 import {
@@ -198,14 +198,13 @@ describe('a custom server on the developer_key route', () => {
     expect(charge.amount_usd).toBe('0.00003600');
     await settled(testEnv);
     // The hold was the call's token bounds at the feature's 2 USD per million.
-    const [bound] = await sql<{ expected: string; bound_output_tokens: number }>(
+    const [bound] = await sql<{ tokens: number; bound_output_tokens: number }>(
       testEnv,
-      `select faucet_developer_price(2, bound_input_tokens::bigint + bound_output_tokens)::text as expected, bound_output_tokens
-         from gateway_calls where client_request_id = $1`,
+      `select bound_input_tokens + bound_output_tokens as tokens, bound_output_tokens from gateway_calls where client_request_id = $1`,
       [requestId],
     );
     expect(bound!.bound_output_tokens).toBe(50);
-    expect(formatUsd(held)).toBe(bound!.expected);
+    expect(formatUsd(held)).toBe(formatUsd(priceTokensThenRound([[parseWireAmount('2.00000000'), BigInt(bound!.tokens)]], 'up')));
     expect(compareUsd(held, zeroUsd())).toBeGreaterThan(0);
     expect(await booked(requestId)).toEqual([
       {
