@@ -15,17 +15,23 @@ const refusedFieldReasons: Record<string, string> = {
   prompt_cache_retention: 'extended prompt caching is not priced',
 };
 
-function notAccepted(issue: z.core.$ZodRawIssue): string | undefined {
-  if (issue.code !== 'unrecognized_keys') return undefined;
-  return issue.keys
-    .map((key) => `field "${key}" is not accepted${refusedFieldReasons[key] ? `: ${refusedFieldReasons[key]}` : ''}`)
-    .join('; ');
+/**
+ * The closed objects of one API's schema: an object that refuses every key it does not name, the
+ * refusal saying why when `reasons` knows the key (a field that would change the price or the
+ * answer is refused, never dropped). Every surface's schema is built with one.
+ */
+export function closedObjects(reasons: Readonly<Record<string, string>>) {
+  const notAccepted = (issue: z.core.$ZodRawIssue): string | undefined => {
+    if (issue.code !== 'unrecognized_keys') return undefined;
+    return issue.keys.map((key) => `field "${key}" is not accepted${reasons[key] ? `: ${reasons[key]}` : ''}`).join('; ');
+  };
+  return function closedObject<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
+    return z.strictObject(shape, { error: notAccepted });
+  };
 }
 
 /** An object that refuses every key it does not name. */
-function closedObject<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
-  return z.strictObject(shape, { error: notAccepted });
-}
+const closedObject = closedObjects(refusedFieldReasons);
 
 const textPart = closedObject({ type: z.literal('text'), text: z.string() });
 const imagePart = closedObject({

@@ -6,6 +6,7 @@
  * for a model that cannot shorten its vectors.
  */
 import { z } from 'zod';
+import { closedObjects } from '../../openai/chat-schemas.ts';
 import type { ProviderName } from '#shared/providers/provider-catalog.ts';
 import { describeZodError } from '#shared/render-error.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
@@ -24,15 +25,8 @@ import {
 /** Largest token id accepted: above every vocabulary, and within a 32-bit signed integer. */
 const maxTokenId = 2_147_483_647;
 
-function notAccepted(issue: z.core.$ZodRawIssue): string | undefined {
-  if (issue.code !== 'unrecognized_keys') return undefined;
-  return issue.keys.map((key) => `field "${key}" is not accepted`).join('; ');
-}
-
 /** An object that refuses every key it does not name (as the chat schema's). */
-function closedObject<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
-  return z.strictObject(shape, { error: notAccepted });
-}
+const closedObject = closedObjects({});
 
 const tokenIdRule = `token ids are integers from 0 to ${maxTokenId}`;
 const text = z.string().min(1, 'must not be an empty string');

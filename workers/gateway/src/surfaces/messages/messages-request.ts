@@ -5,6 +5,7 @@
  * The translation to the gateway's chat request is `chat-request-of-messages.ts`.
  */
 import { z } from 'zod';
+import { closedObjects } from '../../openai/chat-schemas.ts';
 import { describeZodError } from '#shared/render-error.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { chatCompletionsBodySchema } from '../../routes/chat-completions-body.ts';
@@ -20,16 +21,7 @@ const refusedFieldReasons: Record<string, string> = {
   citations: 'citations cannot be returned by the translation',
 };
 
-function notAccepted(issue: z.core.$ZodRawIssue): string | undefined {
-  if (issue.code !== 'unrecognized_keys') return undefined;
-  return issue.keys
-    .map((key) => `field "${key}" is not accepted${refusedFieldReasons[key] ? `: ${refusedFieldReasons[key]}` : ''}`)
-    .join('; ');
-}
-
-function closedObject<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
-  return z.strictObject(shape, { error: notAccepted });
-}
+const closedObject = closedObjects(refusedFieldReasons);
 
 /** A union on `type` whose failure names the types that are accepted and, for known ones, why others are not. */
 function blockUnion<const Options extends readonly [z.core.$ZodTypeDiscriminable, ...z.core.$ZodTypeDiscriminable[]]>(

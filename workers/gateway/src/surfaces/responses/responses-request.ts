@@ -12,6 +12,7 @@
  * the chat surface has no place for them, and they carry no instruction of the caller's.
  */
 import { z } from 'zod';
+import { closedObjects } from '../../openai/chat-schemas.ts';
 import { describeZodError } from '#shared/render-error.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { chatCompletionsBodySchema } from '../../routes/chat-completions-body.ts';
@@ -28,17 +29,7 @@ const refusedFieldReasons: Record<string, string> = {
   moderation: 'it is not passed to every provider',
 };
 
-function notAccepted(issue: z.core.$ZodRawIssue): string | undefined {
-  if (issue.code !== 'unrecognized_keys') return undefined;
-  return issue.keys
-    .map((key) => `field "${key}" is not accepted${refusedFieldReasons[key] ? `: ${refusedFieldReasons[key]}` : ''}`)
-    .join('; ');
-}
-
-/** An object that refuses every key it does not name. */
-function closedObject<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
-  return z.strictObject(shape, { error: notAccepted });
-}
+const closedObject = closedObjects(refusedFieldReasons);
 
 /** The `type` of a value a discriminated union found no option for. */
 function typeOf(input: unknown): string {
