@@ -22,7 +22,7 @@ import { embeddingHoldBounds } from '../surfaces/embeddings/embedding-bounds.ts'
 import { createEmbeddings } from '../surfaces/embeddings/embedding-providers.ts';
 import { embeddingRequestFor, readEmbeddingsBody, type EmbeddingRequest } from '../surfaces/embeddings/embeddings-request.ts';
 import { authorizeOnLease, walletOf } from '../wallet/authorize-on-lease.ts';
-import { authorizeWithRouting, callKeysOf, sessionOf } from './chat-call.ts';
+import { authorizeWithRouting, callKeysOf, sessionOf } from './call-start.ts';
 import { readJsonBody } from './chat-completions.ts';
 
 interface EmbeddingCandidate {
