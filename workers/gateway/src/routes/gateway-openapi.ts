@@ -81,7 +81,8 @@ export function registerGatewayOpenApi(app: ServiceApp): void {
   app.openAPIRegistry.registerPath({
     method: 'get',
     path: '/v1/models',
-    summary: 'Every routable provider:model with its retail price per million tokens (after markup), context window and features',
+    summary:
+      'Every routable provider:model with its retail price per million tokens (after markup), context window, features and the APIs that serve it (`surfaces`)',
     responses: {
       200: {
         description: 'OpenAI list of models with OpenRouter-style details',

@@ -22,6 +22,7 @@ interface Listed {
   pricing: Pricing;
   pricing_tiers: Array<Pricing & { above_input_tokens: number }>;
   supported_features: string[];
+  surfaces: string[];
 }
 
 async function listModels(overrides: Parameters<typeof gatewayTestEnv>[0] = {}) {
@@ -34,7 +35,7 @@ describe('GET /v1/models', () => {
   it('lists routable models in OpenAI list shape with retail prices per million after the 20 % default markup', async () => {
     const body = await listModels();
     expect(body.object).toBe('list');
-    expect(body.catalog_version).toBe('genai-prices@0.1.8+faucet.1');
+    expect(body.catalog_version).toBe('genai-prices@0.1.8+faucet.2');
     const byId = new Map(body.data.map((model) => [model.id, model]));
     expect(byId.get('openai:gpt-4o-mini')).toMatchObject({
       object: 'model',
@@ -73,6 +74,57 @@ describe('GET /v1/models', () => {
       prompt: '0.19999500',
       completion: '0.79998000',
     });
+  });
+
+  it('says a chat model is served by the three chat surfaces, Responses and Messages included', async () => {
+    const byId = new Map((await listModels()).data.map((model) => [model.id, model]));
+    for (const id of ['openai:gpt-4o-mini', 'anthropic:claude-sonnet-4-5', 'google:gemini-2.5-flash', 'groq:llama-3.3-70b-versatile']) {
+      expect(byId.get(id)?.surfaces, id).toEqual(['chat.completions', 'responses', 'messages']);
+    }
+  });
+
+  it('says an embedding model is served by the embeddings surface only, with no chat features', async () => {
+    const byId = new Map((await listModels()).data.map((model) => [model.id, model]));
+    for (const id of [
+      'openai:text-embedding-3-small',
+      'azure:text-embedding-3-large',
+      'google:gemini-embedding-001',
+      'mistral:mistral-embed',
+    ]) {
+      expect(byId.get(id), id).toMatchObject({ surfaces: ['embeddings'], supported_features: [] });
+    }
+  });
+
+  it('lists mock:echo on all four surfaces: the local stack chats and embeds with it', async () => {
+    const echo = (await listModels()).data.find((model) => model.id === 'mock:echo');
+    expect(echo?.surfaces).toEqual(['chat.completions', 'responses', 'messages', 'embeddings']);
+    expect(echo?.supported_features).toEqual(expect.arrayContaining(['chat', 'streaming']));
+  });
+
+  it('names at least one surface for every model, and embeddings only for models of providers that serve them', async () => {
+    const known = new Set(['chat.completions', 'responses', 'messages', 'embeddings']);
+    const embeddingProviders = new Set(['openai', 'azure', 'google', 'mistral', 'together', 'fireworks', 'mock']);
+    for (const model of (await listModels()).data) {
+      expect(model.surfaces.length, model.id).toBeGreaterThan(0);
+      expect(
+        model.surfaces.every((surface) => known.has(surface)),
+        model.id,
+      ).toBe(true);
+      if (model.surfaces.includes('embeddings')) expect(embeddingProviders.has(model.owned_by), model.id).toBe(true);
+    }
+  });
+
+  it('documents surfaces in the OpenAPI schema of the model object', async () => {
+    const response = await call(gatewayWith(), await gatewayTestEnv(), '/openapi.json');
+    const document = (await response.json()) as {
+      paths: Record<string, { get?: { responses: Record<string, { content: Record<string, { schema: unknown }> }> } }>;
+    };
+    const list = document.paths['/v1/models']?.get?.responses['200']?.content['application/json']?.schema as {
+      properties: { data: { items: { required: string[]; properties: Record<string, { items?: { enum?: string[] } }> } } };
+    };
+    const model = list.properties.data.items;
+    expect(model.required).toEqual(expect.arrayContaining(['id', 'object', 'created', 'owned_by', 'surfaces']));
+    expect(model.properties.surfaces?.items?.enum).toEqual(['chat.completions', 'responses', 'messages', 'embeddings']);
   });
 
   it('lists only models of routable providers, and leaves out what the catalog cannot price', async () => {

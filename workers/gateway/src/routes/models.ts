@@ -2,7 +2,8 @@
  * `GET /v1/models`: every routable model (a catalog model of a provider the gateway routes to), in
  * OpenAI's list shape with OpenRouter-style details: its retail price per million tokens on the
  * platform route (catalog price + platform markup, rounded up as a call is), context window, output
- * cap and what the gateway accepts for it. Public: prices are not secrets.
+ * cap, what the gateway accepts for it and which of its APIs serve it (`surfaces`: model-surfaces.ts,
+ * the predicate the embeddings route refuses by). Public: prices are not secrets.
  */
 import { z } from '@hono/zod-openapi';
 import type { ServiceApp } from '#shared/app.ts';
@@ -10,6 +11,7 @@ import { addUsd, applyBasisPoints, formatUsd, type Usd } from '#shared/money/ind
 import { imageTokenBound, isProviderName } from '#shared/providers/provider-catalog.ts';
 import { currentPriceCatalog, pricesAt, ratingSettingsFor, type CatalogModel, type PriceClass } from '#shared/rating/index.ts';
 import { modelLimits, outputTokenCap } from '#shared/rating/model-limits.ts';
+import { modelSurfaces, surfacesOf } from '../surfaces/model-surfaces.ts';
 
 const perMillion = z.string().regex(/^\d+\.\d{8}$/);
 
@@ -43,7 +45,13 @@ export const modelListSchema = z.object({
       pricing: pricingSchema,
       /** Above `above_input_tokens` input tokens in one call, every token of it is priced at the tier. */
       pricing_tiers: z.array(pricingSchema.extend({ above_input_tokens: z.number().int() })),
+      /** What a chat call may use; empty for a model that serves no chat surface. */
       supported_features: z.array(z.enum(['chat', 'streaming', 'image_input'])),
+      surfaces: z.array(z.enum(modelSurfaces)).openapi({
+        description:
+          'The APIs that serve the model, named after their paths: `chat.completions` (POST /v1/chat/completions), `responses` and `messages` (with `messages/count_tokens`) for a chat model; `embeddings` for an embedding model',
+        example: ['chat.completions', 'responses', 'messages'],
+      }),
     }),
   ),
 });
@@ -78,8 +86,12 @@ function describe(model: CatalogModel, at: Date, markupBps: number) {
   const tierStarts = [...new Set(Object.values(prices).flatMap((price) => price?.tiers.map((tier) => tier.above) ?? []))].sort(
     (left, right) => left - right,
   );
-  const features: Array<'chat' | 'streaming' | 'image_input'> = ['chat', 'streaming'];
-  if (imageTokenBound(model.provider, model.model) !== null) features.push('image_input');
+  const surfaces = surfacesOf(model.provider, model.model);
+  const features: Array<'chat' | 'streaming' | 'image_input'> = [];
+  if (surfaces.includes('chat.completions')) {
+    features.push('chat', 'streaming');
+    if (imageTokenBound(model.provider, model.model) !== null) features.push('image_input');
+  }
   return {
     id: `${model.provider}:${model.model}`,
     object: 'model' as const,
@@ -91,6 +103,7 @@ function describe(model: CatalogModel, at: Date, markupBps: number) {
     pricing: pricingAbove(0),
     pricing_tiers: tierStarts.map((above) => ({ above_input_tokens: above, ...pricingAbove(above + 1) })),
     supported_features: features,
+    surfaces,
   };
 }
 

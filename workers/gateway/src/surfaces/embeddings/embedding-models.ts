@@ -1,8 +1,9 @@
 /**
  * Which providers serve embeddings and what each one's endpoint takes: the input forms, how it asks
  * for fewer dimensions, whether it answers base64 itself, and how many inputs one upstream call
- * carries. A provider not listed here serves no embeddings through Faucet. Per model: whether (and
- * up to what) it can shorten its vectors, from the providers' model pages.
+ * carries. A provider not listed here serves no embeddings through Faucet. Per model: whether it is
+ * an embedding model (what `POST /v1/embeddings` serves and `GET /v1/models` lists for it), and whether
+ * (and up to what) it can shorten its vectors, from the providers' model pages.
  */
 import type { ProviderName } from '#shared/providers/provider-catalog.ts';
 
@@ -94,7 +95,31 @@ const shortenableModels: Partial<Record<ProviderName, Readonly<Record<string, nu
 };
 
 /** The mock's embedding models: `echo`, the one the price catalog's overlay prices (mock-embeddings.ts). */
-export const mockEmbeddingModels = ['echo'] as const;
+const mockEmbeddingModels = ['echo'] as const;
+
+/**
+ * Embedding models are named so by every provider Faucet routes (text-embedding-3-small,
+ * mistral-embed, gemini-embedding-001, nomic-embed-text, …; BAAI's bge family). A chat model sent
+ * to the embeddings surface would answer a 502 after being called, so it is refused before anything
+ * is held; and an embedding model serves no chat surface.
+ */
+export function isEmbeddingModelName(model: string): boolean {
+  return /embed|(^|\/)bge-/i.test(model);
+}
+
+/** Why `POST /v1/embeddings` does not serve `provider:model`, or null when it does. */
+export function embeddingModelRefusal(provider: ProviderName, model: string): string | null {
+  const traits = embeddingProviders[provider];
+  if (traits === undefined) {
+    return `provider "${provider}" serves no embeddings through Faucet; embeddings come from ${embeddingProviderNames().join(', ')}.`;
+  }
+  if (traits.protocol === 'mock') {
+    return (mockEmbeddingModels as readonly string[]).includes(model)
+      ? null
+      : `the mock provider has no embedding model "${model}"; use mock:${mockEmbeddingModels[0]}.`;
+  }
+  return isEmbeddingModelName(model) ? null : `"${provider}:${model}" is not an embedding model.`;
+}
 
 /** The mock's default and longest vectors. */
 export const mockDefaultDimensions = 256;

@@ -122,8 +122,9 @@ describe('what a model’s provider cannot do', () => {
     expect(requestFor({ model: 'google:gemini-embedding-001', input: texts.slice(0, 100) }).input).toMatchObject({ kind: 'text' });
   });
 
-  it('refuses providers that serve no embeddings, and mock models that do not exist', () => {
+  it('refuses providers that serve no embeddings, chat models, and mock models that do not exist', () => {
     expect(refusal(() => requestFor({ model: 'anthropic:claude-haiku-4-5' }))).toMatch(/^model: provider "anthropic" serves no embeddings/);
+    expect(refusal(() => requestFor({ model: 'openai:gpt-4o-mini' }))).toBe('model: "openai:gpt-4o-mini" is not an embedding model.');
     expect(refusal(() => requestFor({ model: 'mock:nothing' }))).toContain('model: the mock provider has no embedding model "nothing"');
     expect(requestFor({ model: 'mock:echo', dimensions: 3 }).dimensions).toBe(3);
   });

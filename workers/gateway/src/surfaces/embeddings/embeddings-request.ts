@@ -15,10 +15,10 @@ import { chatCompletionsBodySchema } from '../../routes/chat-completions-body.ts
 import type { ModelReference } from '../../routing/parse-model.ts';
 import { embeddingInputTokenBound, maxEmbeddingInputTokenBound } from './embedding-bounds.ts';
 import {
+  embeddingModelRefusal,
   embeddingProviderNames,
   embeddingProviderTraits,
   maxDimensions,
-  mockEmbeddingModels,
   openAiMaxInputs,
 } from './embedding-models.ts';
 
@@ -123,22 +123,9 @@ export function readEmbeddingsBody(json: unknown): EmbeddingsBody {
 /** The request for the model `reference` names; refuses (400) what its provider or the model cannot do. */
 export function embeddingRequestFor(reference: ModelReference, body: EmbeddingsBody): EmbeddingRequest {
   const { provider, model } = reference;
+  const refusal = embeddingModelRefusal(provider, model);
   const traits = embeddingProviderTraits(provider);
-  if (traits === undefined) {
-    throw new FaucetError(
-      'invalid_request',
-      `model: provider "${provider}" serves no embeddings through Faucet; embeddings come from ${embeddingProviderNames().join(', ')}.`,
-    );
-  }
-  if (traits.protocol === 'mock' && !(mockEmbeddingModels as readonly string[]).includes(model)) {
-    throw new FaucetError(
-      'invalid_request',
-      `model: the mock provider has no embedding model "${model}"; use mock:${mockEmbeddingModels[0]}.`,
-    );
-  }
-  if (traits.protocol !== 'mock' && !isEmbeddingModel(model)) {
-    throw new FaucetError('invalid_request', `model: "${provider}:${model}" is not an embedding model.`);
-  }
+  if (refusal !== null || traits === undefined) throw new FaucetError('invalid_request', `model: ${refusal}`);
   const input = normalizeEmbeddingInput(body.input);
   if (input.kind === 'tokens' && !traits.tokenInput) {
     throw new FaucetError(
@@ -165,15 +152,6 @@ export function embeddingRequestFor(reference: ModelReference, body: EmbeddingsB
     if (dimensions > max) throw new FaucetError('invalid_request', `dimensions: at most ${max} for model "${provider}:${model}".`);
   }
   return { model, input, dimensions, encodingFormat: body.encoding_format ?? 'float', user: body.user ?? null };
-}
-
-/**
- * Embedding models are named so by every provider Faucet routes (text-embedding-3-small,
- * mistral-embed, gemini-embedding-001, nomic-embed-text, …; BAAI's bge family): a chat model sent
- * here would answer a 502 after being called, so it is refused before anything is held.
- */
-function isEmbeddingModel(model: string): boolean {
-  return /embed|(^|\/)bge-/i.test(model);
 }
 
 function tokenProviders(): ProviderName[] {
