@@ -29,6 +29,8 @@ export interface Env {
   AZURE_OPENAI_API_KEY?: string;
   CUSTOM_OPENAI_API_KEY?: string;
   /** API roots of the pool's providers whose root each account names (Azure's resource, a custom endpoint). */
+  /** Anthropic's host as its SDK takes it (default https://api.anthropic.com); `/v1` is appended. */
+  ANTHROPIC_BASE_URL?: string;
   AZURE_OPENAI_BASE_URL?: string;
   CUSTOM_OPENAI_BASE_URL?: string;
 

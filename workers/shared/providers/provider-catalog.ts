@@ -21,7 +21,7 @@ export type PoolKeySecret =
   | 'CUSTOM_OPENAI_API_KEY';
 
 /** Settings naming the platform pool's API root where it is not (only) the catalog's. */
-export type PoolBaseUrlSetting = 'OPENAI_BASE_URL' | 'AZURE_OPENAI_BASE_URL' | 'CUSTOM_OPENAI_BASE_URL';
+export type PoolBaseUrlSetting = 'OPENAI_BASE_URL' | 'ANTHROPIC_BASE_URL' | 'AZURE_OPENAI_BASE_URL' | 'CUSTOM_OPENAI_BASE_URL';
 
 /**
  * How an OpenAI-compatible upstream differs from OpenAI. Each difference is named, so the adapter
@@ -57,6 +57,11 @@ export interface ProviderEntry {
   poolKeySecret: PoolKeySecret | null;
   /** Setting that names (or overrides) the platform pool's API root. */
   poolBaseUrlSetting?: PoolBaseUrlSetting;
+  /**
+   * Appended to the setting's value where the setting names the host's root as the provider's own
+   * SDK takes it (`ANTHROPIC_BASE_URL=https://api.anthropic.com`, as for Claude Code), not the API root.
+   */
+  poolBaseUrlPath?: string;
   /** For `openai_compatible` only. */
   dialect?: OpenAiDialect;
 }
@@ -78,7 +83,13 @@ export const providerCatalog = {
     poolBaseUrlSetting: 'OPENAI_BASE_URL',
     dialect: { ...openAiDialect, sendsClientRequestId: true },
   },
-  anthropic: { protocol: 'anthropic', baseUrl: 'https://api.anthropic.com/v1', poolKeySecret: 'ANTHROPIC_API_KEY' },
+  anthropic: {
+    protocol: 'anthropic',
+    baseUrl: 'https://api.anthropic.com/v1',
+    poolKeySecret: 'ANTHROPIC_API_KEY',
+    poolBaseUrlSetting: 'ANTHROPIC_BASE_URL',
+    poolBaseUrlPath: '/v1',
+  },
   google: { protocol: 'gemini', baseUrl: 'https://generativelanguage.googleapis.com/v1beta', poolKeySecret: 'GEMINI_API_KEY' },
   mistral: {
     protocol: 'openai_compatible',
@@ -168,6 +179,7 @@ export { outputTokenCap } from '../rating/model-limits.ts';
 const imageTokenBounds: Record<string, number> = {
   // The mock counts an image as one high-detail 512 px tile of gpt-4o (count-prompt-tokens.ts).
   'mock:echo': 765,
+  'mock:tools': 765,
   // OpenAI tiles: high detail fits the image in 2048×2048, then scales its short side to 768 px, so at
   // most 2×4 tiles of 512 px; gpt-4o-mini bills 2,833 base + 5,667 per tile.
   'openai:gpt-4o-mini': 2_833 + 8 * 5_667,

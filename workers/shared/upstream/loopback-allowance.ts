@@ -19,10 +19,12 @@ export function loopbackAllowance(env: Env): string | null {
 
 /**
  * The platform pool's API root for a provider: the setting its catalog entry names when set
- * (`OPENAI_BASE_URL` for another OpenAI-compatible endpoint, `AZURE_OPENAI_BASE_URL` for the
- * platform's Azure resource), else the catalog's. Still address-checked, so in production it must be public.
+ * (`OPENAI_BASE_URL` for another OpenAI-compatible endpoint, `ANTHROPIC_BASE_URL` for Anthropic's
+ * host as its SDK names it, `AZURE_OPENAI_BASE_URL` for the platform's Azure resource), else the
+ * catalog's. Still address-checked, so in production it must be public.
  */
 export function platformBaseUrl(env: Env, entry: ProviderEntry): string {
   const override = entry.poolBaseUrlSetting === undefined ? undefined : env[entry.poolBaseUrlSetting];
-  return typeof override === 'string' && override !== '' ? override : entry.baseUrl;
+  if (typeof override !== 'string' || override === '') return entry.baseUrl;
+  return entry.poolBaseUrlPath === undefined ? override : `${override.replace(/\/+$/, '')}${entry.poolBaseUrlPath}`;
 }

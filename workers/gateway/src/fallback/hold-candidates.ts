@@ -14,6 +14,7 @@ import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { holdBounds, type HoldBounds } from '../metering/hold-bounds.ts';
 import type { CallRoute } from '../routing/call-plan.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
+import { requestForProtocol } from '../providers/accepted-fields.ts';
 
 export interface Candidate {
   reference: ModelReference;
@@ -23,8 +24,13 @@ export interface Candidate {
   bounds: HoldBounds | null;
 }
 
+/** The request as `reference`'s provider is sent it: its bare model name, in its protocol's fields. */
+export function sentRequest(reference: ModelReference, request: ChatRequest): ChatRequest {
+  return requestForProtocol(reference.entry.protocol, { ...request, model: reference.model });
+}
+
 export function candidateOf(env: Env, reference: ModelReference, request: ChatRequest, catalog?: PriceCatalog): Candidate {
-  const sent = { ...request, model: reference.model };
+  const sent = sentRequest(reference, request);
   try {
     return { reference, request: sent, bounds: holdBounds(env, reference, sent, catalog) };
   } catch {

@@ -34,6 +34,7 @@ export function worstCaseInputTokens(request: ChatRequest, target: BoundedModel)
   request.messages.forEach((message, index) => {
     total += framingTokensPerMessage + bytes(message.role) + bytes(messageText(message)) + bytes(message.name);
     total += bytes(message.tool_call_id) + bytes(message.refusal) + jsonBytes(message.tool_calls) + jsonBytes(message.function_call);
+    total += jsonBytes(message.thinking_blocks);
     if (!Array.isArray(message.content)) return;
     message.content.forEach((part, partIndex) => {
       if (part.type === 'image_url') total += imageBound(target, `messages[${index}].content[${partIndex}]`);

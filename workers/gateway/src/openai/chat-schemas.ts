@@ -45,6 +45,25 @@ const contentPart = z.discriminatedUnion('type', [textPart, imagePart], {
       : undefined,
 });
 
+/**
+ * Anthropic's thinking, as LiteLLM carries it over chat: the assistant's earlier `thinking_blocks`
+ * (each with the signature Anthropic checks) and the request's `thinking`. Only the anthropic
+ * protocol sends them; for the others `thinking` is translated to `reasoning_effort` and earlier
+ * blocks stay out, since no other provider can check their signatures (accepted-fields.ts).
+ */
+export const thinkingBlockSchema = z.discriminatedUnion('type', [
+  closedObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string().optional() }),
+  closedObject({ type: z.literal('redacted_thinking'), data: z.string() }),
+]);
+export type ThinkingBlock = z.infer<typeof thinkingBlockSchema>;
+
+export const thinkingSchema = z.discriminatedUnion('type', [
+  closedObject({ type: z.literal('enabled'), budget_tokens: z.number().int().min(1024) }),
+  closedObject({ type: z.literal('disabled') }),
+  closedObject({ type: z.literal('adaptive') }),
+]);
+export type Thinking = z.infer<typeof thinkingSchema>;
+
 const toolCall = closedObject({
   id: z.string(),
   type: z.literal('function').optional(),
@@ -74,6 +93,8 @@ export const chatMessageSchema = closedObject({
   /** Legacy (pre-tools) assistant call. */
   function_call: closedObject({ name: z.string(), arguments: z.string() }).nullish(),
   refusal: z.string().nullish(),
+  /** An assistant turn's thinking, to send back to Anthropic (a tool loop with thinking needs it). */
+  thinking_blocks: z.array(thinkingBlockSchema).max(256).optional(),
 });
 
 export type ChatMessage = z.infer<typeof chatMessageSchema>;
@@ -112,6 +133,8 @@ export const chatRequestSchema = closedObject({
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   response_format: responseFormat.optional(),
   reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullish(),
+  /** Anthropic's own thinking setting (its budget counts in the max tokens); `reasoning_effort` for the other providers. */
+  thinking: thinkingSchema.optional(),
   verbosity: z.enum(['low', 'medium', 'high']).nullish(),
   tools: z.array(closedObject({ type: z.literal('function'), function: functionDefinition })).optional(),
   tool_choice: z
@@ -188,6 +211,9 @@ export const chatCompletionSchema = z.looseObject({
           )
           .optional(),
         refusal: z.string().nullish(),
+        /** The model's thinking as text (Anthropic's, DeepSeek's), and Anthropic's blocks with their signatures. */
+        reasoning_content: z.string().nullish(),
+        thinking_blocks: z.array(z.looseObject({ type: z.string() })).nullish(),
       }),
       finish_reason: z.string().nullable(),
     }),
@@ -210,6 +236,9 @@ export const chatCompletionChunkSchema = z.looseObject({
         content: z.string().nullish(),
         refusal: z.string().nullish(),
         tool_calls: z.array(toolCallDelta).nullish(),
+        reasoning_content: z.string().nullish(),
+        /** Streamed: a block's signature once it is known (`thinking` empty), or a redacted block whole. */
+        thinking_blocks: z.array(z.looseObject({ type: z.string() })).nullish(),
       }),
       finish_reason: z.string().nullish(),
     }),

@@ -7,7 +7,7 @@
  * a provider until someone adds it here.
  */
 import { FaucetError } from '#shared/wire/errors.ts';
-import type { ChatMessage, ChatRequest } from '../openai/chat-schemas.ts';
+import type { ChatMessage, ChatRequest, Thinking } from '../openai/chat-schemas.ts';
 import {
   isProviderName,
   providerCatalog,
@@ -76,8 +76,10 @@ const anthropic: AcceptedFields = {
     'tool_choice',
     'parallel_tool_calls',
     'user',
+    'reasoning_effort',
+    'thinking',
   ],
-  message: ['role', 'content', 'tool_calls', 'tool_call_id'],
+  message: ['role', 'content', 'tool_calls', 'tool_call_id', 'thinking_blocks'],
   roles: ['system', 'developer', 'user', 'assistant', 'tool'],
 };
 
@@ -228,6 +230,32 @@ function acceptedFor(protocol: ProviderProtocol, provider: string): AcceptedFiel
 function dialectOf(provider: ProviderName): OpenAiDialect | undefined {
   const entry: ProviderEntry = providerCatalog[provider];
   return entry.dialect;
+}
+
+/**
+ * The request as `protocol` receives it. Anthropic's `thinking` is Anthropic's own; any other
+ * protocol gets it as `reasoning_effort` (its budget in three bands, unless an effort was given) and
+ * never gets earlier `thinking_blocks`, whose signatures only Anthropic can check (the model still
+ * reads the turn's text and tool calls). Applied before the fields are checked and the hold bounded.
+ */
+export function requestForProtocol(protocol: ProviderProtocol, request: ChatRequest): ChatRequest {
+  if (protocol === 'anthropic') return request;
+  if (request.thinking === undefined && !request.messages.some((message) => message.thinking_blocks !== undefined)) return request;
+  const { thinking, ...rest } = request;
+  const effort = rest.reasoning_effort ?? effortOfThinking(thinking);
+  return {
+    ...rest,
+    ...(effort === undefined ? {} : { reasoning_effort: effort }),
+    messages: rest.messages.map(({ thinking_blocks: _earlier, ...message }) => message),
+  };
+}
+
+/** A thinking budget as an effort: under 4,096 `low`, under 16,384 `medium`, else `high`; adaptive is `medium`. */
+export function effortOfThinking(thinking: Thinking | undefined): ChatRequest['reasoning_effort'] | undefined {
+  if (thinking === undefined || thinking.type === 'disabled') return undefined;
+  if (thinking.type === 'adaptive') return 'medium';
+  if (thinking.budget_tokens < 4096) return 'low';
+  return thinking.budget_tokens < 16_384 ? 'medium' : 'high';
 }
 
 /** Throws 400 naming the first field (or role) of `request` that `protocol` may not send; null counts as absent. */

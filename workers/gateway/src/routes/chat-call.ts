@@ -27,7 +27,7 @@ import type { ChatCompletionsBody } from './chat-completions-body.ts';
 import { createAdapter } from '../providers/create-adapter.ts';
 import { authorizeOnLease, walletOf } from '../wallet/authorize-on-lease.ts';
 import type { CallPlan } from '../routing/call-plan.ts';
-import { candidateOf, type Candidate } from '../fallback/hold-candidates.ts';
+import { candidateOf, sentRequest, type Candidate } from '../fallback/hold-candidates.ts';
 import { authorizeWithRouting, callKeysOf, sessionOf } from './call-start.ts';
 import { AttemptsFailed, tryCandidates, type Answered, type AttemptContext } from '../fallback/try-candidates.ts';
 import type { HoldBounds } from '../metering/hold-bounds.ts';
@@ -135,7 +135,7 @@ export async function serveChatCall(c: Context<AppEnv>, dependencies: GatewayDep
         // The primary's bounds or the body's refusal; a fallback the gateway cannot bound is never tried.
         candidateOf: (reference, primary) => {
           if (!primary) return candidateOf(c.env, reference, request, dependencies.priceCatalog);
-          const sent = { ...request, model: reference.model };
+          const sent = sentRequest(reference, request);
           return { reference, request: sent, bounds: holdBounds(c.env, reference, sent, dependencies.priceCatalog) };
         },
         refusedForBody,
@@ -262,7 +262,13 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
         bounds.outputTokens,
         utf8Bytes(
           completion.choices
-            .map((choice) => (choice.message.content ?? '') + (choice.message.tool_calls ? JSON.stringify(choice.message.tool_calls) : ''))
+            .map(
+              ({ message }) =>
+                (message.content ?? '') +
+                (message.reasoning_content ?? '') +
+                (message.tool_calls ? JSON.stringify(message.tool_calls) : '') +
+                (message.thinking_blocks ? JSON.stringify(message.thinking_blocks) : ''),
+            )
             .join(''),
         ),
       ),

@@ -30,7 +30,13 @@ import { expectBooksAgree } from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', MISTRAL_API_KEY: 'sk-mistral-pool-test' });
+  testEnv = await gatewayTestEnv({
+    OPENAI_API_KEY: 'sk-platform-pool-test',
+    MISTRAL_API_KEY: 'sk-mistral-pool-test',
+    ANTHROPIC_API_KEY: 'sk-ant-platform-pool-test',
+    // The host as the Anthropic SDK and Claude Code name it: the pool calls `<root>/v1/messages`.
+    ANTHROPIC_BASE_URL: 'https://anthropic-proxy.example.com/',
+  });
 });
 
 type Body = Record<string, unknown>;
@@ -283,6 +289,135 @@ describe('POST /v1/messages', () => {
     });
     expect(upstream.requests).toEqual([]);
     await expectNothingHeldOrBooked(testEnv, session.walletId, requestId);
+  });
+
+  describe('on an Anthropic model: Claude Code’s tool loop with thinking', () => {
+    const signature = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrk';
+    const tool = { name: 'Read', input_schema: { type: 'object', properties: { path: { type: 'string' } } } };
+    const claudeCode = {
+      model: 'anthropic:claude-haiku-4-5',
+      max_tokens: 32_000,
+      thinking: { type: 'enabled', budget_tokens: 31_999 },
+      tools: [tool],
+      stream: true,
+      metadata: { user_id: '{"session":"x"}' },
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+    };
+    const firstTurn = [
+      { type: 'message_start', message: { id: 'msg_1', model: 'claude-haiku-4-5', usage: { input_tokens: 40, output_tokens: 1 } } },
+      { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'I should read it.' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature } },
+      { type: 'content_block_stop', index: 0 },
+      { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_1', name: 'Read', input: {} } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"path":"a.txt"}' } },
+      { type: 'content_block_stop', index: 1 },
+      { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 61 } },
+      { type: 'message_stop' },
+    ];
+    const anthropicSse = (turn: Body[]) => sseResponse(turn.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`));
+    /** Anthropic's own check: with thinking on, the assistant turn of a tool loop must start with its signed thinking. */
+    const checksThinking = () =>
+      fakeUpstream((request) => {
+        const body = request.body as { messages: Array<{ role: string; content: Body[] }> };
+        const lastAssistant = body.messages.filter((message) => message.role === 'assistant').at(-1);
+        if (lastAssistant === undefined) return anthropicSse(firstTurn);
+        if (lastAssistant.content[0]?.type !== 'thinking' || lastAssistant.content[0]?.signature !== signature) {
+          return jsonResponse({ type: 'error', error: { type: 'invalid_request_error', message: 'Expected `thinking`' } }, 400);
+        }
+        return anthropicSse([
+          { type: 'message_start', message: { id: 'msg_2', model: 'claude-haiku-4-5', usage: { input_tokens: 90, output_tokens: 1 } } },
+          { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+          { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'It says hello.' } },
+          { type: 'content_block_stop', index: 0 },
+          { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 5 } },
+          { type: 'message_stop' },
+        ]);
+      });
+
+    it('streams the thinking with its signature; sent back, it reaches Anthropic as written; each turn booked as reported', async () => {
+      const session = await fundedSession(testEnv);
+      const upstream = checksThinking();
+      const app = gatewayWith({ upstreamFetch: upstream.fetch });
+      const ask = { role: 'user', content: 'Read a.txt' };
+      const first = newRequestId();
+      const answer = await post(app, '/v1/messages?beta=true', { ...claudeCode, messages: [ask] }, anthropic(session.token, first));
+      expect(answer.status).toBe(200);
+      const sent = events(answer.text).filter((event) => event.event !== 'ping');
+      const blocks = sent.filter((event) => event.event === 'content_block_start').map((event) => (event.data as Body).content_block);
+      expect(blocks).toEqual([
+        { type: 'thinking', thinking: '', signature: '' },
+        { type: 'tool_use', id: 'toolu_1', name: 'Read', input: {} },
+      ]);
+      const deltas = sent.filter((event) => event.event === 'content_block_delta').map((event) => (event.data as Body).delta);
+      expect(deltas).toContainEqual({ type: 'signature_delta', signature });
+      // Sent to the pool's root with the client's exact thinking budget.
+      expect(upstream.requests[0]?.url).toBe('https://anthropic-proxy.example.com/v1/messages');
+      expect(upstream.requests[0]?.body).toMatchObject({ thinking: { type: 'enabled', budget_tokens: 31_999 }, max_tokens: 32_000 });
+
+      // The second turn, as Claude Code sends it: the thinking block back with its signature, then the tool's result.
+      const second = newRequestId();
+      const loop = {
+        ...claudeCode,
+        messages: [
+          ask,
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'I should read it.', signature },
+              { type: 'tool_use', id: 'toolu_1', name: 'Read', input: { path: 'a.txt' } },
+            ],
+          },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'hello' }] },
+        ],
+      };
+      const answered = await post(app, '/v1/messages?beta=true', loop, anthropic(session.token, second));
+      expect(answered.status).toBe(200);
+      const text = events(answered.text)
+        .filter((event) => event.event === 'content_block_delta')
+        .map((event) => ((event.data as Body).delta as Body).text)
+        .join('');
+      expect(text).toBe('It says hello.');
+      expect(upstream.requests[1]?.body).toMatchObject({ messages: [loop.messages[0], loop.messages[1], loop.messages[2]] });
+
+      await settled(testEnv);
+      expect(await usageRows(testEnv, first)).toMatchObject([{ input_tokens: 40, output_tokens: 61, estimated: false }]);
+      expect(await usageRows(testEnv, second)).toMatchObject([{ input_tokens: 90, output_tokens: 5, estimated: false }]);
+      await expectBooksAgree(testEnv, upstream.requests, (request) =>
+        request === upstream.requests[0]
+          ? { prompt_tokens: 40, completion_tokens: 61, total_tokens: 101 }
+          : { prompt_tokens: 90, completion_tokens: 5, total_tokens: 95 },
+      );
+    });
+
+    it('to a provider other than Anthropic, the budget travels as an effort and the signed blocks stay home', async () => {
+      const session = await fundedSession(testEnv);
+      const upstream = streaming();
+      const requestId = newRequestId();
+      const loop = {
+        ...claudeCode,
+        model: 'openai:gpt-4o-mini',
+        max_tokens: 2000,
+        messages: [
+          { role: 'user', content: 'Read a.txt' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'I should read it.', signature },
+              { type: 'tool_use', id: 'toolu_1', name: 'Read', input: { path: 'a.txt' } },
+            ],
+          },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'hello' }] },
+        ],
+      };
+      const answer = await post(gatewayWith({ upstreamFetch: upstream.fetch }), '/v1/messages', loop, anthropic(session.token, requestId));
+      expect(answer.status).toBe(200);
+      const body = upstream.requests[0]?.body as Body & { messages: Body[] };
+      expect(body.reasoning_effort).toBe('high');
+      expect(body.thinking).toBeUndefined();
+      expect(JSON.stringify(body.messages)).not.toContain(signature);
+      await expectBilledAsReported(requestId, upstream, { input: 11, output: 7 });
+    });
   });
 
   it('counts a prompt’s tokens for a live session, charging nothing; 401 without one', async () => {

@@ -51,7 +51,8 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
   const observe = (chunk: ChatCompletionChunk) => {
     if (chunk.usage != null) reported = chunk.usage;
     for (const choice of chunk.choices) {
-      outputBytes += bytes(choice.delta.content) + bytes(choice.delta.refusal);
+      outputBytes += bytes(choice.delta.content) + bytes(choice.delta.refusal) + bytes(choice.delta.reasoning_content);
+      if (choice.delta.thinking_blocks != null) outputBytes += bytes(JSON.stringify(choice.delta.thinking_blocks));
       for (const call of choice.delta.tool_calls ?? []) outputBytes += bytes(call.function?.name) + bytes(call.function?.arguments);
     }
   };

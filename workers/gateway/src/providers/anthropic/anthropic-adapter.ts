@@ -20,6 +20,8 @@ export function createAnthropicAdapter(context: ProviderContext): ProviderAdapte
       'anthropic-version': anthropicApiVersion,
     };
     if (call.credential.apiKey !== null) headers['x-api-key'] = call.credential.apiKey;
+    // Anthropic ignores it; a fake upstream (the tests' upstream audit) matches its calls by it, as OpenAI's.
+    if (call.callId !== undefined) headers['x-client-request-id'] = call.callId;
     const response = await outboundFetch(
       `${call.credential.baseUrl.replace(/\/+$/, '')}/messages`,
       { method: 'POST', headers, body: JSON.stringify(body) },

@@ -1,6 +1,8 @@
 /**
  * Anthropic's streaming events → OpenAI chunks. `message_start` opens the assistant turn and
- * reports the input tokens; text and tool-input deltas become content and tool-call deltas;
+ * reports the input tokens; text and tool-input deltas become content and tool-call deltas,
+ * thinking deltas `reasoning_content` and a thinking block's signature (or a redacted block)
+ * `thinking_blocks`, as LiteLLM streams them;
  * `message_delta` carries the stop reason and the output tokens; at `message_stop` a final chunk
  * with empty `choices` and the whole `usage` follows, as OpenAI sends it with `include_usage`.
  */
@@ -18,12 +20,25 @@ const eventSchema = z.discriminatedUnion('type', [
   z.looseObject({
     type: z.literal('content_block_start'),
     index: z.number().int(),
-    content_block: z.looseObject({ type: z.string(), id: z.string().optional(), name: z.string().optional(), text: z.string().optional() }),
+    content_block: z.looseObject({
+      type: z.string(),
+      id: z.string().optional(),
+      name: z.string().optional(),
+      text: z.string().optional(),
+      thinking: z.string().optional(),
+      data: z.string().optional(),
+    }),
   }),
   z.looseObject({
     type: z.literal('content_block_delta'),
     index: z.number().int(),
-    delta: z.looseObject({ type: z.string(), text: z.string().optional(), partial_json: z.string().optional() }),
+    delta: z.looseObject({
+      type: z.string(),
+      text: z.string().optional(),
+      partial_json: z.string().optional(),
+      thinking: z.string().optional(),
+      signature: z.string().optional(),
+    }),
   }),
   z.looseObject({ type: z.literal('content_block_stop') }),
   z.looseObject({
@@ -83,11 +98,20 @@ export async function* chunksFromAnthropicSse(body: ReadableStream<Uint8Array>, 
           });
         } else if (event.content_block.type === 'text' && event.content_block.text) {
           yield chunk({ content: event.content_block.text });
+        } else if (event.content_block.type === 'thinking' && event.content_block.thinking) {
+          yield chunk({ reasoning_content: event.content_block.thinking });
+        } else if (event.content_block.type === 'redacted_thinking') {
+          yield chunk({ thinking_blocks: [{ type: 'redacted_thinking', data: event.content_block.data ?? '' }] });
         }
         break;
       case 'content_block_delta':
         if (event.delta.type === 'text_delta' && event.delta.text !== undefined) {
           yield chunk({ content: event.delta.text });
+        } else if (event.delta.type === 'thinking_delta' && event.delta.thinking !== undefined) {
+          yield chunk({ reasoning_content: event.delta.thinking });
+        } else if (event.delta.type === 'signature_delta' && event.delta.signature !== undefined) {
+          // The thinking block's signature, sent when the block ends: the client sends it back with the block.
+          yield chunk({ thinking_blocks: [{ type: 'thinking', thinking: '', signature: event.delta.signature }] });
         } else if (event.delta.type === 'input_json_delta' && event.delta.partial_json !== undefined) {
           const toolIndex = toolIndexByBlock.get(event.index);
           if (toolIndex !== undefined)

@@ -1,7 +1,7 @@
-/** Anthropic Messages response → OpenAI chat completion, usage included. */
+/** Anthropic Messages response → OpenAI chat completion, usage and thinking included. */
 import { z } from 'zod';
 import { FaucetError } from '#shared/wire/errors.ts';
-import type { ChatCompletion, ChatUsage } from '../../openai/chat-schemas.ts';
+import type { ChatCompletion, ChatUsage, ThinkingBlock } from '../../openai/chat-schemas.ts';
 
 export const anthropicUsageSchema = z.looseObject({
   input_tokens: z.number().int().nonnegative().nullish(),
@@ -20,6 +20,9 @@ const anthropicMessageSchema = z.looseObject({
       id: z.string().optional(),
       name: z.string().optional(),
       input: z.unknown().optional(),
+      thinking: z.string().optional(),
+      signature: z.string().optional(),
+      data: z.string().optional(),
     }),
   ),
   stop_reason: z.string().nullish(),
@@ -75,6 +78,12 @@ export function fromAnthropicResponse(value: unknown, created: number): ChatComp
       type: 'function',
       function: { name: block.name ?? '', arguments: JSON.stringify(block.input ?? {}) },
     }));
+  const thinkingBlocks = message.content.flatMap((block): ThinkingBlock[] => {
+    if (block.type === 'thinking') return [{ type: 'thinking', thinking: block.thinking ?? '', signature: block.signature ?? '' }];
+    if (block.type === 'redacted_thinking') return [{ type: 'redacted_thinking', data: block.data ?? '' }];
+    return [];
+  });
+  const reasoning = thinkingBlocks.map((block) => (block.type === 'thinking' ? block.thinking : '')).join('');
   return {
     id: message.id,
     object: 'chat.completion',
@@ -87,6 +96,9 @@ export function fromAnthropicResponse(value: unknown, created: number): ChatComp
           role: 'assistant',
           content: text === '' && toolCalls.length > 0 ? null : text,
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+          // As LiteLLM carries them: the text for any client, the blocks (signatures) to send back.
+          ...(reasoning === '' ? {} : { reasoning_content: reasoning }),
+          ...(thinkingBlocks.length > 0 ? { thinking_blocks: thinkingBlocks } : {}),
         },
         finish_reason: openAiFinishReason(message.stop_reason),
       },

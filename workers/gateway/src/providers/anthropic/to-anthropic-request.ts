@@ -25,7 +25,13 @@ export interface AnthropicRequest {
   tools?: Array<{ name: string; description?: string; input_schema: Record<string, unknown> }>;
   tool_choice?: Record<string, unknown>;
   metadata?: { user_id: string };
+  thinking?: { type: 'enabled'; budget_tokens: number } | { type: 'disabled' } | { type: 'adaptive' };
 }
+
+/** The thinking budget of each `reasoning_effort` (Claude Code's 31,999 is `high` read the other way). */
+const budgetOfEffort: Record<string, number> = { minimal: 1024, low: 2048, medium: 8192, high: 16_384, xhigh: 31_999 };
+/** Anthropic's smallest budget; the budget must stay below `max_tokens`, which counts thinking. */
+const smallestBudget = 1024;
 
 export function toAnthropicRequest(request: ChatRequest, defaultMaxTokens: number): AnthropicRequest {
   const system: string[] = [];
@@ -78,7 +84,32 @@ export function toAnthropicRequest(request: ChatRequest, defaultMaxTokens: numbe
   const toolChoice = anthropicToolChoice(request);
   if (toolChoice !== undefined) translated.tool_choice = toolChoice;
   if (request.user !== undefined) translated.metadata = { user_id: request.user };
+  const thinking = anthropicThinking(request, translated.max_tokens);
+  if (thinking !== undefined) translated.thinking = thinking;
   return translated;
+}
+
+/**
+ * The request's own `thinking`, else its `reasoning_effort` as a budget (`none` thinks not). A
+ * budget is kept below `max_tokens` (the feature's cap may have lowered it since the client chose
+ * the budget); when no budget of at least 1,024 fits, the call is refused rather than sent without
+ * the thinking it asked for.
+ */
+function anthropicThinking(request: ChatRequest, maxTokens: number): AnthropicRequest['thinking'] {
+  const asked =
+    request.thinking ??
+    (request.reasoning_effort == null || request.reasoning_effort === 'none'
+      ? undefined
+      : { type: 'enabled' as const, budget_tokens: budgetOfEffort[request.reasoning_effort] ?? smallestBudget });
+  if (asked?.type !== 'enabled') return asked;
+  const budget = Math.min(asked.budget_tokens, maxTokens - 1);
+  if (budget < smallestBudget) {
+    throw new FaucetError(
+      'invalid_request',
+      `thinking needs a max_tokens above ${smallestBudget} on Anthropic models (the call may produce ${maxTokens}).`,
+    );
+  }
+  return { type: 'enabled', budget_tokens: budget };
 }
 
 function anthropicToolChoice(request: ChatRequest): Record<string, unknown> | undefined {
@@ -110,8 +141,9 @@ function imageBlock(imageUrl: unknown): AnthropicBlock {
   return { type: 'image', source: { type: 'url', url } };
 }
 
+/** The turn's thinking first, as Anthropic wrote it (it checks the signatures), then text, then tool calls. */
 function assistantBlocks(message: ChatMessage): AnthropicBlock[] {
-  const blocks: AnthropicBlock[] = [];
+  const blocks: AnthropicBlock[] = (message.thinking_blocks ?? []).map((block) => ({ ...block }));
   const text = messageText(message);
   if (text !== '') blocks.push({ type: 'text', text });
   for (const call of message.tool_calls ?? []) {

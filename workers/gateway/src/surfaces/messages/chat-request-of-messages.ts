@@ -1,9 +1,10 @@
 /**
  * A parsed Messages request → the gateway's chat request, the mirror image of the anthropic
  * adapter's `to-anthropic-request.ts`: `system` becomes a system message, `tool_use` blocks become
- * tool calls and `tool_result` blocks tool messages, `thinking` becomes `reasoning_effort`.
- * What chat cannot carry is refused by the schema (messages-request.ts) or here, never dropped,
- * except what is ignored there with its reason (cache_control, metadata, earlier thinking).
+ * tool calls and `tool_result` blocks tool messages, `thinking` blocks the assistant turn's
+ * `thinking_blocks` (signatures kept, for Anthropic to check). What chat cannot carry is refused by
+ * the schema (messages-request.ts) or here, never dropped, except what is ignored there with its
+ * reason (cache_control, metadata).
  */
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatMessage, ChatRequest } from '../../openai/chat-schemas.ts';
@@ -33,6 +34,7 @@ export function chatRequestOfMessages(body: MessagesRequest): ChatCompletionsBod
   Object.assign(request, chatToolChoiceOf(body.tool_choice));
   const effort = reasoningEffortOf(body);
   if (effort !== undefined) request.reasoning_effort = effort;
+  if (body.thinking !== undefined) request.thinking = body.thinking;
   if (body.feature !== undefined) request.feature = body.feature;
   if (body.route_mode !== undefined) request.route_mode = body.route_mode;
   return request;
@@ -78,18 +80,14 @@ function chatToolChoiceOf(choice: MessagesRequest['tool_choice']): Pick<ChatRequ
 }
 
 /**
- * `output_config.effort` when given; otherwise the thinking budget in three bands (Claude Code's
- * 31,999 is `high`). Adaptive thinking is the model's own choice, OpenAI's default `medium`.
- * Disabled thinking sends no effort: the model's default applies.
+ * `output_config.effort` as `reasoning_effort` (`max` is `xhigh`). Anthropic's `thinking` travels
+ * as itself: the anthropic adapter sends it as given, and the other protocols get it as an effort
+ * (accepted-fields.ts), so an Anthropic model thinks within exactly the budget the client set.
  */
-export function reasoningEffortOf(body: Pick<MessagesRequest, 'thinking' | 'output_config'>): ChatRequest['reasoning_effort'] {
+function reasoningEffortOf(body: Pick<MessagesRequest, 'output_config'>): ChatRequest['reasoning_effort'] {
   const effort = body.output_config?.effort;
-  if (effort != null) return effort === 'max' ? 'xhigh' : effort;
-  const thinking = body.thinking;
-  if (thinking === undefined || thinking.type === 'disabled') return undefined;
-  if (thinking.type === 'adaptive') return 'medium';
-  if (thinking.budget_tokens < 4096) return 'low';
-  return thinking.budget_tokens < 16_384 ? 'medium' : 'high';
+  if (effort == null) return undefined;
+  return effort === 'max' ? 'xhigh' : effort;
 }
 
 /**
@@ -132,11 +130,12 @@ function userMessages(message: MessagesMessage, index: number): ChatMessage[] {
   return [...toolMessages, { role: 'user', content }];
 }
 
-/** An assistant turn: its text, then its tool calls; earlier thinking is left out (see messages-request.ts). */
+/** An assistant turn: its thinking (signatures kept), its text, then its tool calls. */
 function assistantMessages(message: MessagesMessage, index: number): ChatMessage[] {
   if (typeof message.content === 'string') return [{ role: 'assistant', content: message.content }];
   const texts: string[] = [];
   const toolCalls: NonNullable<ChatMessage['tool_calls']> = [];
+  const thinkingBlocks: NonNullable<ChatMessage['thinking_blocks']> = [];
   message.content.forEach((block, position) => {
     switch (block.type) {
       case 'text':
@@ -146,7 +145,14 @@ function assistantMessages(message: MessagesMessage, index: number): ChatMessage
         toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input) } });
         break;
       case 'thinking':
+        thinkingBlocks.push({
+          type: 'thinking',
+          thinking: block.thinking,
+          ...(block.signature === undefined ? {} : { signature: block.signature }),
+        });
+        break;
       case 'redacted_thinking':
+        thinkingBlocks.push({ type: 'redacted_thinking', data: block.data });
         break;
       default:
         throw new FaucetError(
@@ -155,12 +161,13 @@ function assistantMessages(message: MessagesMessage, index: number): ChatMessage
         );
     }
   });
-  if (texts.length === 0 && toolCalls.length === 0) return [];
+  if (texts.length === 0 && toolCalls.length === 0 && thinkingBlocks.length === 0) return [];
   return [
     {
       role: 'assistant',
       content: texts.length === 0 ? null : texts.join('\n\n'),
       ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+      ...(thinkingBlocks.length > 0 ? { thinking_blocks: thinkingBlocks } : {}),
     },
   ];
 }

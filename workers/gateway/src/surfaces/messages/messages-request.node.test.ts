@@ -4,6 +4,7 @@ import { toAnthropicRequest } from '../../providers/anthropic/to-anthropic-reque
 import { chatCompletionsBodySchema } from '../../routes/chat-completions-body.ts';
 import { chatRequestOfMessages } from './chat-request-of-messages.ts';
 import { type MessagesRequest, parseCountTokensRequest, parseMessagesRequest } from './messages-request.ts';
+import { requestForProtocol } from '../../providers/accepted-fields.ts';
 
 /** What Claude Code 2.1.197 sends, in shape (issue 32): thinking, cache_control, context_management, metadata.user_id. */
 const claudeCodeBody = {
@@ -72,7 +73,7 @@ describe('a Messages request becomes a chat request', () => {
       model: 'claude-opus-4-8',
       max_completion_tokens: 32000,
       stream: true,
-      reasoning_effort: 'high',
+      thinking: { type: 'enabled', budget_tokens: 31999 },
       tools: [
         {
           type: 'function',
@@ -90,6 +91,7 @@ describe('a Messages request becomes a chat request', () => {
           role: 'assistant',
           content: 'Reading.',
           tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'Read', arguments: '{"file_path":"a.txt"}' } }],
+          thinking_blocks: [{ type: 'thinking', thinking: 'I should read it.', signature: 'sig' }],
         },
         { role: 'tool', tool_call_id: 'toolu_1', content: 'hello' },
       ],
@@ -142,9 +144,17 @@ describe('a Messages request becomes a chat request', () => {
     [{ type: 'disabled' }, undefined, undefined],
     [{ type: 'enabled', budget_tokens: 2000 }, { effort: 'max' }, 'xhigh'],
     [undefined, { effort: 'low' }, 'low'],
-  ])('maps thinking %j with output_config %j to reasoning_effort %s', (thinking, outputConfig, effort) => {
-    expect(translated({ ...minimal, max_tokens: 32000, thinking, output_config: outputConfig }).reasoning_effort).toBe(effort);
-  });
+  ])(
+    'maps thinking %j with output_config %j to reasoning_effort %s for a provider other than Anthropic',
+    (thinking, outputConfig, effort) => {
+      const {
+        feature: _feature,
+        route_mode: _route,
+        ...request
+      } = translated({ ...minimal, max_tokens: 32000, thinking, output_config: outputConfig });
+      expect(requestForProtocol('openai_compatible', request).reasoning_effort).toBe(effort);
+    },
+  );
 
   it('maps images, text documents and the images a tool returned', () => {
     const request = translated({
@@ -213,7 +223,7 @@ describe('a Messages request becomes a chat request', () => {
     expect(request.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: 't', content: 'Error: no such file' });
   });
 
-  it('leaves out an assistant turn that held only thinking', () => {
+  it('keeps an assistant turn that held only thinking, as its thinking blocks', () => {
     const request = translated({
       ...minimal,
       messages: [
@@ -224,6 +234,7 @@ describe('a Messages request becomes a chat request', () => {
     });
     expect(request.messages).toEqual([
       { role: 'user', content: 'a' },
+      { role: 'assistant', content: null, thinking_blocks: [{ type: 'redacted_thinking', data: 'xyz' }] },
       { role: 'user', content: 'b' },
     ]);
   });

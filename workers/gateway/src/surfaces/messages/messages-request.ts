@@ -120,8 +120,9 @@ const toolResultBlock = closedObject({
 });
 
 /**
- * Thinking from earlier turns is accepted and left out of the translated request: chat has no place
- * for it (nor for its signature), and Anthropic itself drops earlier turns' thinking from the context.
+ * Thinking from earlier turns travels with its turn (chat's `thinking_blocks`) to an Anthropic model,
+ * which checks the signatures and needs the last turn's thinking in a tool loop; other providers
+ * cannot check them and do not get them (accepted-fields.ts).
  */
 const thinkingBlock = closedObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string().optional() });
 const redactedThinkingBlock = closedObject({ type: z.literal('redacted_thinking'), data: z.string() });
@@ -193,9 +194,10 @@ const thinking = blockUnion('thinking', [
 ]);
 
 /**
- * Claude Code sends `{edits: [{type: "clear_thinking_20251015", keep: "all"}]}`. Clearing thinking is
- * what the translation does anyway (no earlier thinking reaches chat), so those edits are accepted;
- * clearing tool uses or compacting would change what the model reads and is not implemented.
+ * Claude Code sends `{edits: [{type: "clear_thinking_20251015", keep: "all"}]}`: keep all earlier
+ * thinking, which is what the gateway sends anyway (Anthropic itself leaves earlier turns' thinking
+ * out of the context), so those edits are accepted; clearing tool uses or compacting would change
+ * what the model reads and is not implemented.
  */
 const contextManagement = closedObject({
   edits: z

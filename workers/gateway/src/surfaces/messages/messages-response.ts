@@ -18,6 +18,7 @@ export interface MessagesUsage {
 export type MessageContentBlock =
   | { type: 'text'; text: string }
   | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown };
 
 export interface Message {
@@ -120,12 +121,31 @@ export function reasoningTextOf(part: Record<string, unknown>): string {
   return typeof text === 'string' ? text : '';
 }
 
+/**
+ * An answer's thinking: Anthropic's own blocks with their signatures (its adapter hands them over
+ * as `thinking_blocks`), else another provider's reasoning text as one block without a signature,
+ * since there is none to give for thinking Anthropic did not write.
+ */
+function thinkingBlocksOf(message: Record<string, unknown>): MessageContentBlock[] {
+  const blocks = Array.isArray(message.thinking_blocks) ? (message.thinking_blocks as Array<Record<string, unknown>>) : [];
+  const kept = blocks.flatMap((block): MessageContentBlock[] => {
+    if (block.type === 'thinking') return [{ type: 'thinking', thinking: stringOf(block.thinking), signature: stringOf(block.signature) }];
+    if (block.type === 'redacted_thinking') return [{ type: 'redacted_thinking', data: stringOf(block.data) }];
+    return [];
+  });
+  if (kept.length > 0) return kept;
+  const thinking = reasoningTextOf(message);
+  return thinking === '' ? [] : [{ type: 'thinking', thinking, signature: '' }];
+}
+
+function stringOf(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
 export function messageOfChatCompletion(completion: ChatCompletion & { faucet?: FaucetObject }, ids: MessageIds): Message {
   const choice = completion.choices[0];
   const content: MessageContentBlock[] = [];
-  // A thinking block's signature lets Anthropic check its own thinking; there is none to give for another provider's.
-  const thinking = choice === undefined ? '' : reasoningTextOf(choice.message);
-  if (thinking !== '') content.push({ type: 'thinking', thinking, signature: '' });
+  if (choice !== undefined) content.push(...thinkingBlocksOf(choice.message));
   const text = choice?.message.content ?? choice?.message.refusal ?? '';
   if (text !== '') content.push({ type: 'text', text });
   for (const call of choice?.message.tool_calls ?? []) {

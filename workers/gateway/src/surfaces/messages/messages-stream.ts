@@ -33,6 +33,7 @@ export type MessagesStreamEvent =
       delta:
         | { type: 'text_delta'; text: string }
         | { type: 'thinking_delta'; thinking: string }
+        | { type: 'signature_delta'; signature: string }
         | { type: 'input_json_delta'; partial_json: string };
     }
   | { type: 'content_block_stop'; index: number }
@@ -87,6 +88,7 @@ export class MessagesStreamTranslator {
       events.push(...this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' }));
       events.push({ type: 'content_block_delta', index: this.open!.index, delta: { type: 'thinking_delta', thinking } });
     }
+    for (const block of delta.thinking_blocks ?? []) events.push(...this.thinkingBlock(block));
     const text = (delta.content ?? '') + (delta.refusal ?? '');
     if (text !== '') {
       events.push(...this.openBlock('text', { type: 'text', text: '' }));
@@ -115,6 +117,25 @@ export class MessagesStreamTranslator {
       this.finishReason = choice.finish_reason;
       events.push(...this.closeBlock());
     }
+    return events;
+  }
+
+  /**
+   * Anthropic's thinking as its adapter streams it: a signature closes the thinking block it signs
+   * (a block of its own when none is open), a redacted block is whole in one piece.
+   */
+  private thinkingBlock(block: Record<string, unknown> & { type: string }): MessagesStreamEvent[] {
+    if (block.type === 'redacted_thinking') {
+      const events = this.closeBlock();
+      const index = this.nextIndex++;
+      events.push({ type: 'content_block_start', index, content_block: { type: 'redacted_thinking', data: String(block.data ?? '') } });
+      events.push({ type: 'content_block_stop', index });
+      return events;
+    }
+    if (block.type !== 'thinking' || typeof block.signature !== 'string' || block.signature === '') return [];
+    const events = this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
+    events.push({ type: 'content_block_delta', index: this.open!.index, delta: { type: 'signature_delta', signature: block.signature } });
+    events.push(...this.closeBlock());
     return events;
   }
 
@@ -194,7 +215,7 @@ export function formatMessagesEvent(event: MessagesStreamEvent): string {
 /**
  * Reshapes the metered stream's bytes (OpenAI SSE) into Anthropic's. The metered stream must forward
  * usage chunks (`includeUsage: true`), or message_delta falls back to the booked counts. While the
- * upstream is silent (an Anthropic model thinking: the adapter passes no thinking on), a `ping`
+ * upstream is silent (a model thinking without showing it), a `ping`
  * every `pingIntervalMs` keeps clients and proxies from timing the stream out, as Anthropic's do.
  */
 export function messagesEventStream(
