@@ -80,7 +80,7 @@ describe('bookUsage records the prices it was rated with', () => {
     const row = await priceRow(requestId);
     // Above 200k input tokens: Anthropic's upper tier for every class.
     expect(row).toMatchObject({
-      price_catalog_version: 'genai-prices@0.1.8+faucet.1',
+      price_catalog_version: 'genai-prices@0.1.8+faucet.2',
       cached_tokens: 100_003,
       cache_write_tokens: 7_777,
       reasoning_tokens: 1_111,

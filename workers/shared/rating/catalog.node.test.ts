@@ -56,13 +56,14 @@ describe('the catalog version', () => {
     const project = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
     expect(installed.version).toBe(genaiPricesVersion);
     expect(project.dependencies['@pydantic/genai-prices']).toBe(genaiPricesVersion);
-    expect(currentPriceCatalog.version).toBe(`genai-prices@${genaiPricesVersion}+faucet.1`);
+    expect(currentPriceCatalog.version).toBe(`genai-prices@${genaiPricesVersion}+faucet.2`);
   });
 });
 
 describe('pinned prices (per million tokens, exact)', () => {
   it.each<[string, Record<string, string>]>([
     ['mock:echo', { inputPerMillion: '1.00000000', outputPerMillion: '2.00000000', cachedInputPerMillion: '0.50000000' }],
+    ['mock:tools', { inputPerMillion: '1.00000000', outputPerMillion: '2.00000000', cachedInputPerMillion: '0.50000000' }],
     ['openai:gpt-4o-mini', { inputPerMillion: '0.15000000', cachedInputPerMillion: '0.07500000', outputPerMillion: '0.60000000' }],
     ['openai:gpt-4.1-mini', { inputPerMillion: '0.40000000', cachedInputPerMillion: '0.10000000', outputPerMillion: '1.60000000' }],
     [

@@ -17,27 +17,29 @@ import type { CatalogModel, ExcludedModel, ModelPrice, PriceClass, PriceConstrai
 export type { CatalogModel, ExcludedModel, ModelPrice, PriceClass, ResolvedPrice, TieredModelPrice } from './price-types.ts';
 
 /** Revision of the overlay below; bump it with any change to it. */
-const overlayRevision = 1;
+const overlayRevision = 2;
 
 const flat = (amount: string): TieredPrice => ({ base: parseWireAmount(amount), tiers: [] });
 
+/**
+ * The deterministic local models of the demo stack (providers/mock/mock-adapter.ts): priced like a
+ * small real model so the platform route moves visible money in demos and tests.
+ */
+const mockModel = (model: string, name: string): CatalogModel => ({
+  provider: 'mock',
+  model,
+  name,
+  contextWindow: 32_768,
+  periods: [
+    {
+      constraint: null,
+      prices: { inputPerMillion: flat('1.00000000'), outputPerMillion: flat('2.00000000'), cachedInputPerMillion: flat('0.50000000') },
+    },
+  ],
+});
+
 /** Models priced by Faucet itself, not by the package. */
-const overlay: CatalogModel[] = [
-  {
-    // The deterministic local model of the demo stack: priced like a small real model so the
-    // platform route moves visible money in demos and tests.
-    provider: 'mock',
-    model: 'echo',
-    name: 'Faucet mock echo',
-    contextWindow: 32_768,
-    periods: [
-      {
-        constraint: null,
-        prices: { inputPerMillion: flat('1.00000000'), outputPerMillion: flat('2.00000000'), cachedInputPerMillion: flat('0.50000000') },
-      },
-    ],
-  },
-];
+const overlay: CatalogModel[] = [mockModel('echo', 'Faucet mock echo'), mockModel('tools', 'Faucet mock tools')];
 
 /** An entry of the catalog: its model once converted, or why it was left out. */
 type Loaded = CatalogModel | ExcludedModel;

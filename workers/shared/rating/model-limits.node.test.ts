@@ -29,6 +29,7 @@ describe('output caps and context windows', () => {
     expect(outputTokenCap('anthropic', 'claude-sonnet-4-5')).toBe(64_000);
     expect(outputTokenCap('google', 'gemini-2.5-flash-lite')).toBe(65_536);
     expect(outputTokenCap('mock', 'echo')).toBe(4_096);
+    expect(outputTokenCap('mock', 'tools')).toBe(4_096);
     const data: Record<string, { models: Record<string, unknown> }> = { anthropic: anthropicModels, google: googleModels };
     for (const key of Object.keys(supplementMaxOutputTokens)) {
       const [provider = '', model = ''] = key.split(':');

@@ -57,6 +57,7 @@ const modelsDevSources: Readonly<Record<string, readonly ModelsDevProvider[]>> =
  */
 export const supplementMaxOutputTokens: Readonly<Record<string, number>> = {
   'mock:echo': 4_096,
+  'mock:tools': 4_096,
   // Anthropic (docs.anthropic.com, models overview): the data lists only dated ids.
   'anthropic:claude-sonnet-4-5': 64_000,
   'anthropic:claude-haiku-4-5': 64_000,

@@ -39,7 +39,7 @@ const vectors: Vector[] = [
       retail: '0.00240000',
       developer: '0.00020000',
       platform: '0.00020000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -59,7 +59,7 @@ const vectors: Vector[] = [
       retail: '0.00061236',
       developer: '0.00005103',
       platform: '0.00005103',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -79,7 +79,7 @@ const vectors: Vector[] = [
       retail: '0.00000010',
       developer: '0.00000001',
       platform: '0.00000001',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -91,7 +91,7 @@ const vectors: Vector[] = [
       retail: '0.00000018',
       developer: '0.00000001',
       platform: '0.00000002',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -103,7 +103,7 @@ const vectors: Vector[] = [
       retail: '0.00000000',
       developer: '0.00000000',
       platform: '0.00000000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -123,7 +123,7 @@ const vectors: Vector[] = [
       retail: '0.03600000',
       developer: '0.03240000',
       platform: '0.00360000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -142,7 +142,7 @@ const vectors: Vector[] = [
       retail: '0.00450000',
       developer: '0.00405000',
       platform: '0.00045000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -184,7 +184,7 @@ const vectors: Vector[] = [
       retail: '0.01674000',
       developer: '0.00139500',
       platform: '0.00139500',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -203,7 +203,7 @@ const vectors: Vector[] = [
       retail: '0.73800000',
       developer: '0.06150000',
       platform: '0.06150000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -222,7 +222,7 @@ const vectors: Vector[] = [
       retail: '1.46700720',
       developer: '0.12225060',
       platform: '0.12225060',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -242,7 +242,7 @@ const vectors: Vector[] = [
       retail: '0.06000000',
       developer: '0.00500000',
       platform: '0.00500000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -262,7 +262,7 @@ const vectors: Vector[] = [
       retail: '0.01200000',
       developer: '0.00100000',
       platform: '0.00100000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -282,7 +282,7 @@ const vectors: Vector[] = [
       retail: '0.32400000',
       developer: '0.02700000',
       platform: '0.02700000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -302,7 +302,7 @@ const vectors: Vector[] = [
       retail: '0.16200000',
       developer: '0.01350000',
       platform: '0.01350000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -324,7 +324,7 @@ const vectors: Vector[] = [
       retail: '0.03612000',
       developer: '0.00301000',
       platform: '0.00301000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
@@ -345,7 +345,7 @@ const vectors: Vector[] = [
       retail: '0.00624000',
       developer: '0.00052000',
       platform: '0.00052000',
-      catalog: 'genai-prices@0.1.8+faucet.1',
+      catalog: 'genai-prices@0.1.8+faucet.2',
     },
   },
   {
