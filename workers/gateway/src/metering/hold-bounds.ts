@@ -10,7 +10,7 @@ import {
   ratingSettingsFor,
 } from '#shared/rating/index.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
-import { refuseUnacceptedFields } from '../providers/accepted-fields.ts';
+import { hasCacheBreakpoints, refuseUnacceptedFields } from '../providers/accepted-fields.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { worstCaseInputTokens, worstCaseOutputTokens } from './worst-case-tokens.ts';
 
@@ -37,7 +37,8 @@ export function holdBounds(
   refuseUnacceptedFields(reference.entry.protocol, reference.provider, request);
   const input = worstCaseInputTokens(request, reference);
   const output = worstCaseOutputTokens(request, reference.provider, catalog);
-  const tokens = { inputTokens: input, outputTokens: output };
+  // A prompt with cache breakpoints may be written to the cache whole, at the cache-write price (above the input price).
+  const tokens = { inputTokens: input, outputTokens: output, cacheWriteTokens: hasCacheBreakpoints(request) ? input : 0 };
   // One rating serves both routes: developer_key at cost charges the catalog cost of the tokens,
   // which is the platform rating's upstream cost (the same prices, tokens and rounding).
   const platform = worstCasePlatformRating(env, reference, tokens, catalog);
@@ -53,7 +54,7 @@ export function holdBounds(
 function worstCasePlatformRating(
   env: Env,
   reference: ModelReference,
-  tokens: { inputTokens: number; outputTokens: number },
+  tokens: { inputTokens: number; outputTokens: number; cacheWriteTokens: number },
   catalog: PriceCatalog = currentPriceCatalog,
 ): RatedUsage | null {
   try {

@@ -33,10 +33,19 @@ export function closedObjects(reasons: Readonly<Record<string, string>>) {
 /** An object that refuses every key it does not name. */
 const closedObject = closedObjects(refusedFieldReasons);
 
-const textPart = closedObject({ type: z.literal('text'), text: z.string() });
+/**
+ * Anthropic's prompt-cache breakpoint, as LiteLLM carries it over chat (on a content part or a tool).
+ * Only the anthropic protocol sends it (OpenAI-compatible providers cache by themselves); a `1h`
+ * breakpoint is sent as the default five minutes, whose write price the catalog has (docs/surfaces.md).
+ */
+export const cacheControlSchema = closedObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() });
+export type CacheControl = z.infer<typeof cacheControlSchema>;
+
+const textPart = closedObject({ type: z.literal('text'), text: z.string(), cache_control: cacheControlSchema.optional() });
 const imagePart = closedObject({
   type: z.literal('image_url'),
   image_url: closedObject({ url: z.string(), detail: z.enum(['auto', 'low', 'high']).optional() }),
+  cache_control: cacheControlSchema.optional(),
 });
 const contentPart = z.discriminatedUnion('type', [textPart, imagePart], {
   error: (issue) =>
@@ -136,7 +145,9 @@ export const chatRequestSchema = closedObject({
   /** Anthropic's own thinking setting (its budget counts in the max tokens); `reasoning_effort` for the other providers. */
   thinking: thinkingSchema.optional(),
   verbosity: z.enum(['low', 'medium', 'high']).nullish(),
-  tools: z.array(closedObject({ type: z.literal('function'), function: functionDefinition })).optional(),
+  tools: z
+    .array(closedObject({ type: z.literal('function'), function: functionDefinition, cache_control: cacheControlSchema.optional() }))
+    .optional(),
   tool_choice: z
     .union([
       z.enum(['none', 'auto', 'required']),

@@ -233,21 +233,45 @@ function dialectOf(provider: ProviderName): OpenAiDialect | undefined {
 }
 
 /**
- * The request as `protocol` receives it. Anthropic's `thinking` is Anthropic's own; any other
- * protocol gets it as `reasoning_effort` (its budget in three bands, unless an effort was given) and
- * never gets earlier `thinking_blocks`, whose signatures only Anthropic can check (the model still
- * reads the turn's text and tool calls). Applied before the fields are checked and the hold bounded.
+ * The request as `protocol` receives it. Anthropic's own fields stay Anthropic's: any other protocol
+ * gets `thinking` as `reasoning_effort` (its budget in three bands, unless an effort was given), never
+ * earlier `thinking_blocks`, whose signatures only Anthropic can check (the model still reads the
+ * turn's text and tool calls), and no `cache_control` breakpoints (those providers cache by
+ * themselves). Applied before the fields are checked and the hold bounded.
  */
 export function requestForProtocol(protocol: ProviderProtocol, request: ChatRequest): ChatRequest {
-  if (protocol === 'anthropic') return request;
-  if (request.thinking === undefined && !request.messages.some((message) => message.thinking_blocks !== undefined)) return request;
+  if (protocol === 'anthropic' || !hasAnthropicFields(request)) return request;
   const { thinking, ...rest } = request;
   const effort = rest.reasoning_effort ?? effortOfThinking(thinking);
+  const tools = rest.tools?.map(({ cache_control: _breakpoint, ...tool }) => tool);
   return {
     ...rest,
     ...(effort === undefined ? {} : { reasoning_effort: effort }),
-    messages: rest.messages.map(({ thinking_blocks: _earlier, ...message }) => message),
+    ...(tools === undefined ? {} : { tools }),
+    messages: rest.messages.map(({ thinking_blocks: _earlier, ...message }) =>
+      Array.isArray(message.content)
+        ? { ...message, content: message.content.map(({ cache_control: _breakpoint, ...part }) => part) }
+        : message,
+    ),
   };
+}
+
+function hasAnthropicFields(request: ChatRequest): boolean {
+  if (request.thinking !== undefined) return true;
+  if (request.tools?.some((tool) => tool.cache_control !== undefined)) return true;
+  return request.messages.some(
+    (message) =>
+      message.thinking_blocks !== undefined ||
+      (Array.isArray(message.content) && message.content.some((part) => part.cache_control !== undefined)),
+  );
+}
+
+/** Whether a request asks Anthropic to write its prompt cache: its input may then be billed at the cache-write price. */
+export function hasCacheBreakpoints(request: ChatRequest): boolean {
+  if (request.tools?.some((tool) => tool.cache_control !== undefined)) return true;
+  return request.messages.some(
+    (message) => Array.isArray(message.content) && message.content.some((part) => part.cache_control !== undefined),
+  );
 }
 
 /** A thinking budget as an effort: under 4,096 `low`, under 16,384 `medium`, else `high`; adaptive is `medium`. */

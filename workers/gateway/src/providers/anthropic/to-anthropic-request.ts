@@ -4,7 +4,7 @@
  * a user turn; consecutive turns of one role are merged, because Anthropic wants them alternating.
  */
 import { FaucetError } from '#shared/wire/errors.ts';
-import type { ChatMessage, ChatRequest } from '../../openai/chat-schemas.ts';
+import type { CacheControl, ChatMessage, ChatRequest } from '../../openai/chat-schemas.ts';
 import { messageText } from '../../tokens/count-prompt-tokens.ts';
 
 type AnthropicBlock = Record<string, unknown> & { type: string };
@@ -17,12 +17,12 @@ export interface AnthropicRequest {
   model: string;
   max_tokens: number;
   messages: AnthropicMessage[];
-  system?: string;
+  system?: string | AnthropicBlock[];
   stream?: boolean;
   temperature?: number;
   top_p?: number;
   stop_sequences?: string[];
-  tools?: Array<{ name: string; description?: string; input_schema: Record<string, unknown> }>;
+  tools?: Array<{ name: string; description?: string; input_schema: Record<string, unknown>; cache_control?: AnthropicCacheControl }>;
   tool_choice?: Record<string, unknown>;
   metadata?: { user_id: string };
   thinking?: { type: 'enabled'; budget_tokens: number } | { type: 'disabled' } | { type: 'adaptive' };
@@ -33,8 +33,18 @@ const budgetOfEffort: Record<string, number> = { minimal: 1024, low: 2048, mediu
 /** Anthropic's smallest budget; the budget must stay below `max_tokens`, which counts thinking. */
 const smallestBudget = 1024;
 
+type AnthropicCacheControl = { type: 'ephemeral' };
+
+/**
+ * A cache breakpoint as Anthropic is sent it: always the five-minute kind, whose write the catalog
+ * prices (`cache_write_mtok`); a one-hour write costs more than the call could be billed for.
+ */
+function breakpoint(part: { cache_control?: CacheControl }): { cache_control?: AnthropicCacheControl } {
+  return part.cache_control === undefined ? {} : { cache_control: { type: 'ephemeral' } };
+}
+
 export function toAnthropicRequest(request: ChatRequest, defaultMaxTokens: number): AnthropicRequest {
-  const system: string[] = [];
+  const system: AnthropicBlock[] = [];
   const messages: AnthropicMessage[] = [];
   const append = (role: AnthropicMessage['role'], blocks: AnthropicBlock[]) => {
     if (blocks.length === 0) return;
@@ -47,7 +57,7 @@ export function toAnthropicRequest(request: ChatRequest, defaultMaxTokens: numbe
     switch (message.role) {
       case 'system':
       case 'developer':
-        system.push(messageText(message));
+        system.push(...systemBlocks(message));
         break;
       case 'user':
         append('user', userBlocks(message));
@@ -55,9 +65,12 @@ export function toAnthropicRequest(request: ChatRequest, defaultMaxTokens: numbe
       case 'assistant':
         append('assistant', assistantBlocks(message));
         break;
-      case 'tool':
-        append('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: messageText(message) }]);
+      case 'tool': {
+        const marked = Array.isArray(message.content) && message.content.some((part) => part.cache_control !== undefined);
+        const result = { type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: messageText(message) };
+        append('user', [marked ? { ...result, cache_control: { type: 'ephemeral' } } : result]);
         break;
+      }
       case 'function':
         throw new FaucetError('invalid_request', 'Messages with role "function" are deprecated; use "tool" messages.');
     }
@@ -69,7 +82,10 @@ export function toAnthropicRequest(request: ChatRequest, defaultMaxTokens: numbe
     max_tokens: request.max_completion_tokens ?? request.max_tokens ?? defaultMaxTokens,
     messages,
   };
-  if (system.length > 0) translated.system = system.join('\n\n');
+  if (system.length > 0) {
+    // Blocks only where a breakpoint needs them; otherwise the one string the prompt always was.
+    translated.system = system.some((block) => block.cache_control !== undefined) ? system : system.map((block) => block.text).join('\n\n');
+  }
   if (request.stream) translated.stream = true;
   if (typeof request.temperature === 'number') translated.temperature = Math.min(request.temperature, 1);
   if (typeof request.top_p === 'number') translated.top_p = request.top_p;
@@ -79,6 +95,7 @@ export function toAnthropicRequest(request: ChatRequest, defaultMaxTokens: numbe
       name: tool.function.name,
       ...(tool.function.description === undefined ? {} : { description: tool.function.description }),
       input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
+      ...breakpoint(tool),
     }));
   }
   const toolChoice = anthropicToolChoice(request);
@@ -122,12 +139,18 @@ function anthropicToolChoice(request: ChatRequest): Record<string, unknown> | un
   return { type: 'tool', name: choice.function.name, ...disableParallel };
 }
 
+/** A system message as text blocks, each keeping its breakpoint. */
+function systemBlocks(message: ChatMessage): AnthropicBlock[] {
+  if (!Array.isArray(message.content)) return [{ type: 'text', text: messageText(message) }];
+  return message.content.flatMap((part) => (part.type === 'text' ? [{ type: 'text', text: part.text, ...breakpoint(part) }] : []));
+}
+
 function userBlocks(message: ChatMessage): AnthropicBlock[] {
   if (typeof message.content === 'string') return [{ type: 'text', text: message.content }];
   if (!Array.isArray(message.content)) return [];
   return message.content.map((part): AnthropicBlock => {
-    if (part.type === 'text' && typeof part.text === 'string') return { type: 'text', text: part.text };
-    if (part.type === 'image_url') return imageBlock(part.image_url);
+    if (part.type === 'text' && typeof part.text === 'string') return { type: 'text', text: part.text, ...breakpoint(part) };
+    if (part.type === 'image_url') return { ...imageBlock(part.image_url), ...breakpoint(part) };
     throw new FaucetError('invalid_request', `Content parts of type "${part.type}" are not supported for Anthropic models.`);
   });
 }
@@ -144,8 +167,12 @@ function imageBlock(imageUrl: unknown): AnthropicBlock {
 /** The turn's thinking first, as Anthropic wrote it (it checks the signatures), then text, then tool calls. */
 function assistantBlocks(message: ChatMessage): AnthropicBlock[] {
   const blocks: AnthropicBlock[] = (message.thinking_blocks ?? []).map((block) => ({ ...block }));
-  const text = messageText(message);
-  if (text !== '') blocks.push({ type: 'text', text });
+  if (Array.isArray(message.content) && message.content.some((part) => part.cache_control !== undefined)) {
+    for (const part of message.content) if (part.type === 'text') blocks.push({ type: 'text', text: part.text, ...breakpoint(part) });
+  } else {
+    const text = messageText(message);
+    if (text !== '') blocks.push({ type: 'text', text });
+  }
   for (const call of message.tool_calls ?? []) {
     blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: parseToolArguments(call.function.arguments) });
   }

@@ -4,10 +4,10 @@
  * tool calls and `tool_result` blocks tool messages, `thinking` blocks the assistant turn's
  * `thinking_blocks` (signatures kept, for Anthropic to check). What chat cannot carry is refused by
  * the schema (messages-request.ts) or here, never dropped, except what is ignored there with its
- * reason (cache_control, metadata).
+ * reason (metadata). Cache breakpoints (`cache_control`) stay on the parts and tools they mark.
  */
 import { FaucetError } from '#shared/wire/errors.ts';
-import type { ChatMessage, ChatRequest } from '../../openai/chat-schemas.ts';
+import type { CacheControl, ChatMessage, ChatRequest } from '../../openai/chat-schemas.ts';
 import type { ChatCompletionsBody } from '../../routes/chat-completions-body.ts';
 import type { CountTokensRequest, MessagesContentBlock, MessagesMessage, MessagesRequest, MessagesTool } from './messages-request.ts';
 
@@ -43,8 +43,13 @@ export function chatRequestOfMessages(body: MessagesRequest): ChatCompletionsBod
 /** The chat messages of a Messages prompt, system first; shared with count_tokens. */
 export function chatMessagesOfMessages(body: Pick<CountTokensRequest, 'system' | 'messages'>): ChatMessage[] {
   const messages: ChatMessage[] = [];
-  const system = typeof body.system === 'string' ? body.system : (body.system ?? []).map((block) => block.text).join('\n\n');
-  if (system !== '') messages.push({ role: 'system', content: system });
+  if (Array.isArray(body.system) && body.system.some((block) => block.cache_control != null)) {
+    // Cache breakpoints in the system prompt stay on their blocks.
+    messages.push({ role: 'system', content: body.system.map((block) => withBreakpoint({ type: 'text', text: block.text }, block)) });
+  } else {
+    const system = typeof body.system === 'string' ? body.system : (body.system ?? []).map((block) => block.text).join('\n\n');
+    if (system !== '') messages.push({ role: 'system', content: system });
+  }
   body.messages.forEach((message, index) => {
     messages.push(...(message.role === 'user' ? userMessages(message, index) : assistantMessages(message, index)));
   });
@@ -61,6 +66,7 @@ export function chatToolsOf(tools: MessagesTool[] | undefined): ChatRequest['too
       parameters: tool.input_schema,
       ...(tool.strict === undefined ? {} : { strict: tool.strict }),
     },
+    ...breakpointOf(tool),
   }));
 }
 
@@ -104,17 +110,18 @@ function userMessages(message: MessagesMessage, index: number): ChatMessage[] {
     const where = `messages[${index}].content[${position}]`;
     switch (block.type) {
       case 'text':
-        parts.push({ type: 'text', text: block.text });
+        parts.push(withBreakpoint({ type: 'text', text: block.text }, block));
         break;
       case 'image':
-        parts.push(imagePart(block));
+        parts.push(withBreakpoint(imagePart(block), block));
         break;
       case 'document':
-        parts.push(...documentParts(block));
+        parts.push(...lastWithBreakpoint(documentParts(block), block));
         break;
       case 'tool_result': {
         const result = toolResultParts(block);
-        toolMessages.push({ role: 'tool', tool_call_id: block.tool_use_id, content: result.text });
+        const content = block.cache_control == null ? result.text : [withBreakpoint({ type: 'text', text: result.text }, block)];
+        toolMessages.push({ role: 'tool', tool_call_id: block.tool_use_id, content });
         if (result.images.length > 0)
           toolImages.push({ type: 'text', text: `Images returned by tool call ${block.tool_use_id}:` }, ...result.images);
         break;
@@ -126,20 +133,20 @@ function userMessages(message: MessagesMessage, index: number): ChatMessage[] {
   const userParts = [...parts, ...toolImages];
   if (userParts.length === 0) return toolMessages;
   const [only] = userParts;
-  const content = userParts.length === 1 && only?.type === 'text' ? only.text : userParts;
+  const content = userParts.length === 1 && only?.type === 'text' && only.cache_control === undefined ? only.text : userParts;
   return [...toolMessages, { role: 'user', content }];
 }
 
 /** An assistant turn: its thinking (signatures kept), its text, then its tool calls. */
 function assistantMessages(message: MessagesMessage, index: number): ChatMessage[] {
   if (typeof message.content === 'string') return [{ role: 'assistant', content: message.content }];
-  const texts: string[] = [];
+  const texts: ChatPart[] = [];
   const toolCalls: NonNullable<ChatMessage['tool_calls']> = [];
   const thinkingBlocks: NonNullable<ChatMessage['thinking_blocks']> = [];
   message.content.forEach((block, position) => {
     switch (block.type) {
       case 'text':
-        texts.push(block.text);
+        texts.push(withBreakpoint({ type: 'text', text: block.text }, block));
         break;
       case 'tool_use':
         toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input) } });
@@ -165,11 +172,36 @@ function assistantMessages(message: MessagesMessage, index: number): ChatMessage
   return [
     {
       role: 'assistant',
-      content: texts.length === 0 ? null : texts.join('\n\n'),
+      content: assistantContent(texts),
       ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
       ...(thinkingBlocks.length > 0 ? { thinking_blocks: thinkingBlocks } : {}),
     },
   ];
+}
+
+/** Text parts as one string, unless one carries a cache breakpoint: then the parts themselves. */
+function assistantContent(texts: ChatPart[]): ChatMessage['content'] {
+  if (texts.length === 0) return null;
+  if (texts.some((part) => part.cache_control !== undefined)) return texts;
+  return texts.map((part) => (part.type === 'text' ? part.text : '')).join('\n\n');
+}
+
+/**
+ * A block's prompt-cache breakpoint on the chat part it became (the anthropic adapter puts it back;
+ * other protocols do not get it, accepted-fields.ts).
+ */
+function withBreakpoint(part: ChatPart, block: { cache_control?: CacheControl | null }): ChatPart {
+  return block.cache_control == null ? part : { ...part, cache_control: block.cache_control };
+}
+
+function breakpointOf(block: { cache_control?: CacheControl | null }): { cache_control?: CacheControl } {
+  return block.cache_control == null ? {} : { cache_control: block.cache_control };
+}
+
+/** A document's parts, its breakpoint on the last one (a breakpoint caches everything up to it). */
+function lastWithBreakpoint(parts: ChatPart[], block: { cache_control?: CacheControl | null }): ChatPart[] {
+  const last = parts.at(-1);
+  return last === undefined ? parts : [...parts.slice(0, -1), withBreakpoint(last, block)];
 }
 
 function imagePart(block: Block<'image'>): ChatPart {

@@ -85,15 +85,26 @@ describe('a Messages request becomes a chat request', () => {
         },
       ],
       messages: [
-        { role: 'system', content: "You are Claude Code, Anthropic's official CLI for Claude.\n\nBe brief." },
-        { role: 'user', content: 'read a.txt' },
+        // Cache breakpoints stay on their blocks, so the system prompt and the turn stay parts.
+        {
+          role: 'system',
+          content: [
+            { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude." },
+            { type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } },
+          ],
+        },
+        { role: 'user', content: [{ type: 'text', text: 'read a.txt', cache_control: { type: 'ephemeral' } }] },
         {
           role: 'assistant',
           content: 'Reading.',
           tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'Read', arguments: '{"file_path":"a.txt"}' } }],
           thinking_blocks: [{ type: 'thinking', thinking: 'I should read it.', signature: 'sig' }],
         },
-        { role: 'tool', tool_call_id: 'toolu_1', content: 'hello' },
+        {
+          role: 'tool',
+          tool_call_id: 'toolu_1',
+          content: [{ type: 'text', text: 'hello', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+        },
       ],
     });
   });

@@ -52,9 +52,9 @@ function stringOrBlocks<Block extends z.ZodType>(block: Block) {
 }
 
 /**
- * Prompt caching is accepted and ignored: the chat pipeline has no cache breakpoints, so the
- * provider bills the prompt at its plain input price (never more than a cache write would cost),
- * and the usage reported back shows no cache tokens.
+ * A prompt-cache breakpoint: carried to an Anthropic model on the part it marks (a one-hour one as
+ * the five-minute kind the catalog prices), held at the cache-write price, billed by the classes
+ * Anthropic reports (docs/surfaces.md); other providers cache by themselves and do not get it.
  */
 const cacheControl = closedObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() }).nullish();
 
