@@ -82,6 +82,8 @@ export const apps = pgTable(
     limitSpendPerDayUsd: money('limit_spend_per_day_usd'),
     limitSpendPerMonthUsd: money('limit_spend_per_month_usd'),
     limitRequestsPerMinute: integer('limit_requests_per_minute'),
+    /** Days the request log keeps the app's calls (migration 0030); usage records and the ledger are never deleted. */
+    callLogRetentionDays: integer('call_log_retention_days').notNull().default(30),
   },
   (table) => [
     check('apps_session_policy', sql`${table.sessionPolicy} in ('server', 'signed', 'anonymous')`),
@@ -90,6 +92,7 @@ export const apps = pgTable(
       sql`(${table.limitSpendPerDayUsd} is null or ${table.limitSpendPerDayUsd} > 0) and (${table.limitSpendPerMonthUsd} is null or ${table.limitSpendPerMonthUsd} > 0) and (${table.limitRequestsPerMinute} is null or ${table.limitRequestsPerMinute} > 0)`,
     ),
     index('apps_allowed_origins').using('gin', table.allowedOrigins),
+    check('apps_call_log_retention_days', sql`${table.callLogRetentionDays} between 1 and 400`),
   ],
 );
 
@@ -381,6 +384,55 @@ export const gatewayCalls = pgTable(
     // Per-end-user limits (migration 0011): the last minute's calls, and the calls in flight.
     index('gateway_calls_end_user_created').on(table.endUserId, table.createdAt),
     index('gateway_calls_end_user_in_flight').on(table.endUserId).where(sql`${table.status} = 'in_flight'`),
+  ],
+);
+
+/**
+ * The request log (migration 0030, docs/request-log.md): one row per call a wallet object decided,
+ * written by its flush. Tokens and money are the call's usage record (`usage_events.call_id`); no
+ * content is kept.
+ */
+export const gatewayCallLog = pgTable(
+  'gateway_call_log',
+  {
+    id: uuid('id').primaryKey(),
+    appId: uuid('app_id')
+      .notNull()
+      .references(() => apps.id),
+    endUserId: uuid('end_user_id')
+      .notNull()
+      .references(() => endUsers.id),
+    featureKey: text('feature_key').notNull(),
+    /** `chat.completions`, `responses`, `messages`, `embeddings`. */
+    surface: text('surface').notNull(),
+    requestedModel: text('requested_model').notNull(),
+    provider: text('provider'),
+    model: text('model'),
+    routeMode: text('route_mode'),
+    /** `answered`, `cut`, `upstream_error`, `refused`. */
+    outcome: text('outcome').notNull(),
+    errorCode: text('error_code'),
+    errorMessage: text('error_message'),
+    clientRequestId: text('client_request_id').notNull(),
+    stream: boolean('stream').notNull().default(false),
+    authorizeMs: integer('authorize_ms'),
+    firstByteMs: integer('first_byte_ms'),
+    totalMs: integer('total_ms'),
+    attempts: jsonb('attempts').$type<unknown[]>(),
+    providerCredentialId: uuid('provider_credential_id').references(() => providerCredentials.id, { onDelete: 'set null' }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+  },
+  (table) => [
+    check('gateway_call_log_outcome', sql`${table.outcome} in ('answered', 'cut', 'upstream_error', 'refused')`),
+    check('gateway_call_log_surface', sql`${table.surface} in ('chat.completions', 'responses', 'messages', 'embeddings')`),
+    check(
+      'gateway_call_log_timings',
+      sql`coalesce(${table.authorizeMs}, 0) >= 0 and coalesce(${table.firstByteMs}, 0) >= 0 and coalesce(${table.totalMs}, 0) >= 0`,
+    ),
+    index('gateway_call_log_app_created').on(table.appId, table.createdAt.desc(), table.id.desc()),
+    index('gateway_call_log_end_user_created').on(table.endUserId, table.createdAt.desc(), table.id.desc()),
+    index('gateway_call_log_client_request').on(table.appId, table.clientRequestId),
+    index('gateway_call_log_created').on(table.createdAt),
   ],
 );
 

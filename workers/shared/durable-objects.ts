@@ -6,6 +6,7 @@
  */
 import type { LeasedRoute, StoredKey } from './wallet/lease-context.ts';
 import type { CallRefusal } from './authorize/decide-call.ts';
+import type { CallLogFacts, CallSurface } from './calls/call-log.ts';
 
 export interface WindowDecision {
   allowed: boolean;
@@ -52,6 +53,8 @@ export interface MetricsObject extends Rpc.DurableObjectBranded {
 export interface WalletCallRequest {
   /** The object's name (from the token): the object checks it against the session's end user. */
   wallet: string;
+  /** How the request log names the call should it be refused: the API it came by, the model it named. */
+  log?: { surface: CallSurface; requestedModel: string; stream: boolean };
   tokenHash: string;
   /** Null: the app's default feature. */
   featureKey: string | null;
@@ -126,6 +129,8 @@ export interface WalletSettlement {
   booking: Record<string, unknown>;
   /** 8-decimal USD: what the booking charges, counted against the lease until it is flushed. */
   retailUsd: string;
+  /** How the call went, for the request log (written with the booking). */
+  log?: CallLogFacts;
 }
 
 /** What one wallet object holds right now (tests, the benchmark, operators). */
@@ -150,7 +155,8 @@ export interface WalletObjectContract extends Rpc.DurableObjectBranded {
   authorize(request: WalletCallRequest): Promise<WalletCallDecision>;
   settle(callId: string, settlement: WalletSettlement): Promise<void>;
   /** The upstream never accepted the call: nothing is charged and its request id is free again. */
-  abandon(callId: string): Promise<void>;
+  /** `log`: how the call went, for the request log (the object writes it with its next flush). */
+  abandon(callId: string, log?: CallLogFacts): Promise<void>;
   /** Refuses these sessions from now on (null: every session of this wallet); the API pushes revocations. */
   revokeSessions(tokenHashes: string[] | null): Promise<void>;
   /** The keys its calls may take changed (the end user's byok key added or disabled, a developer key disabled): the routing is read again. */

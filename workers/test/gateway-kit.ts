@@ -114,8 +114,8 @@ function walletObjectSnapshot(testEnv: TestEnv, token: string) {
 }
 
 /** A new end user of the demo app with `balanceUsd` in their wallet. */
-export async function fundedSession(testEnv: TestEnv, balanceUsd = '1.00000000') {
-  const session = await createSession(testEnv);
+export async function fundedSession(testEnv: TestEnv, balanceUsd = '1.00000000', externalUserId?: string) {
+  const session = await createSession(testEnv, externalUserId);
   if (balanceUsd !== '0.00000000') await fund(testEnv, session.walletId, balanceUsd);
   return session;
 }

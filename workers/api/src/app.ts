@@ -6,6 +6,7 @@ import { registerAdminProviderKeyRoutes } from './routes/admin-provider-keys.ts'
 import { registerAuditLogRoutes } from './routes/audit-log.ts';
 import { registerDeveloperAppIdentityRoutes } from './routes/developer-app-identity.ts';
 import { registerDeveloperAppRoutes } from './routes/developer-apps.ts';
+import { registerDeveloperCallRoutes } from './routes/developer-calls.ts';
 import { registerDeveloperExportRoutes } from './routes/developer-exports.ts';
 import { registerDeveloperFeatureRoutes } from './routes/developer-features.ts';
 import { registerDeveloperKeyRoutes } from './routes/developer-keys.ts';
@@ -50,6 +51,7 @@ export function createApiApp(dependencies: { fetch?: FetchFunction } = {}): Serv
   registerDeveloperMoneyRoutes(app);
   registerDeveloperExportRoutes(app);
   registerDeveloperUsageRoutes(app);
+  registerDeveloperCallRoutes(app);
   registerAuditLogRoutes(app);
   return app;
 }

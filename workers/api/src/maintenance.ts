@@ -1,9 +1,11 @@
 /**
  * Housekeeping on a cron trigger (wrangler.toml `[triggers]`): books gateway calls the gateway could
  * not settle (sweep-stale-calls.ts), marks expired holds, folds the hot
- * accounts' appended credits into their balance rows and new usage events into the usage rollup.
+ * accounts' appended credits into their balance rows and new usage events into the usage rollup, and
+ * deletes request-log rows past their app's retention (docs/request-log.md).
  * Balances and usage reads are exact without it; it keeps the holds, deltas and pending lists short.
  */
+import { deleteExpiredCallLog } from '#shared/calls/list-calls.ts';
 import { sweepStaleCalls } from '#shared/calls/sweep-stale-calls.ts';
 import { createDatabase } from '#shared/db.ts';
 import type { Env } from '#shared/env.ts';
@@ -19,6 +21,8 @@ export interface MaintenanceResult {
   rolledUpWallets: number;
   /** Usage events folded into the usage rollup (docs/developers.md, "Usage"). */
   rolledUpUsageEvents: number;
+  /** Request-log rows older than their app's retention, deleted (usage records and the ledger never are). */
+  deletedCallLogRows: number;
 }
 
 export async function runMaintenance(env: Env): Promise<MaintenanceResult> {
@@ -31,12 +35,14 @@ export async function runMaintenance(env: Env): Promise<MaintenanceResult> {
       expiredHolds: await expireHolds(db),
       rolledUpWallets: await rollUpBalances(db),
       rolledUpUsageEvents: await rollUpUsage(db),
+      deletedCallLogRows: await deleteExpiredCallLog(db),
     };
     createLogger({ service: 'api' }, env.LOG_LEVEL).info('maintenance', {
       swept_calls: result.sweptCalls,
       expired_holds: result.expiredHolds,
       rolled_up_wallets: result.rolledUpWallets,
       rolled_up_usage_events: result.rolledUpUsageEvents,
+      deleted_call_log_rows: result.deletedCallLogRows,
     });
     return result;
   } finally {

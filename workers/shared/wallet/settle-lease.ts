@@ -19,6 +19,7 @@ import {
 } from '../ledger/book-usage-batch.ts';
 import { queryOne, requireUuid, type SqlDatabase } from '../query.ts';
 import { parseDatabaseAmount, type Usd } from '../money/index.ts';
+import type { CallLogRow } from '../calls/call-log.ts';
 
 /** The prefix of every lease key (the SQL function refuses another, so a lease never shares a call's key). */
 export const LEASE_KEY_PREFIX = 'lease:';
@@ -162,13 +163,23 @@ export interface LeaseFlush {
   callSlots?: number;
   /** The developer keys whose budget the object leases: key id → 8-decimal USD wanted. */
   budgets?: Record<string, string>;
+  /** Request-log rows of the calls the object decided (call-log.ts): written by the same statement, each once. */
+  logs?: readonly CallLogRow[];
 }
 
 /** The statement itself: the lease, and the bookings' outcomes in the order given. Throws when nothing was written. */
 async function settleLeaseRows(db: SqlDatabase, flush: LeaseFlush): Promise<{ lease: LeaseStateRow; bookings: BookingRow[] }> {
   const { results, ...lease } = await queryOne<SettledLeaseRow>(
     db,
-    sql`select (s.lease).*, s.results from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
+    // The request log rides in the same statement (a data-modifying WITH runs once, whatever the
+    // query reads): written with the bookings or not at all, so a retried flush writes each row once.
+    sql`with logged as (
+          insert into gateway_call_log
+          select r.* from jsonb_populate_recordset(null::gateway_call_log, ${JSON.stringify(flush.logs ?? [])}::jsonb) r
+           where r.end_user_id = ${flush.endUserId}::uuid
+          on conflict (id) do nothing
+        )
+        select (s.lease).*, s.results from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
       ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
       ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer, ${flush.callSlots ?? null}::integer,
       ${flush.budgets === undefined ? null : JSON.stringify(flush.budgets)}::jsonb) s`,

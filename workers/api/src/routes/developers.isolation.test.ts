@@ -100,7 +100,7 @@ describe('tenant isolation of developers and keys', () => {
 });
 
 describe('tenant isolation of the money views and exports', () => {
-  const victim = {} as { appPublicId: string; walletId: string; endUserRef: string; payoutId: string };
+  const victim = {} as { appPublicId: string; walletId: string; endUserRef: string; payoutId: string; callId: string };
 
   beforeAll(async () => {
     victim.appPublicId = 'app_victim_money';
@@ -116,6 +116,14 @@ describe('tenant isolation of the money views and exports', () => {
     );
     victim.walletId = row!.wallet_id;
     victim.endUserRef = await userRef(testEnv.SESSION_HASH_SECRET, row!.end_user_id);
+    // A call in the victim's request log.
+    victim.callId = crypto.randomUUID();
+    await sql(
+      testEnv,
+      `insert into gateway_call_log (id, app_id, end_user_id, feature_key, surface, requested_model, outcome, client_request_id, created_at)
+       select $1, app_id, id, 'chat', 'chat.completions', 'mock:echo', 'answered', 'victim-request-1', now() from end_users where id = $2`,
+      [victim.callId, row!.end_user_id],
+    );
     // A live session of the victim's end user, which no refused revoke may end.
     await sql(
       testEnv,
@@ -137,6 +145,11 @@ describe('tenant isolation of the money views and exports', () => {
     { method: 'GET', path: '/v1/developer/exports/usage.csv' },
     { method: 'GET', path: '/v1/developer/exports/revenue.csv' },
     { method: 'GET', path: '/v1/developer/exports/payouts.csv' },
+    { method: 'GET', path: '/v1/developer/calls' },
+    { method: 'GET', path: `/v1/developer/calls?app=${victim.appPublicId}` },
+    { method: 'GET', path: `/v1/developer/calls?user_ref=${victim.endUserRef}` },
+    { method: 'GET', path: '/v1/developer/calls?request_id=victim-request-1' },
+    { method: 'GET', path: `/v1/developer/calls/${victim.callId}` },
   ];
   const revokeEndUser = () => ({ method: 'POST', path: `/v1/developer/end-users/${victim.endUserRef}/revoke-sessions` });
 
@@ -165,12 +178,24 @@ describe('tenant isolation of the money views and exports', () => {
   it("gives another developer's key none of the victim's money: 404 on the victim's app, nothing of theirs in any answer", async () => {
     const before = await moneySnapshot();
     await expectRefused({ method: 'GET', path: `/v1/developer/end-users?app=${victim.appPublicId}` }, world.other, 404);
+    await expectRefused({ method: 'GET', path: `/v1/developer/calls?app=${victim.appPublicId}` }, world.other, 404);
+    await expectRefused({ method: 'GET', path: `/v1/developer/calls/${victim.callId}` }, world.other, 404);
     await expectRefused(revokeEndUser(), world.other, 404);
-    for (const endpoint of moneyEndpoints().filter((endpoint) => !endpoint.path.includes('?app='))) {
+    const named = (endpoint: { path: string }) => endpoint.path.includes('?app=') || endpoint.path.includes(victim.callId);
+    for (const endpoint of moneyEndpoints().filter((endpoint) => !named(endpoint))) {
       const response = await call(api(), testEnv, endpoint.path, { token: world.other });
       expect([endpoint.path, response.status]).toEqual([endpoint.path, 200]);
       const text = await response.text();
-      for (const secret of [world.victimId, victim.walletId, victim.endUserRef, victim.payoutId, victim.appPublicId, 'victim-usage-1']) {
+      for (const secret of [
+        world.victimId,
+        victim.walletId,
+        victim.endUserRef,
+        victim.payoutId,
+        victim.appPublicId,
+        'victim-usage-1',
+        victim.callId,
+        'victim-request-1',
+      ]) {
         expect(text, endpoint.path).not.toContain(secret);
       }
     }

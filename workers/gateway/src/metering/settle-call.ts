@@ -8,6 +8,7 @@ import type { BookUsageInput } from '#shared/ledger/book-usage.ts';
 import { bookingElement } from '#shared/ledger/book-usage-batch.ts';
 import { formatUsd, type Usd } from '#shared/money/index.ts';
 import type { WalletSettlement } from '#shared/durable-objects.ts';
+import type { CallLogFacts } from '#shared/calls/call-log.ts';
 import { keepUnsent } from '../wallet/unsent-settlements.ts';
 import { featurePricingMetadata, type PriceCatalog, rateUsage } from '#shared/rating/index.ts';
 import type { CallPlan } from '../routing/call-plan.ts';
@@ -34,6 +35,7 @@ export async function settleCall(
   reference: ModelReference,
   usage: MeteredUsage,
   options: SettleOptions = {},
+  log?: CallLogFacts,
 ): Promise<FaucetObject> {
   const { catalog } = options;
   const counts = ratingTokens(usage);
@@ -75,7 +77,8 @@ export async function settleCall(
   // that bound by the object's alarm, never unbooked. So the answer need not wait for the
   // settlement, nor even for it to be sent.
   let settlement: WalletSettlement | undefined;
-  const settlementOnce = () => (settlement ??= { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd) });
+  const settlementOnce = () =>
+    (settlement ??= { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd), ...(log === undefined ? {} : { log }) });
   const sent = options.background === undefined ? () => undefined : keepUnsent(wallet.name, plan.keys.callId, settlementOnce);
   const send = () => {
     sent();
@@ -88,6 +91,7 @@ export async function settleCall(
 }
 
 /** The upstream never accepted the call: free the hold and budget, charge nothing, free the request id. */
-export async function abandonCall(plan: CallPlan): Promise<void> {
-  await plan.wallet.stub.abandon(plan.keys.callId);
+/** `log`: how the call went, for the developer's request log (nothing is booked). */
+export async function abandonCall(plan: CallPlan, log?: CallLogFacts): Promise<void> {
+  await plan.wallet.stub.abandon(plan.keys.callId, log);
 }

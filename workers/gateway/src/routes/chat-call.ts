@@ -35,6 +35,7 @@ import type { CallAttempt } from '#shared/wire/faucet-object.ts';
 import type { FaucetObject } from '../metering/faucet-object.ts';
 import { meteredStream } from '../streaming/metered-stream.ts';
 import { defaultUpstreamTimeoutMs } from '#shared/upstream/outbound-fetch.ts';
+import type { CallLogFacts, CallOutcome, CallSurface } from '#shared/calls/call-log.ts';
 
 /** What a surface read from its request: the chat request the providers are called with, and how. */
 export interface SurfaceCall {
@@ -60,6 +61,8 @@ export interface AnswerIds {
 
 /** One API a client speaks, over the one pipeline. */
 export interface ChatSurface {
+  /** Its name in the request log. */
+  name: CallSurface;
   /** The session token the request carries (its shape is checked by the pipeline). */
   token(c: Context<AppEnv>): string;
   /** The request as a chat call; a `FaucetError` for a body that cannot be served. */
@@ -89,6 +92,8 @@ interface Call {
   c: Context<AppEnv>;
   /** Milliseconds of the authorize statement (incl. opening the connection), for `server-timing`. */
   authorizeMs: number;
+  /** `performance.now()` when the call started (the request log's total). */
+  startedAt: number;
   requestId: string;
   database: SqlDatabase;
   /** Releases the request's database handle (retained past the response for settlement). */
@@ -143,7 +148,8 @@ export async function serveChatCall(c: Context<AppEnv>, dependencies: GatewayDep
       async ({ candidates, ...input }) => {
         const authorizeInput = { tokenHash, featureKey: feature, call: keys, requestedRoute, ...input };
         // The token names its wallet: that wallet's object decides the call on its lease.
-        return authorizeOnLease(c.env, walletOf(c.env, token), { ...authorizeInput, candidates });
+        const log = { surface: surface.name, requestedModel: read.model, stream: read.stream };
+        return authorizeOnLease(c.env, walletOf(c.env, token), { ...authorizeInput, candidates, log });
       },
     );
   } catch (error) {
@@ -164,6 +170,7 @@ export async function serveChatCall(c: Context<AppEnv>, dependencies: GatewayDep
     ids: { callId, requestId, createdAt: Math.floor(Date.now() / 1000) },
     c,
     authorizeMs: performance.now() - authorizeStarted,
+    startedAt: authorizeStarted,
     requestId,
     database,
     release,
@@ -274,14 +281,16 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
       ),
     }));
     const settleStarted = performance.now();
+    const upstreamMs = performance.now() - upstreamStarted;
+    const log = logFacts(call, 'answered', { attempts: answered.attempts, answeredBy: answered.candidate, firstByteMs: null });
     const faucet = withAttempts(
       call,
-      await settleCall(attemptPlan(call, answered), answered.candidate.reference, usage, call.settling),
+      await settleCall(attemptPlan(call, answered), answered.candidate.reference, usage, call.settling, log),
       answered.attempts,
     );
     const timing = [
       `authorize;dur=${tenths(call.authorizeMs)}`,
-      `upstream;dur=${tenths(settleStarted - upstreamStarted)}`,
+      `upstream;dur=${tenths(upstreamMs)}`,
       `settle;dur=${tenths(performance.now() - settleStarted)}`,
     ];
     return call.surface.answer(c, { ...completion, faucet }, call.read, call.ids, { 'server-timing': timing.join(', ') });
@@ -306,6 +315,9 @@ async function streamCall(call: Call): Promise<Response> {
     throw failed.error;
   }
   const answeringPlan = attemptPlan(call, answered);
+  const firstByteMs = performance.now() - call.startedAt;
+  const streamLog = (outcome: CallOutcome, failure?: unknown) =>
+    logFacts(call, outcome, { attempts: answered.attempts, answeredBy: answered.candidate, firstByteMs, failure });
   const stream = meteredStream({
     chunks: answered.value,
     includeUsage: call.read.includeUsage,
@@ -313,11 +325,17 @@ async function streamCall(call: Call): Promise<Response> {
     requestId,
     deadlineMs: Math.max(0, call.limits.maxDurationSeconds * 1000 - (Date.now() - started)),
     drainMs: call.limits.drainMs,
-    settle: (usage) =>
-      settleCall(answeringPlan, answered.candidate.reference, usage, call.settling)
+    settle: (usage, ending, failure) =>
+      settleCall(
+        answeringPlan,
+        answered.candidate.reference,
+        usage,
+        call.settling,
+        streamLog(ending === 'completed' ? 'answered' : ending === 'cut' ? 'cut' : 'upstream_error', failure),
+      )
         .then((faucet) => withAttempts(call, faucet, answered.attempts))
         .finally(call.release),
-    abandon: () => abandonCall(plan).finally(call.release),
+    abandon: (failure) => abandonCall(plan, streamLog('upstream_error', failure)).finally(call.release),
     stopUpstream: () => upstream.abort(),
     defer: call.defer,
     onSettleFailure: (error) =>
@@ -368,18 +386,42 @@ function withAttempts(call: Call, faucet: FaucetObject, attempts: CallAttempt[])
 async function endUnanswered(call: Call, failed: AttemptsFailed, signal: AbortSignal): Promise<void> {
   const { error, lastTried } = failed;
   const timedOut = (FaucetError.isInstance(error) && error.code === 'upstream_timeout') || signal.aborted;
+  const log = logFacts(call, 'upstream_error', { attempts: failed.attempts, answeredBy: lastTried, firstByteMs: null, failure: error });
   if (!timedOut || lastTried === null) {
-    await abandonCall(call.plan);
+    await abandonCall(call.plan, log);
     return;
   }
   const bounds = unreportedBounds(call, lastTried);
   const unanswered = estimatedUsage(bounds.inputTokens, bounds.outputTokens);
-  await settleCall(call.plan, lastTried.reference, unanswered, call.settling).catch((settleError: unknown) => {
+  await settleCall(call.plan, lastTried.reference, unanswered, call.settling, log).catch((settleError: unknown) => {
     // Left in flight: the sweeper books it at the same bound after its deadline.
     call.c.var.logger?.error('booking an unanswered call failed', {
       code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error',
     });
   });
+}
+
+/** How the call went, for the developer's request log: never what was said. */
+function logFacts(
+  call: Call,
+  outcome: CallOutcome,
+  how: { attempts: CallAttempt[]; answeredBy: Candidate | null; firstByteMs: number | null; failure?: unknown },
+): CallLogFacts {
+  const failure = how.failure === undefined ? null : FaucetError.isInstance(how.failure) ? how.failure : null;
+  return {
+    surface: call.surface.name,
+    requestedModel: call.read.model,
+    outcome,
+    errorCode: how.failure === undefined ? null : (failure?.code ?? 'internal_error'),
+    errorMessage: how.failure === undefined ? null : (failure?.message ?? 'The gateway failed while serving the call.'),
+    stream: call.read.stream,
+    authorizeMs: call.authorizeMs,
+    firstByteMs: how.firstByteMs,
+    totalMs: performance.now() - call.startedAt,
+    attempts: call.listAttempts ? how.attempts : null,
+    provider: how.answeredBy?.reference.provider ?? null,
+    model: how.answeredBy?.reference.model ?? null,
+  };
 }
 
 const encoder = new TextEncoder();

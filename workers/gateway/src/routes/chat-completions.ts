@@ -15,6 +15,7 @@ import { type ChatSurface, serveChatCall, surfaceCallOfChatBody } from './chat-c
 import { chatCompletionsBodySchema } from './chat-completions-body.ts';
 
 const chatCompletions: ChatSurface = {
+  name: 'chat.completions',
   token: (c) => bearerToken(c),
   async read(c) {
     const parsed = chatCompletionsBodySchema.safeParse(await readJsonBody(c));

@@ -24,6 +24,7 @@ import { embeddingRequestFor, readEmbeddingsBody, type EmbeddingRequest } from '
 import { authorizeOnLease, walletOf } from '../wallet/authorize-on-lease.ts';
 import { authorizeWithRouting, callKeysOf, sessionOf } from './call-start.ts';
 import { readJsonBody } from './chat-completions.ts';
+import type { CallLogFacts, CallOutcome } from '#shared/calls/call-log.ts';
 
 interface EmbeddingCandidate {
   reference: ModelReference;
@@ -41,6 +42,7 @@ export function registerEmbeddings(app: ServiceApp, dependencies: GatewayDepende
       await refusedForBody(new FaucetError('invalid_request', 'route_mode "local" is not served by the cloud gateway.'));
     }
     const requestedRoute = body.route_mode === 'local' ? undefined : body.route_mode;
+    const started = performance.now();
     const limits = callLimits(c.env);
     const keys = await callKeysOf(c.var.requestId, body, limits);
     const { callId } = keys;
@@ -57,11 +59,32 @@ export function registerEmbeddings(app: ServiceApp, dependencies: GatewayDepende
         refusedForBody,
       },
       (input) =>
-        authorizeOnLease(c.env, walletOf(c.env, token), { tokenHash, featureKey: body.feature, call: keys, requestedRoute, ...input }),
+        authorizeOnLease(c.env, walletOf(c.env, token), {
+          tokenHash,
+          featureKey: body.feature,
+          call: keys,
+          requestedRoute,
+          log: { surface: 'embeddings', requestedModel: body.model, stream: false },
+          ...input,
+        }),
     );
     const [primary] = candidates as [EmbeddingCandidate & { request: EmbeddingRequest; bounds: NonNullable<EmbeddingCandidate['bounds']> }];
     c.header('x-faucet-call-id', callId);
     const settling = { catalog: dependencies.priceCatalog };
+    const authorizeMs = performance.now() - started;
+    /** How the call went, for the request log. */
+    const log = (outcome: CallOutcome, failure?: unknown): CallLogFacts => ({
+      surface: 'embeddings',
+      requestedModel: body.model,
+      outcome,
+      errorCode: failure === undefined ? null : FaucetError.isInstance(failure) ? failure.code : 'internal_error',
+      errorMessage:
+        failure === undefined ? null : FaucetError.isInstance(failure) ? failure.message : 'The gateway failed while serving the call.',
+      stream: false,
+      authorizeMs,
+      firstByteMs: null,
+      totalMs: performance.now() - started,
+    });
 
     // The upstream call and its settlement run under `waitUntil`: a client that goes away must not
     // leave an answered call unbooked.
@@ -84,11 +107,12 @@ export function registerEmbeddings(app: ServiceApp, dependencies: GatewayDepende
         // A timeout: the provider had the request and may bill it — booked at the bound, estimated.
         // Anything else (a refusal, a connection never opened): nothing billed, the call abandoned.
         const timedOut = signal.aborted || (FaucetError.isInstance(error) && error.code === 'upstream_timeout');
-        if (timedOut) await settleCall(plan, primary.reference, estimatedUsage(primary.bounds.worstCaseInputTokens, 0), settling);
-        else await abandonCall(plan);
+        const failed = log('upstream_error', error);
+        if (timedOut) await settleCall(plan, primary.reference, estimatedUsage(primary.bounds.worstCaseInputTokens, 0), settling, failed);
+        else await abandonCall(plan, failed);
         throw signal.aborted ? new FaucetError('upstream_timeout', 'The call reached its longest allowed duration and was ended.') : error;
       }
-      const faucet = await settleCall(plan, primary.reference, answer.usage, settling);
+      const faucet = await settleCall(plan, primary.reference, answer.usage, settling, log('answered'));
       return c.json({ ...answer.response, faucet }, 200);
     })();
     waitUntil(

@@ -27,6 +27,7 @@ import { readJsonBody } from './chat-completions.ts';
 const pingIntervalMs = 10_000;
 
 const messages: ChatSurface = {
+  name: 'messages',
   token: (c) => sessionTokenOf(c.req.raw.headers),
   async read(c) {
     checkHeaders(c);

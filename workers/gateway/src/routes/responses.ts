@@ -18,6 +18,7 @@ import { type ChatSurface, serveChatCall } from './chat-call.ts';
 import { readJsonBody } from './chat-completions.ts';
 
 const responses: ChatSurface = {
+  name: 'responses',
   token: (c) => bearerToken(c),
   async read(c) {
     const body = parseResponsesBody(await readJsonBody(c));

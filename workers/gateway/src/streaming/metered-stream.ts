@@ -28,15 +28,19 @@ export interface MeteredStreamOptions {
   deadlineMs: number;
   /** How long to keep reading the upstream for its usage after the client went away. */
   drainMs: number;
-  settle(usage: MeteredUsage): Promise<FaucetObject>;
+  /** `ending`: how the stream ended (the request log's outcome); `failure` when the upstream failed mid-stream. */
+  settle(usage: MeteredUsage, ending: StreamEnding, failure?: unknown): Promise<FaucetObject>;
   /** Nothing was delivered and the upstream failed: release, charge nothing. */
-  abandon(): Promise<void>;
+  abandon(failure: unknown): Promise<void>;
   /** Stops the upstream exchange. */
   stopUpstream(): void;
   /** Keeps the isolate alive for work that outlives the response (settling after a client abort). */
   defer(work: Promise<unknown>): void;
   onSettleFailure(error: unknown): void;
 }
+
+/** `completed`: the upstream ended by itself; `cut`: the client left or the deadline came; `failed`: the upstream broke mid-stream. */
+export type StreamEnding = 'completed' | 'cut' | 'failed';
 
 const encoder = new TextEncoder();
 
@@ -69,8 +73,8 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
     }));
 
   /** Settling must finish even if the client disconnects while it runs. */
-  const settle = (usage: MeteredUsage): Promise<FaucetObject> => {
-    const settling = options.settle(usage);
+  const settle = (usage: MeteredUsage, ending: StreamEnding, failure?: unknown): Promise<FaucetObject> => {
+    const settling = options.settle(usage, ending, failure);
     options.defer(settling.catch(() => undefined));
     return settling;
   };
@@ -102,7 +106,7 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
   const cutAndSettle = (drainMs: number) => {
     finished = true;
     clearTimeout(deadline);
-    const work = drain(drainMs).then(() => settle(usageSoFar()));
+    const work = drain(drainMs).then(() => settle(usageSoFar(), 'cut'));
     options.defer(work.catch((error: unknown) => options.onSettleFailure(error)));
     return work;
   };
@@ -162,7 +166,7 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
         upstreamEnded = true;
         clearTimeout(deadline);
         try {
-          const faucet = await settle(usageSoFar());
+          const faucet = await settle(usageSoFar(), 'completed');
           controller.enqueue(formatSseJson(faucetEvent(faucet)));
           controller.enqueue(formatSseDone());
         } catch (error) {
@@ -183,9 +187,9 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
     upstreamEnded = true;
     try {
       if (outputBytes > 0 || reported !== null) {
-        controller.enqueue(formatSseJson(faucetEvent(await settle(usageSoFar()))));
+        controller.enqueue(formatSseJson(faucetEvent(await settle(usageSoFar(), 'failed', error))));
       } else {
-        const abandoning = options.abandon();
+        const abandoning = options.abandon(error);
         options.defer(abandoning.catch(() => undefined));
         await abandoning;
       }

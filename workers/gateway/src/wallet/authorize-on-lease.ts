@@ -6,7 +6,7 @@
  * `unavailable` when the call needed Postgres and it could not be reached (503, retry-after).
  */
 import type { Env } from '#shared/env.ts';
-import type { WalletObjectContract } from '#shared/durable-objects.ts';
+import type { WalletCallRequest, WalletObjectContract } from '#shared/durable-objects.ts';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import { databaseUnavailable } from '#shared/database-unreachable.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
@@ -37,6 +37,8 @@ export function walletOf(env: Env, token: string): { name: string; stub: WalletS
 }
 
 export interface LeaseAuthorizeInput extends AuthorizeInput {
+  /** For the request log, should the object refuse the call. */
+  log?: WalletCallRequest['log'];
   bounds: HoldBounds;
   candidates: ReadonlyArray<Pick<Candidate, 'reference' | 'bounds'>>;
 }
@@ -57,6 +59,7 @@ export async function authorizeOnLease(
   }
   const decision = await wallet.stub.authorize({
     wallet: wallet.name,
+    ...(input.log === undefined ? {} : { log: input.log }),
     tokenHash: input.tokenHash,
     featureKey: input.featureKey ?? null,
     requestedRoute: input.requestedRoute ?? null,

@@ -20,6 +20,7 @@ import type { ContextCache } from './context-cache.ts';
 import { callRoom, type StoredCall } from './lease-book.ts';
 import type { LeaseSync } from './lease-sync.ts';
 import { claimUntil, type WalletState } from './wallet-state.ts';
+import { callLogRow } from '#shared/calls/call-log.ts';
 
 /**
  * After a renewal found no room in a developer key's budget for a call, calls on that key take the
@@ -116,6 +117,27 @@ export class AuthorizeStep {
     if (decision.outcome === 'needs_room') throw new Error('a renewed room is decided, never asked to grow');
     if (decision.outcome === 'refused') {
       if (decision.code === 'routing_changed') return { outcome: 'routing_changed', routing };
+      if (request.log !== undefined && decision.code !== 'unauthorized' && state.meta.endUserId === endUserId) {
+        // The developer's request log shows the refusal (written with the object's next flush).
+        await state.keepLog(
+          callLogRow(
+            {
+              id: call.id,
+              appId: context.appId as string,
+              endUserId,
+              featureKey: context.featureKey as string,
+              clientRequestId: call.clientRequestId,
+              provider: request.provider,
+              model: request.model,
+              routeMode: null,
+              providerCredentialId: null,
+              createdAt: new Date(call.authorizedAt).toISOString(),
+            },
+            { ...request.log, outcome: 'refused', errorCode: decision.code, errorMessage: refusalMessage(decision) },
+          ),
+        );
+        await this.alarms.schedule();
+      }
       return {
         outcome: 'refused',
         refusal: decision.code,
@@ -217,3 +239,10 @@ export class AuthorizeStep {
 }
 
 const maxUnits = (a: bigint, b: bigint): bigint => (a > b ? a : b);
+
+/** The refusal as the request log words it: its code and the limit it hit (the gateway words the client's answer). */
+function refusalMessage(decision: { code: string; refusedLimit?: string; retryAfterSeconds?: number }): string {
+  const limit = decision.refusedLimit === undefined ? '' : ` (limit: ${decision.refusedLimit})`;
+  const retry = decision.retryAfterSeconds === undefined ? '' : `; retry after ${decision.retryAfterSeconds} s`;
+  return `Refused before the provider was called: ${decision.code.replaceAll('_', ' ')}${limit}${retry}.`;
+}

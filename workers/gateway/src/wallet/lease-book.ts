@@ -10,6 +10,7 @@ import { formatUsd, parseDatabaseAmount, usdFromUnits, usdToUnits } from '#share
 import type { CallRoom, KeyBudgetRoom } from '#shared/authorize/decide-call.ts';
 import type { LeasedRoute } from '#shared/wallet/lease-context.ts';
 import type { CallRecordColumns, KeyBudgets } from '#shared/wallet/settle-lease.ts';
+import { callLogRow, type CallLogFacts, type CallLogRow } from '#shared/calls/call-log.ts';
 
 /** One call the object knows of, as stored under `call:<id>`. */
 export interface StoredCall {
@@ -27,6 +28,8 @@ export interface StoredCall {
   sweepAt: number;
   /** The gateway_calls record the flush writes (the schema's columns, named as in Postgres). */
   record: CallRecordColumns;
+  /** Its request-log row, once settled with the gateway's account of it (written by the same flush). */
+  log?: CallLogRow;
   /** How to rate it at its bound if it is never settled. */
   rating: {
     developerShareBps: number | null;
@@ -213,4 +216,23 @@ export function callRoom(state: {
     budgetShort: state.budgetShort,
     claimedUntil: state.claimedUntil,
   };
+}
+
+/** A call's request-log row: the gateway's facts on the object's record of whose call it was. */
+export function logRowOf(record: CallRecordColumns, facts: CallLogFacts): CallLogRow {
+  return callLogRow(
+    {
+      id: record.id,
+      appId: record.app_id,
+      endUserId: record.end_user_id,
+      featureKey: record.feature_key,
+      clientRequestId: record.client_request_id,
+      provider: record.provider,
+      model: record.model,
+      routeMode: record.route_mode,
+      providerCredentialId: record.provider_credential_id,
+      createdAt: record.created_at,
+    },
+    facts,
+  );
 }

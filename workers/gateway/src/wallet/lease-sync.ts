@@ -147,6 +147,9 @@ export class LeaseSync {
     const flushing = new Set(batch.map((call) => call.id));
     const callSlots = release ? this.unrecordedCalls(flushing, 'in_flight') : this.unrecordedCalls(flushing) + callSlotChunk;
     const budgets = this.budgetTargets(batch, release, budgetNeed);
+    // The request log: the batch's rows, and those of calls that left no booking.
+    const pendingLogs = [...state.logs.values()].slice(0, flushBatch);
+    const logs = [...batch.flatMap((call) => (call.log === undefined ? [] : [call.log])), ...pendingLogs];
     const result = await flushLease(state.openDatabase(), {
       endUserId,
       leaseKey: `lease:${state.meta.wallet}`,
@@ -157,6 +160,7 @@ export class LeaseSync {
       ttlSeconds: state.leaseTtlSeconds(),
       callSlots,
       budgets,
+      logs,
     });
     const flushed: StoredCall[] = [];
     const refused: StoredCall[] = [];
@@ -183,7 +187,8 @@ export class LeaseSync {
     };
     // One implicit transaction: the flushed calls go, their request ids stay claimed on their own,
     // and the new lease is kept, together.
-    await state.ctx.storage.delete(flushed.map((call) => `call:${call.id}`));
+    for (const row of pendingLogs) state.logs.delete(row.id);
+    await state.ctx.storage.delete([...flushed.map((call) => `call:${call.id}`), ...pendingLogs.map((row) => `log:${row.id}`)]);
     await state.ctx.storage.put({
       meta: state.meta,
       ...Object.fromEntries(refused.map((call) => [`call:${call.id}`, call])),

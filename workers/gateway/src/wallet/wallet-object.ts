@@ -33,7 +33,8 @@ import { isDatabaseUnreachable } from '#shared/database-unreachable.ts';
 import { WalletAlarm } from './alarm-and-flush.ts';
 import { AuthorizeStep } from './authorize-step.ts';
 import { ContextCache } from './context-cache.ts';
-import { type StoredCall, units, usdString } from './lease-book.ts';
+import { logRowOf, type StoredCall, units, usdString } from './lease-book.ts';
+import type { CallLogFacts } from '#shared/calls/call-log.ts';
 import { LeaseSync } from './lease-sync.ts';
 import { WalletState } from './wallet-state.ts';
 
@@ -70,7 +71,13 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const call = state.calls.get(callId);
     // Unknown: booked already (flushed, or swept at its bound) — a late settlement changes nothing.
     if (call === undefined || call.state !== 'in_flight') return;
-    const settled: StoredCall = { ...call, state: 'settled', booking: settlement.booking, retailUnits: units(settlement.retailUsd) };
+    const settled: StoredCall = {
+      ...call,
+      state: 'settled',
+      booking: settlement.booking,
+      retailUnits: units(settlement.retailUsd),
+      ...(settlement.log === undefined ? {} : { log: logRowOf(call.record, settlement.log) }),
+    };
     state.calls.set(callId, settled);
     await this.ctx.storage.put(`call:${callId}`, settled);
     if (intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000) === 0) {
@@ -81,13 +88,18 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     await this.alarms.schedule();
   }
 
-  async abandon(callId: string): Promise<void> {
+  async abandon(callId: string, log?: CallLogFacts): Promise<void> {
     const { state } = this;
     const call = state.calls.get(callId);
     if (call === undefined || call.state !== 'in_flight') return;
     state.calls.delete(callId);
     state.claims.delete(call.clientRequestId);
     await this.ctx.storage.delete([`call:${callId}`, `claim:${call.clientRequestId}`]);
+    if (log !== undefined) {
+      // Nothing is booked, but the developer's request log shows why.
+      await state.keepLog(logRowOf(call.record, log));
+      await this.alarms.schedule();
+    }
   }
 
   async revokeSessions(tokenHashes: string[] | null): Promise<void> {

@@ -1,7 +1,8 @@
 /**
  * What a wallet object keeps, in memory and in its storage: its meta (the wallet it serves, the lease
  * Postgres granted, its last activity), the calls it knows of (`call:<id>`), the x-request-ids they
- * claim (`claim:<id>`) and the sessions pushed revoked (`revoked:<hash>`); the sums the object's parts
+ * claim (`claim:<id>`), the sessions pushed revoked (`revoked:<hash>`) and the request-log rows of
+ * calls that left no booking (`log:<id>`); the sums the object's parts
  * read over them, and its database handle. One instance is shared by the object's parts
  * (authorize-step.ts, lease-sync.ts, context-cache.ts, alarm-and-flush.ts).
  */
@@ -10,6 +11,7 @@ import { callLimits } from '#shared/calls/call-limits.ts';
 import { createHttpDatabase } from '#shared/db.ts';
 import type { SqlDatabase } from '#shared/query.ts';
 import { createLogger, type Logger } from '#shared/logger.ts';
+import type { CallLogRow } from '#shared/calls/call-log.ts';
 import { budgetCommittedUnits, type Lease, type StoredCall, totalCommitted } from './lease-book.ts';
 
 /** How long a claimed x-request-id stays claimed after its call. */
@@ -29,6 +31,8 @@ export class WalletState {
   readonly calls = new Map<string, StoredCall>();
   readonly claims = new Map<string, number>();
   readonly revoked = new Set<string>();
+  /** Request-log rows of calls that left no booking (abandoned, refused), kept (`log:<id>`) until a flush writes them. */
+  readonly logs = new Map<string, CallLogRow>();
   /** Postgres statements this instance has run (the snapshot shows them: tests, the benchmark, operators). */
   statements = 0;
   readonly logger: Logger;
@@ -49,6 +53,7 @@ export class WalletState {
       else if (key.startsWith('call:')) this.calls.set(key.slice(5), value as StoredCall);
       else if (key.startsWith('claim:')) this.claims.set(key.slice(6), value as number);
       else if (key.startsWith('revoked:')) this.revoked.add(key.slice(8));
+      else if (key.startsWith('log:')) this.logs.set(key.slice(4), value as CallLogRow);
     }
     // A call still kept claims its request id (its claim is written when it leaves the storage).
     for (const call of this.calls.values()) this.claims.set(call.clientRequestId, claimUntil(call));
@@ -67,9 +72,17 @@ export class WalletState {
     return total;
   }
 
+  /** Settled calls or request-log rows wait for a flush. */
   hasUnflushed(): boolean {
+    if (this.logs.size > 0) return true;
     for (const call of this.calls.values()) if (call.state === 'settled') return true;
     return false;
+  }
+
+  /** Keeps a request-log row of a call that leaves no booking, for the next flush to write. */
+  async keepLog(row: CallLogRow): Promise<void> {
+    this.logs.set(row.id, row);
+    await this.ctx.storage.put(`log:${row.id}`, row);
   }
 
   /**

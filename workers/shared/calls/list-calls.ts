@@ -1,0 +1,164 @@
+/**
+ * The developer's request log (docs/request-log.md): their calls, newest first, filtered, a keyset
+ * page at a time; and one call in full. Rows are `gateway_call_log` (how the call went, written by the
+ * wallet object's flush) joined with the call's usage record (its tokens and money: the booking,
+ * `usage_events.request_id = 'call:<id>'`, a unique-index probe). Every statement is limited to the
+ * developer's own apps: another developer's call is not found.
+ */
+import { sql, type SQL } from 'drizzle-orm';
+import { queryRows, type SqlDatabase } from '../query.ts';
+import { FaucetError } from '../wire/errors.ts';
+import type { CallOutcome, CallSurface } from './call-log.ts';
+
+export interface CallFilters {
+  /** Row ids, already checked to be the developer's. */
+  appId?: string | null;
+  endUserIds?: string[] | null;
+  feature?: string;
+  /** Matches the model asked for or the one that answered (`provider:model` or the bare name). */
+  model?: string;
+  provider?: string;
+  route?: string;
+  /** `estimated`: answered or cut and billed on Faucet's estimate. */
+  outcome?: CallOutcome | 'estimated';
+  errorCode?: string;
+  surface?: CallSurface;
+  from?: string;
+  to?: string;
+  requestId?: string;
+}
+
+/** One call as the log and its booking tell it (a join; no table has this shape). */
+export interface CallLogViewRow {
+  id: string;
+  public_app_id: string;
+  end_user_id: string;
+  feature_key: string;
+  surface: CallSurface;
+  requested_model: string;
+  provider: string | null;
+  model: string | null;
+  route_mode: string | null;
+  outcome: CallOutcome;
+  error_code: string | null;
+  error_message: string | null;
+  client_request_id: string;
+  stream: boolean;
+  authorize_ms: number | null;
+  first_byte_ms: number | null;
+  total_ms: number | null;
+  attempts: unknown[] | null;
+  masked_key: string | null;
+  /** `YYYY-MM-DDTHH:MM:SS.ffffffZ`: microseconds kept, so the cursor is exact. */
+  created_at: string;
+  estimated: boolean | null;
+  input_tokens: number | null;
+  cached_tokens: number | null;
+  cache_write_tokens: number | null;
+  audio_input_tokens: number | null;
+  output_tokens: number | null;
+  reasoning_tokens: number | null;
+  audio_output_tokens: number | null;
+  upstream_cost_usd: string | null;
+  retail_usd: string | null;
+  developer_revenue_usd: string | null;
+  platform_share_usd: string | null;
+  receivable_usd: string | null;
+}
+
+export interface CallPage {
+  rows: CallLogViewRow[];
+  nextCursor: string | null;
+}
+
+const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+function parseCursor(cursor: string | undefined): { at: string; id: string } | null {
+  if (cursor === undefined) return null;
+  const match = CURSOR.exec(cursor);
+  const time = match ? Date.parse(match[1]!) : Number.NaN;
+  if (!match || !Number.isFinite(time) || new Date(time).toISOString().slice(0, 23) !== match[1]!.slice(0, 23)) {
+    throw new FaucetError('invalid_request', 'cursor is malformed');
+  }
+  return { at: match[1]!, id: match[2]! };
+}
+
+const columns = sql`l.id, a.public_app_id, l.end_user_id, l.feature_key, l.surface, l.requested_model, l.provider, l.model,
+  l.route_mode, l.outcome, l.error_code, l.error_message, l.client_request_id, l.stream, l.authorize_ms, l.first_byte_ms,
+  l.total_ms, l.attempts, k.masked_key,
+  to_char(l.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at,
+  e.estimated, e.input_tokens, e.cached_tokens, e.cache_write_tokens, e.audio_input_tokens, e.output_tokens,
+  e.reasoning_tokens, e.audio_output_tokens, e.upstream_cost_usd::text, e.retail_usd::text, e.developer_revenue_usd::text,
+  e.platform_share_usd::text, e.receivable_usd::text`;
+
+const joins = sql`join apps a on a.id = l.app_id
+  left join usage_events e on e.request_id = 'call:' || l.id::text
+  left join provider_credentials k on k.id = l.provider_credential_id`;
+
+/** The filters as conditions on `l` (the log) and `e` (the booking); each absent one is left out of the statement. */
+function conditions(filters: CallFilters): SQL[] {
+  const where: SQL[] = [];
+  if (filters.appId) where.push(sql`l.app_id = ${filters.appId}::uuid`);
+  // As one array parameter (a JS array would be spread into a list); the ids are the database's own uuids.
+  if (filters.endUserIds) where.push(sql`l.end_user_id = any(${`{${filters.endUserIds.join(',')}}`}::uuid[])`);
+  if (filters.feature !== undefined) where.push(sql`l.feature_key = ${filters.feature}`);
+  if (filters.model !== undefined) {
+    const bare = filters.model.includes(':') ? filters.model.slice(filters.model.indexOf(':') + 1) : filters.model;
+    where.push(sql`(l.requested_model = ${filters.model} or l.model = ${bare} or l.provider || ':' || l.model = ${filters.model})`);
+  }
+  if (filters.provider !== undefined) where.push(sql`l.provider = ${filters.provider}`);
+  if (filters.route !== undefined) where.push(sql`l.route_mode = ${filters.route}`);
+  if (filters.outcome === 'estimated') where.push(sql`e.estimated`);
+  else if (filters.outcome !== undefined) where.push(sql`l.outcome = ${filters.outcome}`);
+  if (filters.errorCode !== undefined) where.push(sql`l.error_code = ${filters.errorCode}`);
+  if (filters.surface !== undefined) where.push(sql`l.surface = ${filters.surface}`);
+  if (filters.from !== undefined) where.push(sql`l.created_at >= ${filters.from}::timestamptz`);
+  if (filters.to !== undefined) where.push(sql`l.created_at < ${filters.to}::timestamptz`);
+  if (filters.requestId !== undefined) where.push(sql`l.client_request_id = ${filters.requestId}`);
+  return where;
+}
+
+/** A page of the developer's calls, newest first; the cursor carries (created_at, id) of the page's last row. */
+export async function listCalls(
+  db: SqlDatabase,
+  query: { developerId: string; filters: CallFilters; limit: number; cursor: string | undefined },
+): Promise<CallPage> {
+  const after = parseCursor(query.cursor);
+  const where = [sql`a.developer_id = ${query.developerId}::uuid`, ...conditions(query.filters)];
+  if (after !== null) where.push(sql`(l.created_at, l.id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
+  const rows = await queryRows<CallLogViewRow>(
+    db,
+    sql`select ${columns} from gateway_call_log l ${joins}
+         where ${sql.join(where, sql` and `)}
+         order by l.created_at desc, l.id desc
+         limit ${query.limit + 1}`,
+  );
+  const more = rows.length > query.limit;
+  const shown = rows.slice(0, query.limit);
+  const last = shown.at(-1);
+  return { rows: shown, nextCursor: more && last ? `${last.created_at}_${last.id}` : null };
+}
+
+/** One of the developer's calls by its id (Faucet's call id), or undefined: unknown, or another developer's. */
+export async function findCall(db: SqlDatabase, query: { developerId: string; callId: string }): Promise<CallLogViewRow | undefined> {
+  const [row] = await queryRows<CallLogViewRow>(
+    db,
+    sql`select ${columns} from gateway_call_log l ${joins}
+         where l.id = ${query.callId}::uuid and a.developer_id = ${query.developerId}::uuid`,
+  );
+  return row;
+}
+
+/** Deletes call details older than each app's retention (the cron); usage records and the ledger are never touched. */
+export async function deleteExpiredCallLog(db: SqlDatabase, batch = 5000): Promise<number> {
+  const rows = await queryRows<{ deleted: number }>(
+    db,
+    sql`with expired as (
+          select l.id from gateway_call_log l join apps a on a.id = l.app_id
+           where l.created_at < now() - make_interval(days => a.call_log_retention_days)
+           limit ${batch}
+        ), gone as (delete from gateway_call_log l using expired x where l.id = x.id returning 1)
+        select count(*)::integer as deleted from gone`,
+  );
+  return rows[0]?.deleted ?? 0;
+}
