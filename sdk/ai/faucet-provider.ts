@@ -5,7 +5,8 @@
  * the bearer token, and retries once with a fresh session when the gateway answers 401. The
  * gateway's `faucet` object (request id, route, model, tokens, charge) comes back as the AI SDK's
  * `providerMetadata.faucet`, for `generateText` from the completion and for `streamText` from the
- * stream's last event. Cloud routes only: the `local` route goes through `createFaucet`.
+ * stream's last event; its embedding model does the same for `embed`/`embedMany` (`POST /v1/embeddings`).
+ * Cloud routes only: the `local` route goes through `createFaucet`.
  */
 import { createOpenAICompatible, type MetadataExtractor, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import type { FaucetMetadata, FaucetOptions } from '@faucet/sdk';
@@ -107,13 +108,62 @@ export function createFaucetProvider(settings: FaucetProviderSettings): FaucetAi
   };
 
   const defaultFeature = settings.feature;
-  return createOpenAICompatible({
+  const baseURL = `${gatewayBaseUrl}/v1`;
+  const provider = createOpenAICompatible({
     name: 'faucet',
-    baseURL: `${gatewayBaseUrl}/v1`,
+    baseURL,
     fetch: sessionFetch,
     includeUsage: true,
     metadataExtractor: faucetMetadataExtractor,
     transformRequestBody: (body) =>
       defaultFeature !== undefined && body.feature === undefined ? { ...body, feature: defaultFeature } : body,
   });
+
+  /**
+   * Embeddings (`POST /v1/embeddings`): the package's embedding model sends OpenAI's fields only, so
+   * the call's feature (`providerOptions.faucet.feature`, else the default) is added to the body by
+   * the fetch of a model made for the call, and the gateway's `faucet` object is handed back as
+   * `providerMetadata.faucet`, as for chat.
+   */
+  const embeddingModel = (modelId: string): FaucetEmbeddingModel => {
+    const modelFor = (feature: string | undefined) =>
+      createOpenAICompatible({ name: 'faucet', baseURL, fetch: withFeature(sessionFetch, feature) }).embeddingModel(modelId);
+    const model = modelFor(defaultFeature);
+    return {
+      specificationVersion: model.specificationVersion,
+      provider: model.provider,
+      modelId: model.modelId,
+      maxEmbeddingsPerCall: model.maxEmbeddingsPerCall,
+      supportsParallelCalls: model.supportsParallelCalls,
+      async doEmbed(options) {
+        const result = await modelFor(featureOf(options.providerOptions) ?? defaultFeature).doEmbed(options);
+        const faucet = faucetMetadata(result.response?.body);
+        return faucet === undefined
+          ? result
+          : { ...result, providerMetadata: { ...result.providerMetadata, ...asProviderMetadata(faucet) } };
+      },
+    };
+  };
+  provider.embeddingModel = embeddingModel;
+  provider.textEmbeddingModel = embeddingModel;
+  return provider;
+}
+
+type FaucetEmbeddingModel = ReturnType<OpenAICompatibleProvider['embeddingModel']>;
+type Fetch = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+
+/** The feature a call names in `providerOptions.faucet.feature`. */
+function featureOf(providerOptions: unknown): string | undefined {
+  const feature = (providerOptions as { faucet?: { feature?: unknown } } | undefined)?.faucet?.feature;
+  return typeof feature === 'string' ? feature : undefined;
+}
+
+/** A fetch that adds `feature` to a JSON body that names none. */
+function withFeature(fetchImpl: Fetch, feature: string | undefined): Fetch {
+  if (feature === undefined) return fetchImpl;
+  return (input, init = {}) => {
+    if (typeof init.body !== 'string') return fetchImpl(input, init);
+    const body = JSON.parse(init.body) as Record<string, unknown>;
+    return fetchImpl(input, { ...init, body: JSON.stringify(body.feature === undefined ? { ...body, feature } : body) });
+  };
 }

@@ -1,9 +1,11 @@
 /**
- * A fake OpenAI-compatible upstream on loopback, for the local stack (OPENAI_BASE_URL +
- * UPSTREAM_ALLOW_LOOPBACK): answers `POST /v1/chat/completions`, plain and SSE, and keeps the
- * provider's side of the books — every call it accepted, by the `x-client-request-id` the gateway
- * sent, with the tokens a real provider would bill for it. The upstream audit compares that log with
- * the ledger. The log is read in-process (`calls()`) or over HTTP (`GET /__calls`).
+ * A fake upstream on loopback for the local stack, one port for two providers (UPSTREAM_ALLOW_LOOPBACK
+ * allows exactly one): OpenAI's `POST /v1/chat/completions` (OPENAI_BASE_URL), plain and SSE, and
+ * Anthropic's `POST /v1/messages` (ANTHROPIC_BASE_URL; thinking, tool use and prompt caching as
+ * fake-anthropic-messages.ts describes). It keeps the provider's side of the books — every call it
+ * accepted, by the `x-client-request-id` the gateway sent, with the API that answered it and the
+ * tokens a real provider would bill for it. The upstream audit compares that log with the ledger. The
+ * log is read in-process (`calls()`) or over HTTP (`GET /__calls`).
  *
  * Billing, like a provider: the input is billed once the request is accepted (even if the client
  * leaves before the answer); the output is what was generated until the end, or until it noticed
@@ -11,13 +13,13 @@
  * token, 1 per CJK character, 3 per emoji code point, never more than the UTF-8 bytes; each image at
  * its model's maximum.
  *
- * Behaviour is chosen per request by markers anywhere in the messages' text:
+ * Behaviour is chosen per request by markers anywhere in the messages' text (both APIs but where said):
  *   [fake:delay=MS]     wait before answering (before the response headers)
- *   [fake:chunks=N]     content pieces to generate (default 3)
+ *   [fake:chunks=N]     content pieces to generate (default 3; Messages: of a plain text answer)
  *   [fake:every=MS]     pause between pieces (default 0)
  *   [fake:text=cjk|emoji|ascii]  what the pieces are made of (default ascii)
- *   [fake:open]         stream: after the content, stay open (no finish, no usage, no [DONE])
- *   [fake:no-usage]     report no usage (plain: no `usage`; stream: no usage chunk)
+ *   [fake:open]         chat stream: after the content, stay open (no finish, no usage, no [DONE])
+ *   [fake:no-usage]     chat: report no usage (plain: no `usage`; stream: no usage chunk)
  *   [fake:fail=STATUS]  refuse with that HTTP status (not billed: nothing was accepted)
  *   [fake:fail-once=KEY] refuse with 503 the first request carrying KEY, answer the next ones
  *   [fake:fail-model=MODEL@STATUS]  refuse requests for that model (the body's `model`) with STATUS
@@ -30,28 +32,23 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { imageTokenBound } from '#shared/providers/provider-catalog.ts';
-
-export interface AnsweredCall {
-  /** The `x-client-request-id` the gateway sent (its call id); null when it sent none. */
-  callId: string | null;
-  model: string;
-  stream: boolean;
-  inputTokens: number;
-  outputTokens: number;
-  /** `completed`: answered to the end; `client_gone`: the client left and generation stopped. */
-  ending: 'completed' | 'client_gone' | 'open';
-}
-
-/** A request the fake refused with an error status (billed nothing). */
-export interface RefusedCall {
-  callId: string | null;
-  model: string;
-  status: number;
-}
+import { answerMessages, type MessagesBody, type PromptCache, sendAnthropicError } from './fake-anthropic-messages.ts';
+import {
+  type AnsweredCall,
+  behaviourOf,
+  type FakeUpstreamBooks,
+  pieces,
+  providerTokens,
+  type RefusedCall,
+  refusalStatus,
+  sleep,
+} from './fake-upstream-kit.ts';
 
 export interface FakeOpenAiUpstream {
   /** API root for OPENAI_BASE_URL, e.g. `http://127.0.0.1:PORT/v1`. */
   baseUrl: string;
+  /** The host for ANTHROPIC_BASE_URL as Anthropic's SDK names it (no `/v1`), e.g. `http://127.0.0.1:PORT`. */
+  anthropicBaseUrl: string;
   /** For UPSTREAM_ALLOW_LOOPBACK. */
   hostPort: string;
   /** Every call accepted so far (billed by the provider), in order. */
@@ -61,43 +58,6 @@ export interface FakeOpenAiUpstream {
   /** Calls whose answer is still being generated. */
   inFlight(): number;
   close(): Promise<void>;
-}
-
-const pieces = { ascii: 'lorem ipsum ', cjk: '漢字かな', emoji: '🙂🎉' } as const;
-type PieceKind = keyof typeof pieces;
-
-interface Behaviour {
-  delayMs: number;
-  chunks: number;
-  everyMs: number;
-  text: PieceKind;
-  open: boolean;
-  noUsage: boolean;
-  failStatus: number | null;
-  failOnceKey: string | null;
-  failModel: { model: string; status: number } | null;
-}
-
-/** Tokens a provider bills for a piece of text (see the file comment). */
-export function providerTokens(text: string): number {
-  let tokens = 0;
-  let asciiRun = 0;
-  const flushAscii = () => {
-    tokens += Math.ceil(asciiRun / 4);
-    asciiRun = 0;
-  };
-  for (const character of text) {
-    const code = character.codePointAt(0)!;
-    if (code < 0x80) {
-      asciiRun += 1;
-      continue;
-    }
-    flushAscii();
-    // Emoji and other pictographs are split by byte-level BPE into several tokens; CJK and the rest take about one.
-    tokens += /\p{Extended_Pictographic}/u.test(character) ? 3 : 1;
-  }
-  flushAscii();
-  return tokens;
 }
 
 interface Message {
@@ -144,51 +104,17 @@ function inputTokensOf(body: Body): number {
   return tokens;
 }
 
-function behaviourOf(body: Body): Behaviour {
-  const text = (body.messages ?? []).map(textOf).join('\n');
-  const marker = (name: string) => new RegExp(`\\[fake:${name}(?:=([^\\]]*))?\\]`).exec(text);
-  const number = (name: string, fallback: number) => {
-    const match = marker(name);
-    return match?.[1] !== undefined && /^\d+$/.test(match[1]) ? Number(match[1]) : fallback;
-  };
-  const kind = marker('text')?.[1];
-  return {
-    delayMs: number('delay', 0),
-    chunks: number('chunks', 3),
-    everyMs: number('every', 0),
-    text: kind === 'cjk' || kind === 'emoji' ? kind : 'ascii',
-    open: marker('open') !== null,
-    noUsage: marker('no-usage') !== null,
-    failStatus: marker('fail') === null ? null : number('fail', 500),
-    failOnceKey: marker('fail-once')?.[1] ?? null,
-    failModel: failModelOf(marker('fail-model')?.[1]),
-  };
-}
-
-/** `MODEL@STATUS` or `MODEL` (500). */
-function failModelOf(value: string | undefined): Behaviour['failModel'] {
-  if (value === undefined) return null;
-  const [model = '', status] = value.split('@');
-  return { model, status: status !== undefined && /^\d{3}$/.test(status) ? Number(status) : 500 };
-}
-
-const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
-
 export async function startFakeOpenAiUpstream(options: { port?: number } = {}): Promise<FakeOpenAiUpstream> {
-  const answered: AnsweredCall[] = [];
-  const refused: RefusedCall[] = [];
-  let inFlight = 0;
-  const failedOnce = new Set<string>();
+  const books: FakeUpstreamBooks = { answered: [], refused: [], inFlight: 0, failedOnce: new Set() };
+  const { answered } = books;
 
   async function chat(request: IncomingMessage, response: ServerResponse, body: Body): Promise<void> {
-    const behaviour = behaviourOf(body);
-    const failOnce = behaviour.failOnceKey !== null && !failedOnce.has(behaviour.failOnceKey);
-    if (failOnce) failedOnce.add(behaviour.failOnceKey!);
+    const behaviour = behaviourOf((body.messages ?? []).map(textOf).join('\n'));
     const header = request.headers['x-client-request-id'];
-    const failModel = behaviour.failModel !== null && behaviour.failModel.model === body.model ? behaviour.failModel.status : null;
-    if (behaviour.failStatus !== null || failOnce || failModel !== null) {
-      const status = failModel ?? behaviour.failStatus ?? 503;
-      refused.push({ callId: typeof header === 'string' ? header : null, model: body.model ?? '', status });
+    const callId = typeof header === 'string' ? header : null;
+    const status = refusalStatus(behaviour, body.model ?? '', books);
+    if (status !== null) {
+      books.refused.push({ callId, api: 'chat.completions', model: body.model ?? '', status });
       response.writeHead(status, { 'content-type': 'application/json', ...(status === 429 ? { 'retry-after': '1' } : {}) });
       response.end(
         JSON.stringify({ error: { message: 'fake upstream failure', type: status === 429 ? 'rate_limit_error' : 'server_error' } }),
@@ -200,7 +126,8 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
       if (!response.writableFinished) clientGone = true;
     });
     const record: AnsweredCall = {
-      callId: typeof header === 'string' ? header : null,
+      callId,
+      api: 'chat.completions',
       model: body.model ?? '',
       stream: body.stream === true,
       inputTokens: inputTokensOf(body),
@@ -209,7 +136,7 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
     };
     // Accepted: the prompt is processed and billed, whatever happens next.
     answered.push(record);
-    inFlight += 1;
+    books.inFlight += 1;
     try {
       await sleep(behaviour.delayMs);
       const limit = body.max_completion_tokens ?? body.max_tokens ?? 16_384;
@@ -292,18 +219,25 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
       send('[DONE]');
       response.end();
     } finally {
-      inFlight -= 1;
+      books.inFlight -= 1;
     }
   }
+
+  const promptCache: PromptCache = new Set();
+  const routes: Record<string, (request: IncomingMessage, response: ServerResponse, body: unknown) => Promise<void>> = {
+    '/v1/chat/completions': (request, response, body) => chat(request, response, body as Body),
+    '/v1/messages': (request, response, body) => answerMessages(request, response, body as MessagesBody, books, promptCache),
+  };
 
   const server: Server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://fake');
     if (request.method === 'GET' && url.pathname === '/__calls') {
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ calls: answered, refused, in_flight: inFlight }));
+      response.end(JSON.stringify({ calls: answered, refused: books.refused, in_flight: books.inFlight }));
       return;
     }
-    if (request.method !== 'POST' || url.pathname !== '/v1/chat/completions') {
+    const route = request.method === 'POST' ? routes[url.pathname] : undefined;
+    if (route === undefined) {
       response.writeHead(404, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error' } }));
       return;
@@ -311,15 +245,16 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
     const parts: Buffer[] = [];
     request.on('data', (part: Buffer) => parts.push(part));
     request.on('end', () => {
-      let body: Body;
+      let body: unknown;
       try {
-        body = JSON.parse(Buffer.concat(parts).toString('utf8')) as Body;
+        body = JSON.parse(Buffer.concat(parts).toString('utf8'));
       } catch {
+        if (url.pathname === '/v1/messages') return sendAnthropicError(response, 400, 'invalid JSON');
         response.writeHead(400, { 'content-type': 'application/json' });
         response.end(JSON.stringify({ error: { message: 'invalid JSON', type: 'invalid_request_error' } }));
         return;
       }
-      chat(request, response, body).catch(() => response.destroy());
+      route(request, response, body).catch(() => response.destroy());
     });
   });
   await new Promise<void>((resolve, reject) => {
@@ -329,10 +264,11 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
   const { port } = server.address() as AddressInfo;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
+    anthropicBaseUrl: `http://127.0.0.1:${port}`,
     hostPort: `127.0.0.1:${port}`,
     calls: () => answered.map((call) => ({ ...call })),
-    refused: () => refused.map((call) => ({ ...call })),
-    inFlight: () => inFlight,
+    refused: () => books.refused.map((call) => ({ ...call })),
+    inFlight: () => books.inFlight,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -14,7 +14,7 @@ import { formatUsd } from '#shared/money/index.ts';
 import { currentPriceCatalog, findModelPrice, modelPriceAt } from '#shared/rating/index.ts';
 import { testSecrets } from '../setup/test-secrets.ts';
 import { type AttackTarget, attackChat, type Booking, type CallResult, describeBooking, newAttacker, walletOf } from './attacker-kit.ts';
-import type { AnsweredCall, RefusedCall } from './fake-openai-upstream.ts';
+import type { AnsweredCall, RefusedCall } from './fake-upstream-kit.ts';
 import type { Scenario, ScenarioContext, ScenarioReport } from './scenarios.ts';
 
 /** What `GET /__calls` of the fake upstream answers. */

@@ -38,6 +38,18 @@ async function fakeLog(url: string): Promise<UpstreamLog & { in_flight: number }
   return (await response.json()) as UpstreamLog & { in_flight: number };
 }
 
+/**
+ * The scenarios attack the chat completions route only; other tests of a shared stack may call the
+ * fake's Messages API meanwhile, so the scenarios count the chat calls alone. The audit reads all.
+ */
+async function chatLog(url: string): Promise<UpstreamLog> {
+  const log = await fakeLog(url);
+  return {
+    calls: log.calls.filter((call) => call.api === 'chat.completions'),
+    refused: log.refused.filter((call) => call.api === 'chat.completions'),
+  };
+}
+
 export async function runAdversarial(target: AttackTarget, settings: AdversarialSettings): Promise<AdversarialResult> {
   const books = new Books(target.databaseUrl);
   const reports: ScenarioReport[] = [];
@@ -46,8 +58,8 @@ export async function runAdversarial(target: AttackTarget, settings: Adversarial
       target,
       books,
       maxDurationSeconds: settings.maxDurationSeconds,
-      upstreamCallCount: async () => (await fakeLog(settings.fakeCallsUrl)).calls.length,
-      upstreamLog: () => fakeLog(settings.fakeCallsUrl),
+      upstreamCallCount: async () => (await chatLog(settings.fakeCallsUrl)).calls.length,
+      upstreamLog: () => chatLog(settings.fakeCallsUrl),
     };
     for (const scenario of scenarios.filter((candidate) => settings.full || !candidate.fullOnly)) {
       const report: ScenarioReport = { name: scenario.name, attackerGot: [], billed: [], problems: [] };

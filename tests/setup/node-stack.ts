@@ -27,7 +27,7 @@ export type StackCoordinates = Pick<
 > & {
   postgresAdminUrl: string;
   wsProxyPort: number;
-  /** The fake OpenAI upstream behind the `openai` platform pool: its log of answered calls (`GET /__calls`). */
+  /** The fake upstream behind the `openai` and `anthropic` platform pools: its log of answered calls (`GET /__calls`). */
   fakeUpstreamCallsUrl: string;
 };
 
@@ -41,7 +41,7 @@ export default async function setup(project: TestProject) {
   const tmp = join(import.meta.dirname, '..', '..', '.faucet', 'tmp');
   mkdirSync(tmp, { recursive: true });
   const dir = mkdtempSync(join(tmp, 'stack-'));
-  // The `openai` platform pool calls a fake upstream on loopback (the adversarial tests read its log).
+  // The `openai` and `anthropic` platform pools call one fake upstream on loopback (the adversarial and e2e tests read its log).
   const fakeUpstream = await startFakeOpenAiUpstream();
   const stack = await startStack({
     stateDir: dir,
@@ -56,6 +56,8 @@ export default async function setup(project: TestProject) {
       LOG_LEVEL: 'warn',
       OPENAI_API_KEY: 'sk-fake-upstream-not-a-real-key',
       OPENAI_BASE_URL: fakeUpstream.baseUrl,
+      ANTHROPIC_API_KEY: 'sk-ant-fake-upstream-not-a-real-key',
+      ANTHROPIC_BASE_URL: fakeUpstream.anthropicBaseUrl,
       UPSTREAM_ALLOW_LOOPBACK: fakeUpstream.hostPort,
       UPSTREAM_DRAIN_MS: '2000',
     },

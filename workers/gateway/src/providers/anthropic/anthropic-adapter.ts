@@ -25,7 +25,14 @@ export function createAnthropicAdapter(context: ProviderContext): ProviderAdapte
     const response = await outboundFetch(
       `${call.credential.baseUrl.replace(/\/+$/, '')}/messages`,
       { method: 'POST', headers, body: JSON.stringify(body) },
-      { fetch: context.fetch, timeoutMs: context.upstreamTimeoutMs, buffered: !stream, ...(call.signal ? { signal: call.signal } : {}) },
+      {
+        fetch: context.fetch,
+        timeoutMs: context.upstreamTimeoutMs,
+        buffered: !stream,
+        // A local stack's fake upstream (ANTHROPIC_BASE_URL on the one allowed loopback port), as for every adapter.
+        allowLoopback: call.credential.allowLoopback ?? null,
+        ...(call.signal ? { signal: call.signal } : {}),
+      },
     );
     if (!response.ok) throw await failureFromResponse(response, label);
     return response;

@@ -1,0 +1,113 @@
+/**
+ * What the fake upstream's two APIs (OpenAI chat completions, Anthropic Messages) share: the
+ * provider's books (the log of answered and refused calls), its token count, and the behaviour
+ * markers a prompt carries (listed in fake-openai-upstream.ts).
+ */
+
+export interface AnsweredCall {
+  /** The `x-client-request-id` the gateway sent (its call id); null when it sent none. */
+  callId: string | null;
+  /** Which of the fake's APIs answered it. */
+  api: 'chat.completions' | 'messages';
+  model: string;
+  stream: boolean;
+  /** Every input token billed; for Messages the sum of `input_tokens` and the cache writes and reads. */
+  inputTokens: number;
+  outputTokens: number;
+  /** `completed`: answered to the end; `client_gone`: the client left and generation stopped. */
+  ending: 'completed' | 'client_gone' | 'open';
+}
+
+/** A request the fake refused with an error status (billed nothing). */
+export interface RefusedCall {
+  callId: string | null;
+  api: AnsweredCall['api'];
+  model: string;
+  status: number;
+}
+
+/** The provider's side of the books, shared by both APIs. */
+export interface FakeUpstreamBooks {
+  answered: AnsweredCall[];
+  refused: RefusedCall[];
+  /** Calls whose answer is still being generated. */
+  inFlight: number;
+  /** `[fake:fail-once=KEY]` keys already refused once. */
+  failedOnce: Set<string>;
+}
+
+export const pieces = { ascii: 'lorem ipsum ', cjk: '漢字かな', emoji: '🙂🎉' } as const;
+type PieceKind = keyof typeof pieces;
+
+export interface Behaviour {
+  delayMs: number;
+  chunks: number;
+  everyMs: number;
+  text: PieceKind;
+  open: boolean;
+  noUsage: boolean;
+  failStatus: number | null;
+  failOnceKey: string | null;
+  failModel: { model: string; status: number } | null;
+}
+
+/** Tokens a provider bills for a piece of text (see fake-openai-upstream.ts). */
+export function providerTokens(text: string): number {
+  let tokens = 0;
+  let asciiRun = 0;
+  const flushAscii = () => {
+    tokens += Math.ceil(asciiRun / 4);
+    asciiRun = 0;
+  };
+  for (const character of text) {
+    const code = character.codePointAt(0)!;
+    if (code < 0x80) {
+      asciiRun += 1;
+      continue;
+    }
+    flushAscii();
+    // Emoji and other pictographs are split by byte-level BPE into several tokens; CJK and the rest take about one.
+    tokens += /\p{Extended_Pictographic}/u.test(character) ? 3 : 1;
+  }
+  flushAscii();
+  return tokens;
+}
+
+/** The markers found anywhere in the prompt's text. */
+export function behaviourOf(text: string): Behaviour {
+  const marker = (name: string) => new RegExp(`\\[fake:${name}(?:=([^\\]]*))?\\]`).exec(text);
+  const number = (name: string, fallback: number) => {
+    const match = marker(name);
+    return match?.[1] !== undefined && /^\d+$/.test(match[1]) ? Number(match[1]) : fallback;
+  };
+  const kind = marker('text')?.[1];
+  return {
+    delayMs: number('delay', 0),
+    chunks: number('chunks', 3),
+    everyMs: number('every', 0),
+    text: kind === 'cjk' || kind === 'emoji' ? kind : 'ascii',
+    open: marker('open') !== null,
+    noUsage: marker('no-usage') !== null,
+    failStatus: marker('fail') === null ? null : number('fail', 500),
+    failOnceKey: marker('fail-once')?.[1] ?? null,
+    failModel: failModelOf(marker('fail-model')?.[1]),
+  };
+}
+
+/** `MODEL@STATUS` or `MODEL` (500). */
+function failModelOf(value: string | undefined): Behaviour['failModel'] {
+  if (value === undefined) return null;
+  const [model = '', status] = value.split('@');
+  return { model, status: status !== undefined && /^\d{3}$/.test(status) ? Number(status) : 500 };
+}
+
+/** The status a failure marker refuses this request with, or null to answer it (a fail-once key is spent here). */
+export function refusalStatus(behaviour: Behaviour, model: string, books: FakeUpstreamBooks): number | null {
+  const failOnce = behaviour.failOnceKey !== null && !books.failedOnce.has(behaviour.failOnceKey);
+  if (failOnce) books.failedOnce.add(behaviour.failOnceKey!);
+  const failModel = behaviour.failModel !== null && behaviour.failModel.model === model ? behaviour.failModel.status : null;
+  if (behaviour.failStatus === null && !failOnce && failModel === null) return null;
+  return failModel ?? behaviour.failStatus ?? 503;
+}
+
+export const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
