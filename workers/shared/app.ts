@@ -3,6 +3,7 @@
  * limit, per-request database, the error envelope, `/health`, `/ready`, `/metrics`, `/openapi.json`.
  */
 import { OpenAPIHono } from '@hono/zod-openapi';
+import type { Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { AppEnv } from './app-env.ts';
 import { intSetting, type ServiceName } from './env.ts';
@@ -27,6 +28,11 @@ export interface ServiceAppOptions {
   defaultMaxBodyBytes: number;
   /** Opens the database (default: Neon's Pool over `DATABASE_URL`). */
   openDatabase?: OpenDatabase;
+  /**
+   * A surface that answers errors in another API's envelope (the gateway's Anthropic Messages), for
+   * refusals made before its route runs (body limit, rate limit, an unknown route under it).
+   */
+  errorEnvelopes?: ReadonlyArray<{ pathPrefix: string; render(error: unknown, requestId: string): Response }>;
 }
 
 export type ServiceApp = OpenAPIHono<AppEnv>;
@@ -58,8 +64,15 @@ export function createServiceApp(options: ServiceAppOptions): ServiceApp {
   );
   app.use('*', database(options.openDatabase));
 
-  app.onError(renderError);
-  app.notFound((c) => renderError(new FaucetError('not_found', `No route for ${c.req.method} ${c.req.path}`), c));
+  const render = (error: unknown, c: Context<AppEnv>): Response => {
+    const envelope = options.errorEnvelopes?.find((candidate) => c.req.path.startsWith(candidate.pathPrefix));
+    if (envelope === undefined) return renderError(error, c);
+    const rendered = renderError(error, c);
+    // Logged and counted as any error; answered in the surface's own words.
+    return envelope.render(error, c.get('requestId') ?? rendered.headers.get('x-request-id') ?? 'unknown');
+  };
+  app.onError(render);
+  app.notFound((c) => render(new FaucetError('not_found', `No route for ${c.req.method} ${c.req.path}`), c));
 
   registerHealthRoutes(app, { service: options.service, version: options.version });
   app.get('/metrics', async (c) => {

@@ -7,6 +7,7 @@ import { registerMessages } from './routes/messages.ts';
 import { registerResponses } from './routes/responses.ts';
 import { registerGatewayOpenApi } from './routes/gateway-openapi.ts';
 import { registerModels } from './routes/models.ts';
+import { messagesErrorResponse } from './surfaces/messages/messages-errors.ts';
 
 /** The OpenAI-compatible gateway: routing, metering, rating and booking of model calls. */
 export function createGatewayApp(overrides: Partial<GatewayDependencies> = {}): ServiceApp {
@@ -23,6 +24,8 @@ export function createGatewayApp(overrides: Partial<GatewayDependencies> = {}): 
     },
     defaultMaxBodyBytes: 2 * 1024 * 1024,
     openDatabase: dependencies.openDatabase,
+    // Anthropic's clients read Anthropic's envelope, also for a refusal made before the route runs.
+    errorEnvelopes: [{ pathPrefix: '/v1/messages', render: messagesErrorResponse }],
   });
   registerChatCompletions(app, dependencies);
   registerResponses(app, dependencies);

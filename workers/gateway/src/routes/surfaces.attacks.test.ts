@@ -386,13 +386,10 @@ describe('a streamed answer whose client goes away', () => {
     });
   });
 
-  // BUG: the drain (streaming/metered-stream.ts) reads on only `while (reported === null …)`, and any
-  // chunk carrying `usage` sets `reported` — also a content chunk on which an OpenAI-compatible
-  // upstream repeats its running count (the metered stream's own `withoutUsage` says some do). A client
-  // that leaves after such a chunk ends the drain at once: the upstream is stopped and the call booked
-  // with the running count (here 1 output token, `estimated: false`) instead of the provider's final
-  // count or the bound (300). The provider bills what it generated; the platform pays the difference.
-  it.fails('on Responses, a running usage count on a content chunk does not end the drain: booked with the provider’s final count', async () => {
+  // A running count some OpenAI-compatible upstreams repeat on content chunks is not the whole count:
+  // a client that leaves after one must not end the drain and book that partial count (found by this
+  // test: it booked 1 output token where the provider billed 9; streaming/metered-stream.ts).
+  it('on Responses, a running usage count on a content chunk does not end the drain: booked with the provider’s final count', async () => {
     const session = await fundedSession(testEnv);
     const running = { ...openAiChunk({ content: 'Once' }), usage: usageOf({ input: 11, output: 1 }) };
     const opening = openAiSse([openAiChunk({ role: 'assistant', content: '' }), running], false);
@@ -503,12 +500,10 @@ describe('a provider that reports no usage: booked at an upper bound, marked est
     await expectAuditAgainst(upstream, { input: utf8Bytes('Tell me a story'), output: words.length });
   });
 
-  // BUG: the Anthropic adapter turns a stream without usage into a reported usage of zeros
-  // (chunks-from-anthropic-sse.ts yields `openAiUsage({})` at message_stop, from-anthropic-response.ts
-  // does the same for `usage: {}`), so the metered stream takes it as the provider's count: the call is
-  // booked with 0 input and 0 output tokens, `estimated: false`, and charged nothing, while the provider
-  // (Anthropic, or whatever ANTHROPIC_BASE_URL / a custom key points at) bills the platform for it.
-  it.fails('on Messages to an Anthropic model, streamed without usage: booked at the bound, not at 0', async () => {
+  // An Anthropic stream or message without usage counts is unreported, not zero (found by this test:
+  // the adapter read `usage: {}` as 0 and 0 and the call was charged nothing; reportedUsage in
+  // providers/anthropic/from-anthropic-response.ts).
+  it('on Messages to an Anthropic model, streamed without usage: booked at the bound, not at 0', async () => {
     const session = await fundedSession(testEnv);
     const upstream = fakeUpstream(() => sseResponse(anthropicStream(words, null)));
     const requestId = newRequestId();
@@ -526,9 +521,8 @@ describe('a provider that reports no usage: booked at an upper bound, marked est
     await expectAuditAgainst(upstream, { input: utf8Bytes('Tell me a story'), output: words.length });
   });
 
-  // BUG: the same on a whole answer: from-anthropic-response.ts accepts `usage: {}` and `openAiUsage`
-  // turns it into zeros, booked as the provider's count (0 tokens, charged nothing, `estimated: false`).
-  it.fails('on Messages to an Anthropic model, not streamed, with an empty usage: booked at the bound, not at 0', async () => {
+  // The same on a whole answer: `usage: {}` is no count.
+  it('on Messages to an Anthropic model, not streamed, with an empty usage: booked at the bound, not at 0', async () => {
     const session = await fundedSession(testEnv);
     const upstream = fakeUpstream(() =>
       jsonResponse({
@@ -733,12 +727,9 @@ describe('a body over the gateway’s limit (2 MiB)', () => {
     expect(answer.json()).toEqual({ error: { code: 'payload_too_large', message: expect.any(String), request_id: requestId } });
   });
 
-  // BUG: the body limit is a middleware of the shared app (shared/app.ts), so its 413 is thrown before
-  // the Messages route's `inAnthropicWords` wrapper and rendered by the app's `onError` in the DESIGN §4
-  // envelope: `{"error":{"code":"payload_too_large",…}}` without `type: "error"` and Anthropic's
-  // `request_too_large`, which the Messages error table (messages-errors.ts) promises. The same holds for
-  // every refusal made by a middleware before the route (the rate limiter's 429 among them).
-  it.fails('on Messages: in Anthropic’s envelope (request_too_large), carrying the request id', async () => {
+  // A refusal made before the Messages route runs (the body limit, the rate limiter) is in Anthropic's
+  // envelope too (found by this test: it came in DESIGN §4's; shared/app.ts `errorEnvelopes`).
+  it('on Messages: in Anthropic’s envelope (request_too_large), carrying the request id', async () => {
     const session = await fundedSession(testEnv);
     const requestId = newRequestId();
     const answer = await send(gatewayWith(), messages, hugeAsk.Messages, messages.headers(session.token, requestId));

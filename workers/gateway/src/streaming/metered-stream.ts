@@ -47,13 +47,22 @@ const encoder = new TextEncoder();
 export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uint8Array> {
   const iterator = options.chunks[Symbol.asyncIterator]();
   let reported: ChatUsage | null = null;
+  /**
+   * Whether `reported` is the whole count: a usage-only chunk, or usage on a chunk that ends its
+   * choice. Some upstreams repeat a running count on content chunks; a stream cut after one is not
+   * billed at that count (the provider went on generating), and the drain reads on for the whole one.
+   */
+  let reportedWhole = false;
   /** UTF-8 bytes of the output text seen: a byte-level BPE token is at least one byte, so an upper bound of its tokens. */
   let outputBytes = 0;
   let upstreamEnded = false;
   let finished = false;
 
   const observe = (chunk: ChatCompletionChunk) => {
-    if (chunk.usage != null) reported = chunk.usage;
+    if (chunk.usage != null) {
+      reported = chunk.usage;
+      if (chunk.choices.length === 0 || chunk.choices.some((choice) => choice.finish_reason != null)) reportedWhole = true;
+    }
     for (const choice of chunk.choices) {
       outputBytes += bytes(choice.delta.content) + bytes(choice.delta.refusal) + bytes(choice.delta.reasoning_content);
       if (choice.delta.thinking_blocks != null) outputBytes += bytes(JSON.stringify(choice.delta.thinking_blocks));
@@ -67,7 +76,7 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
    * the hold's bound when Faucet cut it (the provider may have produced more than was seen).
    */
   const usageSoFar = (): MeteredUsage =>
-    meteredUsage(reported, () => ({
+    meteredUsage(upstreamEnded || reportedWhole ? reported : null, () => ({
       inputTokens: options.bounds.inputTokens,
       outputTokens: upstreamEnded ? Math.min(outputBytes, options.bounds.outputTokens) : options.bounds.outputTokens,
     }));
@@ -87,7 +96,7 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
       timer = setTimeout(() => resolve(stop), limitMs);
     });
     try {
-      while (reported === null && !upstreamEnded) {
+      while (!reportedWhole && !upstreamEnded) {
         const step = await Promise.race([iterator.next(), timeUp]);
         if (step === stop) return;
         if (step.done) upstreamEnded = true;

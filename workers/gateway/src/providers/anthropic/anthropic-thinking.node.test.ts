@@ -170,7 +170,11 @@ describe('an Anthropic model’s streamed thinking, to a Messages client', () =>
       delta: { stop_reason: 'tool_use' },
       usage: { input_tokens: 40, output_tokens: 61 },
     });
-    expect(settle).toHaveBeenCalledWith(expect.objectContaining({ estimated: false, tokens: expect.objectContaining({ output: 61 }) }));
+    expect(settle).toHaveBeenCalledWith(
+      expect.objectContaining({ estimated: false, tokens: expect.objectContaining({ output: 61 }) }),
+      'completed',
+      undefined,
+    );
   });
 
   it('counts thinking as output when the provider reports no usage: the bound is the bytes it streamed, not zero', async () => {

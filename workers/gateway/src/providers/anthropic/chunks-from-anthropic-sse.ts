@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
 import { parseSse } from '#shared/wire/sse.ts';
-import { anthropicUsageSchema, openAiFinishReason, openAiUsage, type AnthropicUsage } from './from-anthropic-response.ts';
+import { anthropicUsageSchema, openAiFinishReason, reportedUsage, type AnthropicUsage } from './from-anthropic-response.ts';
 
 const eventSchema = z.discriminatedUnion('type', [
   z.looseObject({
@@ -123,7 +123,8 @@ export async function* chunksFromAnthropicSse(body: ReadableStream<Uint8Array>, 
         if (event.delta.stop_reason != null) yield chunk({}, openAiFinishReason(event.delta.stop_reason));
         break;
       case 'message_stop':
-        yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage: openAiUsage(usage) };
+        // Without both counts nothing is reported: the metered stream bills the bound, not a zero.
+        yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage: reportedUsage(usage) };
         return;
       case 'error':
         throw new FaucetError('upstream_error', 'Anthropic reported an error mid-stream.');

@@ -50,7 +50,16 @@ export function openAiFinishReason(stopReason: string | null | undefined): strin
  * them, so they are added in and named in the details (`cache_write_tokens` is Faucet's name: OpenAI
  * has no cache writes). Thinking is part of `output_tokens` and not reported apart.
  */
-export function openAiUsage(usage: AnthropicUsage): ChatUsage {
+/**
+ * The usage, or null when Anthropic (or a server speaking its protocol) reported no input or no
+ * output count: an absent count is not a zero, so the call is billed at its bound, marked estimated.
+ */
+export function reportedUsage(usage: AnthropicUsage): ChatUsage | null {
+  if (typeof usage.input_tokens !== 'number' || typeof usage.output_tokens !== 'number') return null;
+  return openAiUsage(usage);
+}
+
+function openAiUsage(usage: AnthropicUsage): ChatUsage {
   const cacheRead = usage.cache_read_input_tokens ?? 0;
   const cacheWrite = usage.cache_creation_input_tokens ?? 0;
   const promptTokens = (usage.input_tokens ?? 0) + cacheWrite + cacheRead;
@@ -103,6 +112,6 @@ export function fromAnthropicResponse(value: unknown, created: number): ChatComp
         finish_reason: openAiFinishReason(message.stop_reason),
       },
     ],
-    usage: openAiUsage(message.usage),
+    usage: reportedUsage(message.usage),
   };
 }

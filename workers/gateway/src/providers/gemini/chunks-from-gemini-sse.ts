@@ -10,7 +10,7 @@
 import { FaucetError } from '#shared/wire/errors.ts';
 import { parseSse } from '#shared/wire/sse.ts';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
-import { answerOf, geminiResponseSchema, openAiFinishReason, openAiUsage, type GeminiUsage } from './from-gemini-response.ts';
+import { answerOf, geminiResponseSchema, openAiFinishReason, reportedUsage, type GeminiUsage } from './from-gemini-response.ts';
 
 export async function* chunksFromGeminiSse(
   body: ReadableStream<Uint8Array>,
@@ -68,6 +68,6 @@ export async function* chunksFromGeminiSse(
     }
   }
   if (!finished) throw new FaucetError('upstream_error', 'Google ended the stream before it finished.');
-  if (usage !== undefined)
-    yield { id, object: 'chat.completion.chunk', created, model: reportedModel, choices: [], usage: openAiUsage(usage) };
+  const reported = reportedUsage(usage);
+  if (reported !== null) yield { id, object: 'chat.completion.chunk', created, model: reportedModel, choices: [], usage: reported };
 }

@@ -65,7 +65,17 @@ function audioTokens(details: GeminiUsage['promptTokensDetails']): number {
   return (details ?? []).filter((detail) => detail.modality === 'AUDIO').reduce((sum, detail) => sum + (detail.tokenCount ?? 0), 0);
 }
 
-export function openAiUsage(usage: GeminiUsage): ChatUsage {
+/**
+ * The usage, or null when Google reported no prompt count: an absent count is not a zero, so the
+ * call is billed at its bound, marked estimated. (An answer with no candidates omits its output
+ * count, which is then zero.)
+ */
+export function reportedUsage(usage: GeminiUsage | undefined): ChatUsage | null {
+  if (usage === undefined || typeof usage.promptTokenCount !== 'number') return null;
+  return openAiUsage(usage);
+}
+
+function openAiUsage(usage: GeminiUsage): ChatUsage {
   const promptTokens = (usage.promptTokenCount ?? 0) + (usage.toolUsePromptTokenCount ?? 0);
   const thoughts = usage.thoughtsTokenCount ?? 0;
   const completionTokens = (usage.candidatesTokenCount ?? 0) + thoughts;
@@ -126,6 +136,6 @@ export function fromGeminiResponse(value: unknown, model: string, created: numbe
         finish_reason: finishReason,
       },
     ],
-    usage: response.usageMetadata === undefined ? null : openAiUsage(response.usageMetadata),
+    usage: reportedUsage(response.usageMetadata),
   };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletion } from '../../openai/chat-schemas.ts';
 import type { FaucetObject } from '../../metering/faucet-object.ts';
-import { fromAnthropicResponse, openAiUsage } from '../../providers/anthropic/from-anthropic-response.ts';
+import { fromAnthropicResponse, reportedUsage } from '../../providers/anthropic/from-anthropic-response.ts';
 import { messageOfChatCompletion, messagesUsageOf, stopReasonOf } from './messages-response.ts';
 
 const faucet: FaucetObject = {
@@ -62,7 +62,7 @@ describe('usage: Anthropic input_tokens excludes the cache reads and writes that
     { input_tokens: 7, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 50_000 },
     { input_tokens: 100, output_tokens: 9, cache_creation_input_tokens: 250, cache_read_input_tokens: 4000 },
   ])('gives back what Anthropic reported, through the anthropic adapter and back: %j', (anthropic) => {
-    expect(messagesUsageOf(openAiUsage(anthropic))).toEqual(anthropic);
+    expect(messagesUsageOf(reportedUsage(anthropic)!)).toEqual(anthropic);
   });
 });
 
