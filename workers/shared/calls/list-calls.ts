@@ -8,7 +8,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type SqlDatabase } from '../query.ts';
 import { FaucetError } from '../wire/errors.ts';
-import type { CallOutcome, CallSurface } from './call-log.ts';
+import type { CallLogRow, CallOutcome, CallSurface } from './call-log.ts';
 
 export interface CallFilters {
   /** Row ids, already checked to be the developer's. */
@@ -29,28 +29,13 @@ export interface CallFilters {
 }
 
 /** One call as the log and its booking tell it (a join; no table has this shape). */
-export interface CallLogViewRow {
-  id: string;
+export type CallLogViewRow = Omit<CallLogRow, 'app_id' | 'provider_credential_id' | 'attempts'> & {
   public_app_id: string;
-  end_user_id: string;
-  feature_key: string;
-  surface: CallSurface;
-  requested_model: string;
-  provider: string | null;
-  model: string | null;
-  route_mode: string | null;
-  outcome: CallOutcome;
-  error_code: string | null;
-  error_message: string | null;
-  client_request_id: string;
-  stream: boolean;
-  authorize_ms: number | null;
-  first_byte_ms: number | null;
-  total_ms: number | null;
   attempts: unknown[] | null;
   masked_key: string | null;
   /** `YYYY-MM-DDTHH:MM:SS.ffffffZ`: microseconds kept, so the cursor is exact. */
   created_at: string;
+  /** The booking's, all null when nothing was billed. */
   estimated: boolean | null;
   input_tokens: number | null;
   cached_tokens: number | null;
@@ -64,7 +49,7 @@ export interface CallLogViewRow {
   developer_revenue_usd: string | null;
   platform_share_usd: string | null;
   receivable_usd: string | null;
-}
+};
 
 export interface CallPage {
   rows: CallLogViewRow[];

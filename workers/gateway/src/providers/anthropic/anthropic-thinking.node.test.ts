@@ -7,7 +7,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { SseDecoder } from '#shared/wire/sse.ts';
 import { formatSseEvent } from '#shared/wire/format-sse.ts';
-import type { ChatRequest } from '../../openai/chat-schemas.ts';
+import type { ChatCompletionChunk, ChatRequest } from '../../openai/chat-schemas.ts';
 import type { FaucetObject } from '../../metering/faucet-object.ts';
 import { meteredStream } from '../../streaming/metered-stream.ts';
 import { chatRequestOfMessages } from '../../surfaces/messages/chat-request-of-messages.ts';
@@ -133,23 +133,28 @@ function upstreamBody(events: unknown[]): ReadableStream<Uint8Array> {
   return new Response(text).body!;
 }
 
+/** The gateway's metered stream over `chunks`, settling with `settle`. */
+function metered(chunks: AsyncIterable<ChatCompletionChunk>, settle: () => Promise<FaucetObject>): ReadableStream<Uint8Array> {
+  return meteredStream({
+    chunks,
+    includeUsage: true,
+    bounds: { inputTokens: 5000, outputTokens: 32_000 },
+    requestId: 'req_1',
+    deadlineMs: 60_000,
+    drainMs: 50,
+    settle,
+    abandon: async () => undefined,
+    stopUpstream: () => undefined,
+    defer: () => undefined,
+    onSettleFailure: () => undefined,
+  });
+}
+
 describe('an Anthropic model’s streamed thinking, to a Messages client', () => {
   it('arrives as Anthropic sent it: the thinking text, its signature, the redacted block, the tool call; booked with its usage', async () => {
     const settle = vi.fn(async () => faucet);
-    const metered = meteredStream({
-      chunks: chunksFromAnthropicSse(upstreamBody(anthropicTurn), 1),
-      includeUsage: true,
-      bounds: { inputTokens: 5000, outputTokens: 32_000 },
-      requestId: 'req_1',
-      deadlineMs: 60_000,
-      drainMs: 50,
-      settle,
-      abandon: async () => undefined,
-      stopUpstream: () => undefined,
-      defer: () => undefined,
-      onSettleFailure: () => undefined,
-    });
-    const text = await new Response(messagesEventStream(metered, { callId: 'call_1', requestId: 'req_1' })).text();
+    const stream = metered(chunksFromAnthropicSse(upstreamBody(anthropicTurn), 1), settle);
+    const text = await new Response(messagesEventStream(stream, { callId: 'call_1', requestId: 'req_1' })).text();
     const events = new SseDecoder().push(text).map(({ event }) => JSON.parse(event.data) as Record<string, any>);
     const blocks = events.filter((event) => event.type === 'content_block_start').map((event) => event.content_block);
     expect(blocks).toEqual([
@@ -183,22 +188,10 @@ describe('an Anthropic model’s streamed thinking, to a Messages client', () =>
       .slice(0, 6)
       .concat([{ type: 'message_delta', delta: { stop_reason: 'end_turn' } }, { type: 'message_stop' }] as never[])
       .map((event) => (event.type === 'message_start' ? { ...event, message: { id: 'msg_1', model: 'claude-sonnet-4-5' } } : event));
-    const metered = meteredStream({
-      chunks: (async function* () {
-        for await (const chunk of chunksFromAnthropicSse(upstreamBody(withoutUsage), 1)) if (chunk.usage == null) yield chunk;
-      })(),
-      includeUsage: true,
-      bounds: { inputTokens: 5000, outputTokens: 32_000 },
-      requestId: 'req_1',
-      deadlineMs: 60_000,
-      drainMs: 50,
-      settle,
-      abandon: async () => undefined,
-      stopUpstream: () => undefined,
-      defer: () => undefined,
-      onSettleFailure: () => undefined,
-    });
-    await new Response(metered).text();
+    const chunks = (async function* () {
+      for await (const chunk of chunksFromAnthropicSse(upstreamBody(withoutUsage), 1)) if (chunk.usage == null) yield chunk;
+    })();
+    await new Response(metered(chunks, settle)).text();
     const [usage] = settle.mock.calls[0] as unknown as [{ estimated: boolean; tokens: { output: number } }];
     expect(usage.estimated).toBe(true);
     // 'I should read the file.' (23 bytes) plus the signature's block.
