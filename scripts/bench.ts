@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: prints the figures the issues ask for — worker bundle sizes, ledger bookings per
  * second, gateway overhead (in workerd beside Portkey, every call decided by its wallet object),
- * developer usage over a million events, SDK size, the console's first-view JS. Each part runs
+ * developer usage over a million events, request-log pages over a million calls, SDK size, the console's first-view JS. Each part runs
  * against the embedded PostgreSQL / local stack it starts itself. `npm run bench -- ledger` runs one part.
  */
 import { measureWorkerBundles } from './bench/bundle-size.ts';
@@ -28,6 +28,11 @@ const parts: Record<string, () => Promise<void>> = {
     const { runDeveloperUsageBench } = await import('./bench/developer-usage.ts');
     await runDeveloperUsageBench();
   },
+  calls: async () => {
+    console.log('\n== Request log (GET /v1/developer/calls: listCalls over a million calls) ==');
+    const { runCallLogBench } = await import('./bench/call-log.ts');
+    await runCallLogBench();
+  },
   sdk: async () => {
     console.log('\n== SDK size (built as published, minified + gzip) ==');
     const { measureSdkSize } = await import('../sdk/scripts/size.ts');
@@ -38,6 +43,12 @@ const parts: Record<string, () => Promise<void>> = {
       `ai (AI SDK provider)  ${size.aiMinGzipBytes} bytes (@ai-sdk/openai-compatible external), ${size.aiWithDependenciesMinGzipBytes} with it`,
     );
   },
+};
+
+parts.surfaces = async () => {
+  console.log('\n== Surface translation (its own cost per call, beside a parse + write of the same body) ==');
+  const { runSurfaceTranslationBench } = await import('./bench/surface-translation.ts');
+  await runSurfaceTranslationBench();
 };
 
 parts.catalog = async () => {
