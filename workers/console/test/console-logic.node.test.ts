@@ -8,6 +8,7 @@ import { firstViewScripts } from '../../../scripts/bench/console-size.ts';
 import { ApiError, createApiClient, describeError } from '../src/app/api.ts';
 import { fromUnits, toUnits } from '../src/app/ui/amounts.ts';
 import { aliasesField, intField, listField, usdField } from '../src/app/ui/forms.ts';
+import { filtersFrom, instantOf, localOf } from '../src/app/views/developer/calls-wire.ts';
 import { localDay } from '../src/app/views/developer/usage.ts';
 import worker, { apiTarget } from '../src/worker.ts';
 
@@ -51,6 +52,23 @@ describe('API client', () => {
       throw new TypeError('fetch failed');
     }) as typeof fetch);
     expect(await down.get('/v1/x').catch((caught: unknown) => caught)).toMatchObject({ code: 'network_error', status: 0 });
+  });
+});
+
+describe('Calls filters', () => {
+  it('takes the known filters of a link (the End users row gives user_ref) and drops the rest', () => {
+    expect(filtersFrom(new URLSearchParams('user_ref=abc&outcome=refused&token=nope&model='))).toEqual({
+      user_ref: 'abc',
+      outcome: 'refused',
+    });
+  });
+
+  it('sends a datetime-local time as an ISO instant and shows it back in local time', () => {
+    const instant = instantOf('2026-03-08T04:30');
+    expect(instant).toBe(new Date('2026-03-08T04:30').toISOString());
+    expect(localOf(instant)).toBe('2026-03-08T04:30');
+    expect(instantOf('')).toBeUndefined();
+    expect(localOf(undefined)).toBe('');
   });
 });
 

@@ -218,6 +218,137 @@ describe('GET /v1/developer/calls', () => {
   });
 });
 
+describe('GET /v1/developer/calls/stats', () => {
+  /**
+   * percentile_cont as PostgreSQL computes it (float8, linear between the nearest ranks), then rounded
+   * to one decimal as `round(…::numeric, 1)` does: the cast keeps 15 significant digits, then half up.
+   */
+  const percentile = (values: number[], p: number) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const at = p * (sorted.length - 1);
+    const low = sorted[Math.floor(at)]!;
+    const high = sorted[Math.ceil(at)]!;
+    const value = Number((low + (high - low) * (at - Math.floor(at))).toPrecision(15));
+    return Math.round(Number((value * 10).toPrecision(15))) / 10;
+  };
+
+  it('counts a local day’s calls, errors by outcome and latency p50/p95 from calls made through the gateway', async () => {
+    const requestIds = [newRequestId(), newRequestId(), newRequestId()];
+    const answered = await fundedSession(testEnv);
+    await post(
+      fakeUpstream(() => jsonResponse(openAiCompletion('hello'))),
+      '/v1/chat/completions',
+      ask,
+      {
+        authorization: `Bearer ${answered.token}`,
+        'x-request-id': requestIds[0]!,
+      },
+    );
+    await post(
+      fakeUpstream(() => jsonResponse({ error: { message: 'overloaded' } }, 500)),
+      '/v1/chat/completions',
+      ask,
+      {
+        authorization: `Bearer ${answered.token}`,
+        'x-request-id': requestIds[1]!,
+      },
+    );
+    const broke = await fundedSession(testEnv, '0.00000000');
+    await post(
+      fakeUpstream(() => jsonResponse(openAiCompletion('hello'))),
+      '/v1/chat/completions',
+      ask,
+      {
+        authorization: `Bearer ${broke.token}`,
+        'x-request-id': requestIds[2]!,
+      },
+    );
+    await settled(testEnv);
+    // Moved to 23:30 on 7 March in New York (4:30 on 8 March in UTC), a day no other call of this file is on.
+    const rows = await sql<{ outcome: string; total_ms: number | null }>(
+      testEnv,
+      `update gateway_call_log set created_at = '2026-03-08T04:30:00Z' where client_request_id = any($1) returning outcome, total_ms`,
+      [requestIds],
+    );
+    expect(rows.map((row) => row.outcome).sort()).toEqual(['answered', 'refused', 'upstream_error']);
+    const timed = rows.flatMap((row) => (row.total_ms === null ? [] : [row.total_ms]));
+    expect(timed.length).toBeGreaterThan(0);
+
+    const newYork = await get(`/v1/developer/calls/stats?from=2026-03-06&to=2026-03-08&tz=America/New_York&app=${demoPublicAppId}`);
+    expect(newYork.status).toBe(200);
+    const quiet = { calls: 0, errors: 0, upstream_errors: 0, refused: 0, cut: 0, p50_ms: null, p95_ms: null };
+    expect(newYork.body).toEqual({
+      from: '2026-03-06',
+      to: '2026-03-08',
+      tz: 'America/New_York',
+      data: [
+        { day: '2026-03-06', ...quiet },
+        {
+          day: '2026-03-07',
+          calls: 3,
+          errors: 2,
+          upstream_errors: 1,
+          refused: 1,
+          cut: 0,
+          p50_ms: percentile(timed, 0.5),
+          p95_ms: percentile(timed, 0.95),
+        },
+        { day: '2026-03-08', ...quiet },
+      ],
+    });
+    // The same calls in UTC are on the 8th; without app, every app of the developer counts.
+    const utc = await get('/v1/developer/calls/stats?from=2026-03-07&to=2026-03-08');
+    expect(utc.body.tz).toBe('UTC');
+    expect(utc.body.data.map((day: Body) => [day.day, day.calls, day.errors])).toEqual([
+      ['2026-03-07', 0, 0],
+      ['2026-03-08', 3, 2],
+    ]);
+    // Another developer sees none of them, and the app as one that does not exist.
+    const other = await get('/v1/developer/calls/stats?from=2026-03-07&to=2026-03-08', otherKey);
+    expect(other.body.data.map((day: Body) => day.calls)).toEqual([0, 0]);
+    const named = await get(`/v1/developer/calls/stats?from=2026-03-07&to=2026-03-08&app=${demoPublicAppId}`, otherKey);
+    expect(named.status).toBe(404);
+    expect(named.body.error).toMatchObject({ code: 'not_found' });
+  });
+
+  it.each([
+    ['a range that ends before it starts', 'from=2026-03-08&to=2026-03-07'],
+    ['a range over 90 days', 'from=2026-01-01&to=2026-04-01'],
+    ['a day that is not a date', 'from=2026-02-30&to=2026-03-01'],
+    ['an instant instead of a day', 'from=2026-03-01T00:00:00Z&to=2026-03-02'],
+    ['no range', 'tz=UTC'],
+    ['an unknown time zone', 'from=2026-03-01&to=2026-03-02&tz=Mars/Olympus'],
+  ])('refuses %s with 400 in the envelope', async (_case, query) => {
+    const refused = await get(`/v1/developer/calls/stats?${query}`);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: 'invalid_request' });
+  });
+
+  it('is described in the OpenAPI document, with its query and its 400 and 404', async () => {
+    const response = await call(api(), testEnv, '/openapi.json');
+    const document = (await response.json()) as Body;
+    const stats = document.paths['/v1/developer/calls/stats'].get;
+    expect(stats.parameters.map((parameter: Body) => parameter.name).sort()).toEqual(['app', 'from', 'to', 'tz']);
+    expect(Object.keys(stats.responses)).toEqual(expect.arrayContaining(['200', '400', '404']));
+    expect(Object.keys(document.components.schemas.CallStatsDay.properties)).toEqual([
+      'day',
+      'calls',
+      'errors',
+      'upstream_errors',
+      'refused',
+      'cut',
+      'p50_ms',
+      'p95_ms',
+    ]);
+  });
+
+  it('takes 90 days, the longest range', async () => {
+    const longest = await get('/v1/developer/calls/stats?from=2026-01-01&to=2026-03-31');
+    expect(longest.status).toBe(200);
+    expect(longest.body.data).toHaveLength(90);
+  });
+});
+
 describe('retention', () => {
   it('deletes call details past the app’s retention, keeping newer ones and every usage record', async () => {
     const session = await fundedSession(testEnv);

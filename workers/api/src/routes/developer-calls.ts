@@ -3,8 +3,9 @@
  * newest first, filtered (app, feature, end user by user_ref or by their own external id, model,
  * provider, route, outcome, error code, surface, time range, request id), a keyset page at a time;
  * and `GET /v1/developer/calls/{id}`, one call in full (timings, attempts, tokens by class, money,
- * masked key, error). Another developer's call answers exactly like one that does not exist. No
- * prompt or completion is ever shown: none is kept.
+ * masked key, error); and `GET /v1/developer/calls/stats`, calls, errors and latency per local day.
+ * Another developer's call answers exactly like one that does not exist. No prompt or completion is
+ * ever shown: none is kept.
  */
 import { createRoute, z } from '@hono/zod-openapi';
 import { and, eq } from 'drizzle-orm';
@@ -13,14 +14,17 @@ import type { ServiceApp } from '#shared/app.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
 import { userRef } from '#shared/auth/user-ref.ts';
 import { callOutcomes, callSurfaces } from '#shared/calls/call-log.ts';
+import { callStatsByDay } from '#shared/calls/call-stats.ts';
 import { findCall, listCalls, type CallFilters, type CallLogViewRow } from '#shared/calls/list-calls.ts';
 import { hashExternalUserId } from '#shared/crypto.ts';
+import type { Db } from '#shared/db.ts';
 import { findEndUserByRef } from '#shared/developers/find-end-user-by-ref.ts';
 import { usdStringSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { callAttemptSchema } from '#shared/wire/faucet-object.ts';
 import { PageQuery } from './developer-schemas.ts';
+import { parseTimeZone, parseUsageRange } from './developer-usage-query.ts';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 const instant = z.iso.datetime({ offset: true });
@@ -111,6 +115,51 @@ const CallDetail = CallSummary.extend({
   money: money.nullable(),
 }).openapi('CallDetail');
 
+/** The longest range of the per-day stats, in local days. */
+const STATS_MAX_DAYS = 90;
+
+const CallStatsQuery = z.object({
+  from: z.string().max(10).openapi({ description: 'First local day, YYYY-MM-DD (inclusive)', example: '2026-11-01' }),
+  to: z
+    .string()
+    .max(10)
+    .openapi({ description: `Last local day, YYYY-MM-DD (inclusive); at most ${STATS_MAX_DAYS} days after from` }),
+  tz: z
+    .string()
+    .max(64)
+    .optional()
+    .openapi({ description: 'IANA time zone the days are counted in (default UTC)', example: 'Europe/Berlin' }),
+  app: z.string().min(1).max(100).optional().openapi({ description: 'Only this app (public_app_id)' }),
+});
+
+const CallStatsDay = z
+  .object({
+    day: z.string().openapi({ description: 'Local day in tz, YYYY-MM-DD' }),
+    calls: z.number().int(),
+    errors: z.number().int().openapi({ description: 'upstream_error + refused + cut' }),
+    upstream_errors: z.number().int(),
+    refused: z.number().int(),
+    cut: z.number().int(),
+    p50_ms: z.number().nullable().openapi({ description: 'Median total_ms of the day (percentile_cont); null: no timed call' }),
+    p95_ms: z.number().nullable().openapi({ description: '95th percentile of total_ms (percentile_cont); null: no timed call' }),
+  })
+  .openapi('CallStatsDay');
+
+const stats = createRoute({
+  method: 'get',
+  path: '/v1/developer/calls/stats',
+  summary: 'Your calls per local day: calls, errors, latency p50 and p95 (at most 90 days)',
+  middleware: [requireDeveloper()] as const,
+  request: { query: CallStatsQuery },
+  responses: {
+    200: {
+      description: 'Every day of the range, zeros included',
+      content: json(z.object({ from: z.string(), to: z.string(), tz: z.string(), data: z.array(CallStatsDay) }).openapi('CallStatsPage')),
+    },
+    ...errorResponses(400, 401, 403, 404, 429),
+  },
+});
+
 const list = createRoute({
   method: 'get',
   path: '/v1/developer/calls',
@@ -136,6 +185,18 @@ const detail = createRoute({
 });
 
 export function registerDeveloperCallRoutes(app: ServiceApp): void {
+  // Before `/calls/{id}`, which would otherwise take `stats` for an id.
+  app.openapi(stats, async (c) => {
+    const query = c.req.valid('query');
+    const range = parseUsageRange(query, STATS_MAX_DAYS);
+    const timeZone = parseTimeZone(query.tz);
+    const developerId = c.var.developer.developerId;
+    const { db } = c.var.database();
+    const appId = query.app === undefined ? null : await ownedAppId(db, developerId, query.app);
+    const data = await callStatsByDay(db, { developerId, appId, ...range, timeZone });
+    return c.json({ ...range, tz: timeZone, data }, 200);
+  });
+
   app.openapi(list, async (c) => {
     const query = c.req.valid('query');
     const developerId = c.var.developer.developerId;
@@ -152,14 +213,7 @@ export function registerDeveloperCallRoutes(app: ServiceApp): void {
       ...(query.to === undefined ? {} : { to: query.to }),
       ...(query.request_id === undefined ? {} : { requestId: query.request_id }),
     };
-    if (query.app !== undefined) {
-      const [owned] = await db
-        .select({ id: apps.id })
-        .from(apps)
-        .where(and(eq(apps.publicAppId, query.app), eq(apps.developerId, developerId)));
-      if (!owned) throw new FaucetError('not_found', 'app not found');
-      filters.appId = owned.id;
-    }
+    if (query.app !== undefined) filters.appId = await ownedAppId(db, developerId, query.app);
     if (query.user_ref !== undefined) {
       const found = await findEndUserByRef(db, { secret: c.env.SESSION_HASH_SECRET, developerId, ref: query.user_ref });
       // An unknown user, or another developer's, has no calls here.
@@ -190,6 +244,16 @@ export function registerDeveloperCallRoutes(app: ServiceApp): void {
     if (row === undefined) throw new FaucetError('not_found', 'call not found');
     return c.json(await detailOf(c.env.SESSION_HASH_SECRET, row), 200);
   });
+}
+
+/** The row id of one of the developer's apps; another developer's app is 404, like one that does not exist. */
+async function ownedAppId(db: Db, developerId: string, publicAppId: string): Promise<string> {
+  const [owned] = await db
+    .select({ id: apps.id })
+    .from(apps)
+    .where(and(eq(apps.publicAppId, publicAppId), eq(apps.developerId, developerId)));
+  if (!owned) throw new FaucetError('not_found', 'app not found');
+  return owned.id;
 }
 
 async function summaryOf(secret: string | undefined, row: CallLogViewRow): Promise<z.infer<typeof CallSummary>> {

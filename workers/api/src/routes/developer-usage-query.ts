@@ -39,11 +39,12 @@ function parseDay(name: string, value: string): number {
   return time / DAY_MS;
 }
 
-export function parseUsageRange(query: { from: string; to: string }): { from: string; to: string } {
+/** A range of local days, both ends inclusive, of at most `maxDays` days (the request log's stats take 90). */
+export function parseUsageRange(query: { from: string; to: string }, maxDays = MAX_RANGE_DAYS): { from: string; to: string } {
   const from = parseDay('from', query.from);
   const to = parseDay('to', query.to);
   if (from > to) throw new FaucetError('invalid_request', 'from must not be after to');
-  if (to - from + 1 > MAX_RANGE_DAYS) throw new FaucetError('invalid_request', `the range may span at most ${MAX_RANGE_DAYS} days`);
+  if (to - from + 1 > maxDays) throw new FaucetError('invalid_request', `the range may span at most ${maxDays} days`);
   return { from: query.from, to: query.to };
 }
 

@@ -136,6 +136,11 @@ describe('tenant isolation of the money views and exports', () => {
     victim.payoutId = ((await run.json()) as Body).data.find((payout: Body) => payout.wallet_id === victim.walletId).id;
   });
 
+  /** The stats' longest range, ending today (UTC): the day of the victim's call. */
+  const lastDays = () => {
+    const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+    return `from=${day(-89)}&to=${day(0)}`;
+  };
   const moneyEndpoints = () => [
     { method: 'GET', path: '/v1/developer/wallet' },
     { method: 'GET', path: '/v1/developer/end-users' },
@@ -150,6 +155,8 @@ describe('tenant isolation of the money views and exports', () => {
     { method: 'GET', path: `/v1/developer/calls?user_ref=${victim.endUserRef}` },
     { method: 'GET', path: '/v1/developer/calls?request_id=victim-request-1' },
     { method: 'GET', path: `/v1/developer/calls/${victim.callId}` },
+    { method: 'GET', path: `/v1/developer/calls/stats?${lastDays()}` },
+    { method: 'GET', path: `/v1/developer/calls/stats?app=${victim.appPublicId}&${lastDays()}` },
   ];
   const revokeEndUser = () => ({ method: 'POST', path: `/v1/developer/end-users/${victim.endUserRef}/revoke-sessions` });
 
@@ -180,6 +187,7 @@ describe('tenant isolation of the money views and exports', () => {
     await expectRefused({ method: 'GET', path: `/v1/developer/end-users?app=${victim.appPublicId}` }, world.other, 404);
     await expectRefused({ method: 'GET', path: `/v1/developer/calls?app=${victim.appPublicId}` }, world.other, 404);
     await expectRefused({ method: 'GET', path: `/v1/developer/calls/${victim.callId}` }, world.other, 404);
+    await expectRefused({ method: 'GET', path: `/v1/developer/calls/stats?app=${victim.appPublicId}&${lastDays()}` }, world.other, 404);
     await expectRefused(revokeEndUser(), world.other, 404);
     const named = (endpoint: { path: string }) => endpoint.path.includes('?app=') || endpoint.path.includes(victim.callId);
     for (const endpoint of moneyEndpoints().filter((endpoint) => !named(endpoint))) {
@@ -199,6 +207,11 @@ describe('tenant isolation of the money views and exports', () => {
         expect(text, endpoint.path).not.toContain(secret);
       }
     }
+    // The victim's call is today: the other developer's days count none of it.
+    const stats = await call(api(), testEnv, `/v1/developer/calls/stats?${lastDays()}`, { token: world.other });
+    const days = ((await stats.json()) as Body).data as Body[];
+    expect(days).toHaveLength(90);
+    expect(days.reduce((sum, day) => sum + day.calls, 0)).toBe(0);
     const probe = await call(api(), testEnv, `/v1/developer/payouts?cursor=${victim.payoutId}`, { token: world.other });
     expect(await probe.json()).toEqual({ data: [], next_cursor: null });
     expect(await moneySnapshot()).toEqual(before);

@@ -24,3 +24,10 @@ export function navigate(path: string): void {
 }
 
 export const href = (path: string) => `#${path}`;
+
+/** The query after the view's path (`#/developer/calls?user_ref=…`): a view's initial filters, never a credential. */
+export function routeQuery(): URLSearchParams {
+  const hash = window.location.hash;
+  const at = hash.indexOf('?');
+  return new URLSearchParams(at < 0 ? '' : hash.slice(at + 1));
+}

@@ -9,7 +9,8 @@ import 'uplot/dist/uPlot.min.css';
 
 export interface Series {
   label: string;
-  values: number[];
+  /** Null: no value that day (a gap in the line). */
+  values: Array<number | null>;
   /** CSS variable with the line colour. */
   color: '--series-1' | '--series-2';
 }

@@ -16,10 +16,11 @@ export interface View {
 
 export const viewsByRole: Record<Role, readonly View[]> = { developer: developerViews, operator: operatorViews };
 
-/** The view for a location path such as `/developer/keys`, or the role's first view. */
+/** The view for a location path such as `/developer/keys` (a query after `?` is the view's), or the role's first view. */
 export function findView(role: Role, path: string): View | undefined {
   const views = viewsByRole[role];
-  const rest = path.startsWith(`/${role}`) ? path.slice(role.length + 1).replace(/^\//, '') : '';
+  const bare = path.split('?')[0]!;
+  const rest = bare.startsWith(`/${role}`) ? bare.slice(role.length + 1).replace(/^\//, '') : '';
   return views.find((view) => view.path === rest) ?? views[0];
 }
 

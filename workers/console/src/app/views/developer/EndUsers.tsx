@@ -5,6 +5,7 @@
  * own backend knows them by.
  */
 import { type FormEvent, useState } from 'react';
+import { href } from '../../router.ts';
 import { useApi } from '../../session.tsx';
 import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Field, Loading, Outcome, Section, usd } from '../../ui/parts.tsx';
@@ -152,6 +153,7 @@ export function EndUsers() {
                       Balance
                     </th>
                     <th scope="col">Last seen</th>
+                    <th scope="col">Calls</th>
                     <th scope="col">Sessions</th>
                   </tr>
                 </thead>
@@ -166,6 +168,11 @@ export function EndUsers() {
                       <td className="num">{usd(user.spend_usd)}</td>
                       <td className="num">{usd(user.balance_usd)}</td>
                       <td>{user.last_seen_at.slice(0, 16).replace('T', ' ')}</td>
+                      <td>
+                        <a href={href(`/developer/calls?user_ref=${encodeURIComponent(user.user_ref)}`)}>
+                          Calls<span className="sr-only"> of user {user.user_ref.slice(0, 12)}…</span>
+                        </a>
+                      </td>
                       <td>
                         <RevokeRowButton user={user} action={revoke} />
                       </td>

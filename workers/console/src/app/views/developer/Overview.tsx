@@ -5,9 +5,9 @@
  */
 import { useMemo } from 'react';
 import { useApi } from '../../session.tsx';
-import { useTheme } from '../../theme.tsx';
 import { fromUnits, toChartNumber } from '../../ui/amounts.ts';
-import { Chart, type Series } from '../../ui/Chart.tsx';
+import type { Series } from '../../ui/Chart.tsx';
+import { ChartFigure } from '../../ui/chart-figure.tsx';
 import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Loading, Section, usd } from '../../ui/parts.tsx';
 import { type DailyUsage, type Figures, loadDailyUsage } from './usage.ts';
@@ -98,49 +98,15 @@ const charts: ChartSpec[] = [
 ];
 
 function DailyChart({ spec, usage }: { spec: ChartSpec; usage: DailyUsage }) {
-  const { theme } = useTheme();
-  const days = useMemo(() => usage.days.map((day) => day.day), [usage]);
-  const series = useMemo(
-    () => spec.series.map((one) => ({ label: one.label, color: one.color, values: usage.days.map(one.value) })),
-    [spec, usage],
-  );
   return (
     <Section title={spec.title}>
-      <figure style={{ margin: 0 }} aria-label={`${spec.title} per day`}>
-        <Chart days={days} series={series} format={spec.format} theme={theme} />
-        <details>
-          <summary>{spec.title} per day as a table</summary>
-          <ScrollTable label={`${spec.title} per day`}>
-            <table data-chart={spec.title}>
-              <caption className="sr-only">
-                {spec.title} per day, {usage.from} to {usage.to} ({usage.tz})
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">Day</th>
-                  {spec.series.map((one) => (
-                    <th key={one.label} scope="col" className="num">
-                      {one.label}
-                    </th>
-                  ))}
-                </tr>
-              </thead>
-              <tbody>
-                {usage.days.map((day) => (
-                  <tr key={day.day}>
-                    <th scope="row">{day.day}</th>
-                    {spec.series.map((one) => (
-                      <td key={one.label} className="num">
-                        {one.shown(day)}
-                      </td>
-                    ))}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </ScrollTable>
-        </details>
-      </figure>
+      <ChartFigure<DailyUsage['days'][number]>
+        title={spec.title}
+        caption={`${spec.title} per day, ${usage.from} to ${usage.to} (${usage.tz})`}
+        rows={usage.days}
+        series={spec.series}
+        format={spec.format}
+      />
     </Section>
   );
 }

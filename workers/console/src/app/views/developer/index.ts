@@ -9,6 +9,7 @@ import { Overview } from './Overview.tsx';
 const Apps = lazy(() => import('./Apps.tsx').then((module) => ({ default: module.Apps })));
 const Keys = lazy(() => import('./Keys.tsx').then((module) => ({ default: module.Keys })));
 const EndUsers = lazy(() => import('./EndUsers.tsx').then((module) => ({ default: module.EndUsers })));
+const Calls = lazy(() => import('./Calls.tsx').then((module) => ({ default: module.Calls })));
 const Payouts = lazy(() => import('./Payouts.tsx').then((module) => ({ default: module.Payouts })));
 
 export const developerViews: readonly View[] = [
@@ -16,5 +17,6 @@ export const developerViews: readonly View[] = [
   { path: 'apps', label: 'Apps and features', component: Apps },
   { path: 'keys', label: 'Keys', component: Keys },
   { path: 'end-users', label: 'End users', component: EndUsers },
+  { path: 'calls', label: 'Calls', component: Calls },
   { path: 'payouts', label: 'Payouts', component: Payouts },
 ];
