@@ -432,7 +432,37 @@ export const gatewayCallLog = pgTable(
     index('gateway_call_log_app_created').on(table.appId, table.createdAt.desc(), table.id.desc()),
     index('gateway_call_log_end_user_created').on(table.endUserId, table.createdAt.desc(), table.id.desc()),
     index('gateway_call_log_client_request').on(table.appId, table.clientRequestId),
-    index('gateway_call_log_created').on(table.createdAt),
+  ],
+);
+
+/** Per app, where its calls' spans go (OTLP/HTTP) and how the last deliveries went (docs/traces.md). */
+export const appTraceExports = pgTable(
+  'app_trace_exports',
+  {
+    appId: uuid('app_id')
+      .primaryKey()
+      .references(() => apps.id),
+    endpoint: text('endpoint').notNull(),
+    /** The headers as one sealed JSON object (null: none). */
+    headersCiphertext: text('headers_ciphertext'),
+    headersIv: text('headers_iv'),
+    headersKeyVersion: integer('headers_key_version'),
+    /** Each header's name and its mask, for display. */
+    headersMasked: jsonb('headers_masked').$type<Record<string, string>>().notNull().default({}),
+    enabled: boolean('enabled').notNull().default(true),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    lastSuccessAt: timestamp('last_success_at', { withTimezone: true }),
+    lastErrorAt: timestamp('last_error_at', { withTimezone: true }),
+    lastError: text('last_error'),
+    consecutiveFailures: integer('consecutive_failures').notNull().default(0),
+  },
+  (table) => [
+    check(
+      'app_trace_exports_sealed',
+      sql`(${table.headersCiphertext} is null) = (${table.headersIv} is null) and (${table.headersCiphertext} is null) = (${table.headersKeyVersion} is null)`,
+    ),
+    check('app_trace_exports_failures', sql`${table.consecutiveFailures} >= 0`),
   ],
 );
 
@@ -490,6 +520,8 @@ export const usageEvents = pgTable(
     index('usage_events_created').on(table.createdAt),
     index('usage_events_credential_created').on(table.providerCredentialId, table.createdAt),
     index('usage_events_app_created').on(table.appId, table.createdAt),
+    // The request log's `outcome=estimated`: a probe per call that finds nothing for most, without the heap.
+    index('usage_events_estimated_request').on(table.requestId).where(sql`${table.estimated}`),
     check(
       'usage_events_token_parts',
       sql`least(${table.cacheWriteTokens}, ${table.audioInputTokens}, ${table.audioOutputTokens}, ${table.reasoningTokens}) >= 0

@@ -1,5 +1,6 @@
 /** Bindings every Faucet worker may receive (wrangler.toml vars, Worker secrets, Durable Objects). */
 import type { MetricsObject, RateLimiterObject, WalletObjectContract } from './durable-objects.ts';
+import type { TraceMessage } from './traces/trace-message.ts';
 
 export interface Env {
   ENVIRONMENT?: string; // 'development' | 'test' | 'production'
@@ -58,6 +59,8 @@ export interface Env {
   WALLET_KEY_BUDGET_USD?: string;
   /** How long a wallet object keeps settled calls before flushing them (default 1000; 0 = book before answering). */
   WALLET_FLUSH_INTERVAL_MS?: string;
+  /** The traces queue (docs/traces.md): the gateway's wallet objects send to it, the API consumes it. */
+  TRACES?: Queue<TraceMessage>;
 
   [key: string]: unknown;
 }

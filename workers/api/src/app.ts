@@ -10,6 +10,7 @@ import { registerDeveloperCallRoutes } from './routes/developer-calls.ts';
 import { registerDeveloperExportRoutes } from './routes/developer-exports.ts';
 import { registerDeveloperFeatureRoutes } from './routes/developer-features.ts';
 import { registerDeveloperKeyRoutes } from './routes/developer-keys.ts';
+import { registerDeveloperTracesRoutes } from './routes/developer-traces.ts';
 import { registerDeveloperMoneyRoutes } from './routes/developer-money.ts';
 import { registerDeveloperProviderKeyRoutes } from './routes/developer-provider-keys.ts';
 import { registerDeveloperUsageRoutes } from './routes/developer-usage.ts';
@@ -40,6 +41,7 @@ export function createApiApp(dependencies: { fetch?: FetchFunction } = {}): Serv
   registerDeveloperAppRoutes(app);
   registerDeveloperFeatureRoutes(app);
   registerDeveloperAppIdentityRoutes(app);
+  registerDeveloperTracesRoutes(app);
   registerDeveloperSessionRoutes(app);
   registerMoneyRoutes(app);
   registerPaymentRoutes(app);

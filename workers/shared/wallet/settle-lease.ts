@@ -130,6 +130,8 @@ interface LeaseStateRow {
 /** faucet_settle_lease's one row: the lease, and each booking's outcome (JSON, as faucet_book_usage_batch's rows). */
 interface SettledLeaseRow extends LeaseStateRow {
   results: BookingRow[] | string;
+  /** The apps of the flush's request-log rows that export traces (JSON array of ids). */
+  traced_apps: string[] | string;
 }
 
 type CallInsert = typeof gatewayCalls.$inferInsert;
@@ -168,18 +170,31 @@ export interface LeaseFlush {
 }
 
 /** The statement itself: the lease, and the bookings' outcomes in the order given. Throws when nothing was written. */
-async function settleLeaseRows(db: SqlDatabase, flush: LeaseFlush): Promise<{ lease: LeaseStateRow; bookings: BookingRow[] }> {
-  const { results, ...lease } = await queryOne<SettledLeaseRow>(
+async function settleLeaseRows(
+  db: SqlDatabase,
+  flush: LeaseFlush,
+): Promise<{ lease: LeaseStateRow; bookings: BookingRow[]; tracedApps: string[] }> {
+  const {
+    results,
+    traced_apps: traced,
+    ...lease
+  } = await queryOne<SettledLeaseRow>(
     db,
     // The request log rides in the same statement (a data-modifying WITH runs once, whatever the
     // query reads): written with the bookings or not at all, so a retried flush writes each row once.
-    sql`with logged as (
+    // It also names the rows' apps that export traces (docs/traces.md), so the object learns whom to
+    // trace without a statement of its own.
+    sql`with input as (select ${JSON.stringify(flush.logs ?? [])}::jsonb as logs),
+        logged as (
           insert into gateway_call_log
-          select r.* from jsonb_populate_recordset(null::gateway_call_log, ${JSON.stringify(flush.logs ?? [])}::jsonb) r
+          select r.* from input, jsonb_populate_recordset(null::gateway_call_log, input.logs) r
            where r.end_user_id = ${flush.endUserId}::uuid
           on conflict (id) do nothing
         )
-        select (s.lease).*, s.results from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
+        select (s.lease).*, s.results,
+               (select coalesce(jsonb_agg(t.app_id), '[]'::jsonb) from app_trace_exports t
+                 where t.enabled and t.app_id in (select (e ->> 'app_id')::uuid from input, jsonb_array_elements(input.logs) e)) as traced_apps
+          from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
       ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
       ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer, ${flush.callSlots ?? null}::integer,
       ${flush.budgets === undefined ? null : JSON.stringify(flush.budgets)}::jsonb) s`,
@@ -196,7 +211,7 @@ async function settleLeaseRows(db: SqlDatabase, flush: LeaseFlush): Promise<{ le
   for (let index = 0; index < bookings.length; index++) {
     if (bookings[index] === undefined) throw new Error(`faucet_settle_lease did not answer booking ${index}`);
   }
-  return { lease, bookings };
+  return { lease, bookings, tracedApps: typeof traced === 'string' ? (JSON.parse(traced) as string[]) : (traced ?? []) };
 }
 
 /** What a wallet object needs of each booking's outcome (the amounts are its own already; none is parsed). */
@@ -215,11 +230,13 @@ export interface LeaseFlushResult {
   /** As faucet_settle_lease answers it: null, or {limit, slots, window}. */
   rateLimit: unknown;
   keyBudgets: KeyBudgets;
+  /** The apps of the flush's request-log rows with an enabled trace export. */
+  tracedApps: string[];
 }
 
 /** The wallet object's flush (its alarm's one statement), on what it keeps as it keeps it. */
 export async function flushLease(db: SqlDatabase, flush: LeaseFlush): Promise<LeaseFlushResult> {
-  const { lease, bookings } = await settleLeaseRows(db, flush);
+  const { lease, bookings, tracedApps } = await settleLeaseRows(db, flush);
   return {
     results: bookings.map((row) => ({ outcome: row.outcome, reason: row.reason, message: row.message })),
     leaseUsd: lease.amount_usd,
@@ -227,6 +244,7 @@ export async function flushLease(db: SqlDatabase, flush: LeaseFlush): Promise<Le
     spendLimits: lease.spend_limits,
     rateLimit: lease.rate_limit,
     keyBudgets: keyBudgetsOf(lease.key_budgets),
+    tracedApps,
   };
 }
 

@@ -7,6 +7,8 @@
  */
 import type { WalletCallRequest } from '#shared/durable-objects.ts';
 import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
+import type { CallLogRow } from '#shared/calls/call-log.ts';
+import { traceMessages } from '#shared/traces/trace-message.ts';
 import { flushLease } from '#shared/wallet/settle-lease.ts';
 import {
   budgetCommittedUnits,
@@ -194,7 +196,26 @@ export class LeaseSync {
       ...Object.fromEntries(refused.map((call) => [`call:${call.id}`, call])),
       ...Object.fromEntries(flushed.map((call) => [`claim:${call.clientRequestId}`, claimUntil(call)])),
     });
+    if (result.tracedApps.length > 0) await this.queueTraces(logs, result.tracedApps);
     if (state.hasUnflushed()) await this.scheduleAlarm();
+  }
+
+  /**
+   * Tells the traces queue which of the rows just written belong to apps that export traces (the
+   * flush statement named them). After the flush, never instead of it: a message lost loses spans,
+   * never a booking.
+   */
+  private async queueTraces(logs: readonly CallLogRow[], tracedApps: readonly string[]): Promise<void> {
+    const { state } = this;
+    const queue = state.env.TRACES;
+    if (queue === undefined) return;
+    const messages = traceMessages(logs, tracedApps, state.env.DATABASE_URL ? null : state.meta.databaseUrl);
+    if (messages.length === 0) return;
+    try {
+      await queue.sendBatch(messages.map((body) => ({ body })));
+    } catch (error) {
+      state.logger.warn('trace messages not queued', { apps: messages.length, error: error instanceof Error ? error.name : 'unknown' });
+    }
   }
 
   /**
