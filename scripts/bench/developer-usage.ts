@@ -10,6 +10,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
+import { queryDeveloperUsage } from '#shared/usage/developer-usage.ts';
 import { rollUpUsage } from '#shared/usage/roll-up-usage.ts';
 import { generateSecrets } from '../lib/dev-vars.ts';
 import { repoRoot, startStack } from '../lib/stack.ts';
@@ -75,6 +76,9 @@ export async function runDeveloperUsageBench(): Promise<void> {
       );
     });
     const [folded, foldTime] = await seconds(() => rollUpUsage(drizzle(client)));
+    // The fold deleted a million pending rows; autovacuum would clear them soon after (as it does after
+    // each cron fold), and until it does every read walks their dead index entries (~10 ms here).
+    await client.query('vacuum usage_rollup_pending');
     await client.query('analyze');
     const { rows: sizes } = await client.query<{ rollup_rows: string; pending: string }>(
       `select (select count(*) from usage_rollup_daily) as rollup_rows, (select count(*) from usage_rollup_pending) as pending`,
@@ -118,6 +122,33 @@ export async function runDeveloperUsageBench(): Promise<void> {
       const timed = await timeEach(runs, () => get(usagePath(tz), stack.developerKey));
       console.log(`GET /v1/developer/usage ${DAYS} days, tz=${tz.padEnd(16)} ${figures(timed)}${runs < RUNS ? `  (${runs} runs)` : ''}`);
     }
+    // The same page's statement(s) alone, from Node on the same database: what of the endpoint's time is SQL.
+    const db = drizzle(client);
+    for (const tz of ['UTC', 'America/New_York', 'Asia/Kolkata']) {
+      const statement = () => queryDeveloperUsage(db, { developerId: stack.seed.developerId, from, to, timeZone: tz, limit: 100 });
+      await timeEach(3, statement);
+      console.log(
+        `  its statement alone (queryDeveloperUsage, node-postgres), tz=${tz.padEnd(16)} ${figures(await timeEach(RUNS, statement))}`,
+      );
+    }
+    // The worker opens a connection (a new backend, cold caches) per request: the same, from Node.
+    const onFreshConnection = async (run: (fresh: pg.Client) => Promise<unknown>) => {
+      const fresh = new pg.Client(stack.databaseUrl);
+      await fresh.connect();
+      try {
+        await run(fresh);
+      } finally {
+        await fresh.end();
+      }
+    };
+    const connectOnly = await timeEach(10, () => onFreshConnection((fresh) => fresh.query('select 1')));
+    const coldStatement = await timeEach(10, () =>
+      onFreshConnection((fresh) =>
+        queryDeveloperUsage(drizzle(fresh), { developerId: stack.seed.developerId, from, to, timeZone: 'UTC', limit: 100 }),
+      ),
+    );
+    console.log(`  connect + select 1 on a new connection                                ${figures(connectOnly)}  (10 runs)`);
+    console.log(`  connect + the statement on a new connection (cold backend), tz=UTC    ${figures(coldStatement)}  (10 runs)`);
     const raw = await timeEach(5, () => client.query(rawScan, [stack.seed.developerId, 'UTC', from, to]));
     const api = await timeEach(RUNS, () => get(usagePath('UTC'), stack.developerKey));
     console.log(
