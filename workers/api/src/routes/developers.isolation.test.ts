@@ -232,6 +232,13 @@ describe('tenant isolation of apps and features', () => {
         token: key,
       });
     }
+    // Where the victim's calls are traced to, with a secret header.
+    const traced = await call(api(), testEnv, `/v1/developer/apps/${victim.app}/traces`, {
+      method: 'PUT',
+      json: { endpoint: 'https://otlp.victim.example.com/v1/traces', headers: { authorization: 'Bearer victim-otlp-secret' } },
+      token: key,
+    });
+    expect(traced.status).toBe(200);
   });
 
   const feature = { feature_key: 'intruder', name: 'Intruder', default_model: 'mock:echo' };
@@ -251,6 +258,9 @@ describe('tenant isolation of apps and features', () => {
       { method: 'PATCH', path: `${app}/session-policy`, json: { session_policy: 'anonymous' } },
       { method: 'PUT', path: `${app}/allowed-origins`, json: { allowed_origins: ['https://evil.example.com'] } },
       { method: 'POST', path: `${app}/signing-secrets`, json: {} },
+      { method: 'GET', path: `${app}/traces` },
+      { method: 'PUT', path: `${app}/traces`, json: { endpoint: 'https://otlp.intruder.example.com/v1/traces' } },
+      { method: 'DELETE', path: `${app}/traces` },
     ];
   };
   const ownEndpoints = [
@@ -263,7 +273,8 @@ describe('tenant isolation of apps and features', () => {
     await sql(
       testEnv,
       `select (select json_agg(a order by a.id) from apps a) as apps, (select json_agg(f order by f.id) from app_features f) as features,
-              (select count(*) from app_signing_secrets) as secrets`,
+              (select count(*) from app_signing_secrets) as secrets,
+              (select json_agg(t order by t.app_id) from app_trace_exports t) as traces`,
     ),
   ];
 
