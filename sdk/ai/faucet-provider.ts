@@ -5,8 +5,7 @@
  * the bearer token, and retries once with a fresh session when the gateway answers 401. The
  * gateway's `faucet` object (request id, route, model, tokens, charge) comes back as the AI SDK's
  * `providerMetadata.faucet`, for `generateText` from the completion and for `streamText` from the
- * stream's last event; its embedding model does the same for `embed`/`embedMany` (`POST /v1/embeddings`).
- * Cloud routes only: the `local` route goes through `createFaucet`.
+ * stream's last event. Cloud routes only: the `local` route goes through `createFaucet`.
  */
 import { createOpenAICompatible, type MetadataExtractor, type OpenAICompatibleProvider } from '@ai-sdk/openai-compatible';
 import type { FaucetMetadata, FaucetOptions } from '@faucet/sdk';
