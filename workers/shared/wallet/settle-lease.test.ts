@@ -25,7 +25,8 @@ import { expireHolds, reserveHold } from '../ledger/holds.ts';
 import { reconcileLedger } from '../ledger/reconcile.ts';
 import { addUsd, compareUsd, formatUsd, parseWireAmount, subtractUsd, type Usd } from '../money/index.ts';
 import { rateUsage } from '../rating/index.ts';
-import { settleLease, type LeasedCallRecord, type SettleLeaseInput } from './settle-lease.ts';
+import { flushLease, settleLease, type LeasedCallRecord, type SettleLeaseInput } from './settle-lease.ts';
+import { callLogRow } from '../calls/call-log.ts';
 
 let testEnv: TestEnv;
 let database: LedgerTestDatabase;
@@ -579,6 +580,47 @@ describe('settleLease: the housekeeping around a lease', () => {
     expect(formatUsd(late.lease.amount)).toBe('0.50000000');
     expect(await countsOf([stale])).toMatchObject({ events: 1, transactions: 1 });
     await expectBooksClean([stale]);
+  });
+});
+
+describe('the request log in the flush', () => {
+  it('writes each log row once with the flush; a row the table would refuse is left out and never fails the bookings', async () => {
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const row = (featureKey: string | null) =>
+      callLogRow(
+        {
+          id: crypto.randomUUID(),
+          appId: user.appId,
+          endUserId: user.endUserId,
+          featureKey: featureKey as string,
+          clientRequestId: `client-${crypto.randomUUID()}`,
+          provider: 'mock',
+          model: 'echo',
+          routeMode: null,
+          providerCredentialId: null,
+          createdAt: new Date().toISOString(),
+        },
+        { surface: 'chat.completions', requestedModel: 'mock:echo', outcome: 'refused', errorCode: 'app_archived', stream: false },
+      );
+    const kept = row('chat');
+    const refused = row(null);
+    const flush = {
+      endUserId: user.endUserId,
+      leaseKey: leaseKey(),
+      calls: [],
+      bookings: [],
+      targetUsd: '0.50000000',
+      keep: true,
+      ttlSeconds: 120,
+      logs: [kept, refused],
+    };
+    const first = await flushLease(database.db, flush);
+    expect(first.leaseUsd).toBe('0.50000000');
+    // The answer was lost: the same flush again writes nothing twice.
+    await flushLease(database.db, flush);
+    const written = await sql<{ id: string }>(testEnv, 'select id from gateway_call_log where id = any($1)', [[kept.id, refused.id]]);
+    expect(written).toEqual([{ id: kept.id }]);
   });
 });
 

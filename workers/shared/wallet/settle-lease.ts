@@ -189,6 +189,14 @@ async function settleLeaseRows(
           insert into gateway_call_log
           select r.* from input, jsonb_populate_recordset(null::gateway_call_log, input.logs) r
            where r.end_user_id = ${flush.endUserId}::uuid
+             -- A row the table would refuse is left out, never failing the bookings beside it.
+             and r.id is not null and r.app_id is not null and r.feature_key is not null and r.requested_model is not null
+             and r.client_request_id is not null and r.created_at is not null and r.stream is not null
+             and r.surface in ('chat.completions', 'responses', 'messages', 'embeddings')
+             and r.outcome in ('answered', 'cut', 'upstream_error', 'refused')
+             and coalesce(r.authorize_ms, 0) >= 0 and coalesce(r.first_byte_ms, 0) >= 0 and coalesce(r.total_ms, 0) >= 0
+             and exists (select 1 from apps a where a.id = r.app_id)
+             and (r.provider_credential_id is null or exists (select 1 from provider_credentials k where k.id = r.provider_credential_id))
           on conflict (id) do nothing
         )
         select (s.lease).*, s.results,

@@ -117,7 +117,7 @@ export class AuthorizeStep {
     if (decision.outcome === 'needs_room') throw new Error('a renewed room is decided, never asked to grow');
     if (decision.outcome === 'refused') {
       if (decision.code === 'routing_changed') return { outcome: 'routing_changed', routing };
-      if (request.log !== undefined && decision.code !== 'unauthorized' && state.meta.endUserId === endUserId) {
+      if (request.log !== undefined && decision.code !== 'unauthorized' && context.appId !== null && state.meta.endUserId === endUserId) {
         // The developer's request log shows the refusal (written with the object's next flush).
         await state.keepLog(
           callLogRow(
@@ -125,7 +125,8 @@ export class AuthorizeStep {
               id: call.id,
               appId: context.appId as string,
               endUserId,
-              featureKey: context.featureKey as string,
+              // A feature that could not be resolved (an archived app or feature) is logged as asked ('' = the default).
+              featureKey: context.featureKey ?? request.featureKey ?? '',
               clientRequestId: call.clientRequestId,
               provider: request.provider,
               model: request.model,
