@@ -6,6 +6,7 @@
  * on the call's path. Never any content of the call.
  */
 import type { CallAttempt } from '../wire/faucet-object.ts';
+import { FaucetError } from '../wire/errors.ts';
 
 export const callSurfaces = ['chat.completions', 'responses', 'messages', 'embeddings'] as const;
 export type CallSurface = (typeof callSurfaces)[number];
@@ -96,4 +97,11 @@ export function callLogRow(owner: CallOwner, facts: CallLogFacts): CallLogRow {
     provider_credential_id: owner.providerCredentialId,
     created_at: owner.createdAt,
   };
+}
+
+/** A failure as the log names it: its code and message (a failure not Faucet's own as `internal_error`); none when there is none. */
+export function failureFacts(failure: unknown): Pick<CallLogFacts, 'errorCode' | 'errorMessage'> {
+  if (failure === undefined) return { errorCode: null, errorMessage: null };
+  if (FaucetError.isInstance(failure)) return { errorCode: failure.code, errorMessage: failure.message };
+  return { errorCode: 'internal_error', errorMessage: 'The gateway failed while serving the call.' };
 }

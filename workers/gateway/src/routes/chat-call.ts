@@ -21,9 +21,7 @@ import { estimatedUsage, meteredUsage } from '../metering/metered-usage.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
 import { capOutputTokens } from '../metering/output-cap.ts';
 import { abandonCall, settleCall, type SettleOptions } from '../metering/settle-call.ts';
-import type { ChatCompletion, ChatRequest } from '../openai/chat-schemas.ts';
-import type { CloudRouteMode, RouteMode } from '#shared/wire/route-modes.ts';
-import type { ChatCompletionsBody } from './chat-completions-body.ts';
+import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
 import { createAdapter } from '../providers/create-adapter.ts';
 import { authorizeOnLease, walletOf } from '../wallet/authorize-on-lease.ts';
 import type { CallPlan } from '../routing/call-plan.ts';
@@ -35,55 +33,8 @@ import type { CallAttempt } from '#shared/wire/faucet-object.ts';
 import type { FaucetObject } from '../metering/faucet-object.ts';
 import { meteredStream } from '../streaming/metered-stream.ts';
 import { defaultUpstreamTimeoutMs } from '#shared/upstream/outbound-fetch.ts';
-import type { CallLogFacts, CallOutcome, CallSurface } from '#shared/calls/call-log.ts';
-
-/** What a surface read from its request: the chat request the providers are called with, and how. */
-export interface SurfaceCall {
-  /** The body as the client sent it: the idempotency fingerprint is taken over it. */
-  body: unknown;
-  /** The model the client named (`provider:model`, a bare name, or an alias of the feature). */
-  model: string;
-  /** Undefined: the app's default feature. */
-  feature: string | undefined;
-  requestedRoute: RouteMode | undefined;
-  request: ChatRequest;
-  stream: boolean;
-  /** The metered stream passes the usage chunk on (chat's `stream_options.include_usage`; the translating surfaces need it). */
-  includeUsage: boolean;
-}
-
-/** What names an answer: the gateway's call id, the client's request id, when the call started (Unix seconds). */
-export interface AnswerIds {
-  callId: string;
-  requestId: string;
-  createdAt: number;
-}
-
-/** One API a client speaks, over the one pipeline. */
-export interface ChatSurface {
-  /** Its name in the request log. */
-  name: CallSurface;
-  /** The session token the request carries (its shape is checked by the pipeline). */
-  token(c: Context<AppEnv>): string;
-  /** The request as a chat call; a `FaucetError` for a body that cannot be served. */
-  read(c: Context<AppEnv>): Promise<SurfaceCall>;
-  /** The answer to a call not streamed: the completion and its `faucet` object, in the surface's words. */
-  answer(
-    c: Context<AppEnv>,
-    completion: ChatCompletion & { faucet: FaucetObject },
-    call: SurfaceCall,
-    ids: AnswerIds,
-    headers: Record<string, string>,
-  ): Response;
-  /** The answer to a streamed call: the metered stream's SSE (chat chunks, usage, `[DONE]` or an error), in the surface's words. */
-  stream(
-    c: Context<AppEnv>,
-    metered: ReadableStream<Uint8Array>,
-    call: SurfaceCall,
-    ids: AnswerIds,
-    headers: Record<string, string>,
-  ): Response;
-}
+import { failureFacts, type CallLogFacts, type CallOutcome } from '#shared/calls/call-log.ts';
+import type { AnswerIds, ChatSurface, SurfaceCall } from './chat-surface.ts';
 
 interface Call {
   surface: ChatSurface;
@@ -214,12 +165,6 @@ export async function serveChatCall(c: Context<AppEnv>, dependencies: GatewayDep
  */
 function afterTheAnswer(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 0));
-}
-
-/** A chat-shaped body (chat completions, or what the Messages surface reads) as the call the pipeline serves. */
-export function surfaceCallOfChatBody(body: ChatCompletionsBody, includeUsage: boolean): SurfaceCall {
-  const { feature, route_mode: requestedRoute, model, ...openAiFields } = body;
-  return { body, model, feature, requestedRoute, request: { ...openAiFields, model }, stream: body.stream === true, includeUsage };
 }
 
 /** `route_mode: "local"` runs on the user's machine: refused here, whatever the surface. */
@@ -407,13 +352,11 @@ function logFacts(
   outcome: CallOutcome,
   how: { attempts: CallAttempt[]; answeredBy: Candidate | null; firstByteMs: number | null; failure?: unknown },
 ): CallLogFacts {
-  const failure = how.failure === undefined ? null : FaucetError.isInstance(how.failure) ? how.failure : null;
   return {
     surface: call.surface.name,
     requestedModel: call.read.model,
     outcome,
-    errorCode: how.failure === undefined ? null : (failure?.code ?? 'internal_error'),
-    errorMessage: how.failure === undefined ? null : (failure?.message ?? 'The gateway failed while serving the call.'),
+    ...failureFacts(how.failure),
     stream: call.read.stream,
     authorizeMs: call.authorizeMs,
     firstByteMs: how.firstByteMs,

@@ -11,7 +11,8 @@ import { FaucetError } from '#shared/wire/errors.ts';
 import { describeZodError } from '#shared/render-error.ts';
 import { sseHeaders } from '#shared/wire/format-sse.ts';
 import type { GatewayDependencies } from '../gateway-dependencies.ts';
-import { type ChatSurface, serveChatCall, surfaceCallOfChatBody } from './chat-call.ts';
+import { serveChatCall } from './chat-call.ts';
+import { type ChatSurface, surfaceCallOfChatBody } from './chat-surface.ts';
 import { chatCompletionsBodySchema } from './chat-completions-body.ts';
 
 const chatCompletions: ChatSurface = {

@@ -24,7 +24,7 @@ import { embeddingRequestFor, readEmbeddingsBody, type EmbeddingRequest } from '
 import { authorizeOnLease, walletOf } from '../wallet/authorize-on-lease.ts';
 import { authorizeWithRouting, callKeysOf, sessionOf } from './call-start.ts';
 import { readJsonBody } from './chat-completions.ts';
-import type { CallLogFacts, CallOutcome } from '#shared/calls/call-log.ts';
+import { failureFacts, type CallLogFacts, type CallOutcome } from '#shared/calls/call-log.ts';
 
 interface EmbeddingCandidate {
   reference: ModelReference;
@@ -77,9 +77,7 @@ export function registerEmbeddings(app: ServiceApp, dependencies: GatewayDepende
       surface: 'embeddings',
       requestedModel: body.model,
       outcome,
-      errorCode: failure === undefined ? null : FaucetError.isInstance(failure) ? failure.code : 'internal_error',
-      errorMessage:
-        failure === undefined ? null : FaucetError.isInstance(failure) ? failure.message : 'The gateway failed while serving the call.',
+      ...failureFacts(failure),
       stream: false,
       authorizeMs,
       firstByteMs: null,

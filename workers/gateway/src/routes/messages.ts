@@ -20,7 +20,8 @@ import { acceptedBetas, requireAnthropicVersion, sessionTokenOf } from '../surfa
 import { parseCountTokensRequest, parseMessagesRequest } from '../surfaces/messages/messages-request.ts';
 import { messageOfChatCompletion } from '../surfaces/messages/messages-response.ts';
 import { messagesEventStream } from '../surfaces/messages/messages-stream.ts';
-import { type ChatSurface, serveChatCall, surfaceCallOfChatBody } from './chat-call.ts';
+import { serveChatCall } from './chat-call.ts';
+import { type ChatSurface, surfaceCallOfChatBody } from './chat-surface.ts';
 import { readJsonBody } from './chat-completions.ts';
 
 /** While the upstream is silent (a model thinking), a `ping` this often keeps clients and proxies from timing out. */

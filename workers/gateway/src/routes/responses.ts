@@ -14,7 +14,8 @@ import { responsesEventStream } from '../surfaces/responses/responses-event-stre
 import { parseResponsesBody, type ResponsesBody } from '../surfaces/responses/responses-request.ts';
 import { responseOfChatCompletion } from '../surfaces/responses/responses-response.ts';
 import { ResponsesStreamTranslator } from '../surfaces/responses/responses-stream.ts';
-import { type ChatSurface, serveChatCall } from './chat-call.ts';
+import { serveChatCall } from './chat-call.ts';
+import type { ChatSurface } from './chat-surface.ts';
 import { readJsonBody } from './chat-completions.ts';
 
 const responses: ChatSurface = {
