@@ -45,6 +45,8 @@ function databaseType(row: ColumnRow): string {
       return 'bigint[]';
     case '_numeric':
       return 'numeric[]';
+    case '_text':
+      return 'text[]';
     case 'bool':
       return 'boolean';
     default:

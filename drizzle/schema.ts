@@ -18,6 +18,7 @@ import {
   primaryKey,
   text,
   timestamp,
+  unique,
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
@@ -84,6 +85,8 @@ export const apps = pgTable(
     limitRequestsPerMinute: integer('limit_requests_per_minute'),
     /** Days the request log keeps the app's calls (migration 0030); usage records and the ledger are never deleted. */
     callLogRetentionDays: integer('call_log_retention_days').notNull().default(30),
+    /** An end user's balance falling below it sends `end_user.balance_low` (docs/webhooks.md); null = none. */
+    lowBalanceThresholdUsd: money('low_balance_threshold_usd'),
   },
   (table) => [
     check('apps_session_policy', sql`${table.sessionPolicy} in ('server', 'signed', 'anonymous')`),
@@ -93,6 +96,7 @@ export const apps = pgTable(
     ),
     index('apps_allowed_origins').using('gin', table.allowedOrigins),
     check('apps_call_log_retention_days', sql`${table.callLogRetentionDays} between 1 and 400`),
+    check('apps_low_balance_threshold', sql`${table.lowBalanceThresholdUsd} is null or ${table.lowBalanceThresholdUsd} > 0`),
   ],
 );
 
@@ -754,6 +758,116 @@ export const revenueClawbacks = pgTable(
     check('revenue_clawbacks_positive', sql`${table.amount} > 0`),
     index('revenue_clawbacks_created').on(table.createdAt),
     index('revenue_clawbacks_user_wallet').on(table.userWalletId).where(sql`${table.status} = 'booked'`),
+  ],
+);
+
+/** A developer's webhook endpoint (docs/webhooks.md): the event types it takes, its sealed signing secret(s). */
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    id: id(),
+    developerId: uuid('developer_id')
+      .notNull()
+      .references(() => developers.id),
+    url: text('url').notNull(),
+    description: text('description'),
+    /** The event types delivered here; `*` = all. */
+    eventTypes: text('event_types').array().notNull(),
+    enabled: boolean('enabled').notNull().default(true),
+    secretCiphertext: text('secret_ciphertext').notNull(),
+    secretIv: text('secret_iv').notNull(),
+    secretKeyVersion: integer('secret_key_version').notNull(),
+    /** The secret's last four characters, for display. */
+    secretHint: text('secret_hint').notNull(),
+    /** During a rotation the previous secret signs too, until `previous_secret_expires_at`. */
+    previousSecretCiphertext: text('previous_secret_ciphertext'),
+    previousSecretIv: text('previous_secret_iv'),
+    previousSecretKeyVersion: integer('previous_secret_key_version'),
+    previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    deletedAt: timestamp('deleted_at', { withTimezone: true }),
+  },
+  (table) => [
+    check('webhook_endpoints_event_types', sql`cardinality(${table.eventTypes}) > 0`),
+    check(
+      'webhook_endpoints_previous_secret',
+      sql`(${table.previousSecretCiphertext} is null) = (${table.previousSecretIv} is null) and (${table.previousSecretCiphertext} is null) = (${table.previousSecretKeyVersion} is null) and (${table.previousSecretCiphertext} is null) = (${table.previousSecretExpiresAt} is null)`,
+    ),
+    index('webhook_endpoints_developer').on(table.developerId, table.createdAt).where(sql`deleted_at is null`),
+  ],
+);
+
+/** The outbox of signed events: written by triggers in the transaction of the change each reports. */
+export const webhookEvents = pgTable(
+  'webhook_events',
+  {
+    id: id(),
+    developerId: uuid('developer_id')
+      .notNull()
+      .references(() => developers.id),
+    type: text('type').notNull(),
+    /** Internal ids; the delivery renders the public ones. */
+    data: jsonb('data').notNull(),
+    dedupeKey: text('dedupe_key').unique(),
+    createdAt: createdAt(),
+    relayedAt: timestamp('relayed_at', { withTimezone: true }),
+  },
+  (table) => [
+    index('webhook_events_unrelayed').on(table.createdAt).where(sql`relayed_at is null`),
+    index('webhook_events_developer_created').on(table.developerId, table.createdAt),
+  ],
+);
+
+/** One event to one endpoint: pending until delivered or out of attempts. */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: id(),
+    eventId: uuid('event_id')
+      .notNull()
+      .references(() => webhookEvents.id),
+    endpointId: uuid('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id),
+    developerId: uuid('developer_id')
+      .notNull()
+      .references(() => developers.id),
+    status: text('status').$type<'pending' | 'delivered' | 'failed'>().notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
+    lastAttemptAt: timestamp('last_attempt_at', { withTimezone: true }),
+    lastStatus: integer('last_status'),
+    lastError: text('last_error'),
+    deliveredAt: timestamp('delivered_at', { withTimezone: true }),
+    createdAt: createdAt(),
+  },
+  (table) => [
+    check('webhook_deliveries_status', sql`${table.status} in ('pending', 'delivered', 'failed')`),
+    check('webhook_deliveries_attempts', sql`${table.attempts} >= 0`),
+    unique('webhook_deliveries_once').on(table.eventId, table.endpointId),
+    index('webhook_deliveries_endpoint_created').on(table.endpointId, table.createdAt.desc(), table.id.desc()),
+    index('webhook_deliveries_pending').on(table.nextAttemptAt).where(sql`status = 'pending'`),
+    index('webhook_deliveries_created').on(table.createdAt),
+  ],
+);
+
+/** Each try of a delivery: the endpoint's status or why it was not sent. */
+export const webhookDeliveryAttempts = pgTable(
+  'webhook_delivery_attempts',
+  {
+    id: id(),
+    deliveryId: uuid('delivery_id')
+      .notNull()
+      .references(() => webhookDeliveries.id),
+    attemptedAt: timestamp('attempted_at', { withTimezone: true }).notNull().defaultNow(),
+    statusCode: integer('status_code'),
+    error: text('error'),
+    durationMs: integer('duration_ms').notNull(),
+  },
+  (table) => [
+    check('webhook_delivery_attempts_duration', sql`${table.durationMs} >= 0`),
+    index('webhook_delivery_attempts_delivery').on(table.deliveryId, table.attemptedAt),
   ],
 );
 

@@ -1,6 +1,7 @@
 /** Bindings every Faucet worker may receive (wrangler.toml vars, Worker secrets, Durable Objects). */
 import type { MetricsObject, RateLimiterObject, WalletObjectContract } from './durable-objects.ts';
 import type { TraceMessage } from './traces/trace-message.ts';
+import type { WebhookMessage } from './webhooks/webhook-message.ts';
 
 export interface Env {
   ENVIRONMENT?: string; // 'development' | 'test' | 'production'
@@ -61,6 +62,12 @@ export interface Env {
   WALLET_FLUSH_INTERVAL_MS?: string;
   /** The traces queue (docs/traces.md): the gateway's wallet objects send to it, the API consumes it. */
   TRACES?: Queue<TraceMessage>;
+  /** The webhooks queue (docs/webhooks.md): relay wake-ups and deliveries; the API consumes it. */
+  WEBHOOKS?: Queue<WebhookMessage>;
+  /** Attempts of a delivery before it is failed (default 8). */
+  WEBHOOK_MAX_ATTEMPTS?: string;
+  /** The first retry's delay in seconds, doubling each time up to an hour (default 30). */
+  WEBHOOK_RETRY_BASE_SECONDS?: string;
 
   [key: string]: unknown;
 }

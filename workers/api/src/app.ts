@@ -11,6 +11,7 @@ import { registerDeveloperExportRoutes } from './routes/developer-exports.ts';
 import { registerDeveloperFeatureRoutes } from './routes/developer-features.ts';
 import { registerDeveloperKeyRoutes } from './routes/developer-keys.ts';
 import { registerDeveloperTracesRoutes } from './routes/developer-traces.ts';
+import { registerDeveloperWebhookRoutes } from './routes/developer-webhooks.ts';
 import { registerDeveloperMoneyRoutes } from './routes/developer-money.ts';
 import { registerDeveloperProviderKeyRoutes } from './routes/developer-provider-keys.ts';
 import { registerDeveloperUsageRoutes } from './routes/developer-usage.ts';
@@ -19,6 +20,7 @@ import { registerPaymentRoutes } from './routes/payments.ts';
 import { registerDeveloperSessionRoutes } from './routes/developer-sessions.ts';
 import { registerSessionRoutes } from './routes/sessions.ts';
 import { registerUserProviderKeyRoutes } from './routes/user-provider-keys.ts';
+import { relayAfterMoneyChanges } from './webhook-relay.ts';
 
 /**
  * The control API: sessions, wallets, provider keys, payments, admin and reports. `fetch` is what
@@ -37,11 +39,13 @@ export function createApiApp(dependencies: { fetch?: FetchFunction } = {}): Serv
     },
     defaultMaxBodyBytes: 256 * 1024,
   });
+  app.use('*', relayAfterMoneyChanges());
   registerSessionRoutes(app, { fetch: dependencies.fetch });
   registerDeveloperAppRoutes(app);
   registerDeveloperFeatureRoutes(app);
   registerDeveloperAppIdentityRoutes(app);
   registerDeveloperTracesRoutes(app);
+  registerDeveloperWebhookRoutes(app);
   registerDeveloperSessionRoutes(app);
   registerMoneyRoutes(app);
   registerPaymentRoutes(app);

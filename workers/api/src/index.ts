@@ -1,7 +1,7 @@
 import type { Env } from '#shared/env.ts';
 import { createApiApp } from './app.ts';
 import { runMaintenance } from './maintenance.ts';
-import { deliverTraceBatch } from '#shared/traces/deliver-traces.ts';
+import { consumeQueueBatch } from './queues.ts';
 
 const app = createApiApp();
 
@@ -10,8 +10,8 @@ export default {
   scheduled(_controller, env, ctx) {
     ctx.waitUntil(runMaintenance(env));
   },
-  // The traces queue (docs/traces.md): spans of the gateway's calls, sent to each app's endpoint.
+  // The traces and webhooks queues (docs/traces.md, docs/webhooks.md): what leaves Faucet for the developer's endpoints.
   queue(batch, env) {
-    return deliverTraceBatch(batch, env, { fetch: (request) => fetch(request) });
+    return consumeQueueBatch(batch, env, { fetch: (request) => fetch(request) });
   },
 } satisfies ExportedHandler<Env>;

@@ -2,7 +2,9 @@
  * Housekeeping on a cron trigger (wrangler.toml `[triggers]`): books gateway calls the gateway could
  * not settle (sweep-stale-calls.ts), marks expired holds, folds the hot
  * accounts' appended credits into their balance rows and new usage events into the usage rollup, and
- * deletes request-log rows past their app's retention (docs/request-log.md).
+ * deletes request-log rows past their app's retention (docs/request-log.md); relays webhook events
+ * the API and the gateway did not relay at once, queues again deliveries whose message was lost, and
+ * deletes webhook records older than 30 days (docs/webhooks.md).
  * Balances and usage reads are exact without it; it keeps the holds, deltas and pending lists short.
  */
 import { deleteExpiredCallLog } from '#shared/calls/list-calls.ts';
@@ -13,6 +15,9 @@ import { expireHolds } from '#shared/ledger/holds.ts';
 import { rollUpBalances } from '#shared/ledger/roll-up.ts';
 import { createLogger } from '#shared/logger.ts';
 import { rollUpUsage } from '#shared/usage/roll-up-usage.ts';
+import { deleteOldWebhookRecords } from '#shared/webhooks/deliveries.ts';
+import { requeueLostDeliveries } from '#shared/webhooks/relay.ts';
+import { relayNow } from './webhook-relay.ts';
 
 export interface MaintenanceResult {
   /** Gateway calls past their deadline and grace that the gateway never settled: booked at their bound. */
@@ -23,6 +28,10 @@ export interface MaintenanceResult {
   rolledUpUsageEvents: number;
   /** Request-log rows older than their app's retention, deleted (usage records and the ledger never are). */
   deletedCallLogRows: number;
+  /** Webhook deliveries queued for events the relay had not yet seen, and again for deliveries whose message was lost. */
+  queuedWebhookDeliveries: number;
+  /** Webhook events (with their deliveries) older than 30 days, deleted. */
+  deletedWebhookEvents: number;
 }
 
 export async function runMaintenance(env: Env): Promise<MaintenanceResult> {
@@ -36,6 +45,8 @@ export async function runMaintenance(env: Env): Promise<MaintenanceResult> {
       rolledUpWallets: await rollUpBalances(db),
       rolledUpUsageEvents: await rollUpUsage(db),
       deletedCallLogRows: await deleteExpiredCallLog(db),
+      queuedWebhookDeliveries: (await relayNow(env)) + (await requeueLostDeliveries(db, { queue: env.WEBHOOKS })),
+      deletedWebhookEvents: await deleteOldWebhookRecords(db),
     };
     createLogger({ service: 'api' }, env.LOG_LEVEL).info('maintenance', {
       swept_calls: result.sweptCalls,
@@ -43,6 +54,8 @@ export async function runMaintenance(env: Env): Promise<MaintenanceResult> {
       rolled_up_wallets: result.rolledUpWallets,
       rolled_up_usage_events: result.rolledUpUsageEvents,
       deleted_call_log_rows: result.deletedCallLogRows,
+      queued_webhook_deliveries: result.queuedWebhookDeliveries,
+      deleted_webhook_events: result.deletedWebhookEvents,
     });
     return result;
   } finally {

@@ -7,8 +7,8 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type SqlDatabase } from '../query.ts';
-import { FaucetError } from '../wire/errors.ts';
 import type { CallLogRow, CallOutcome, CallSurface } from './call-log.ts';
+import { parseTimeCursor, timeCursor } from '../wire/time-cursor.ts';
 
 export interface CallFilters {
   /** Row ids, already checked to be the developer's. */
@@ -54,18 +54,6 @@ export type CallLogViewRow = Omit<CallLogRow, 'app_id' | 'provider_credential_id
 export interface CallPage {
   rows: CallLogViewRow[];
   nextCursor: string | null;
-}
-
-const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
-
-function parseCursor(cursor: string | undefined): { at: string; id: string } | null {
-  if (cursor === undefined) return null;
-  const match = CURSOR.exec(cursor);
-  const time = match ? Date.parse(match[1]!) : Number.NaN;
-  if (!match || !Number.isFinite(time) || new Date(time).toISOString().slice(0, 23) !== match[1]!.slice(0, 23)) {
-    throw new FaucetError('invalid_request', 'cursor is malformed');
-  }
-  return { at: match[1]!, id: match[2]! };
 }
 
 const columns = sql`l.id, a.public_app_id, l.end_user_id, l.feature_key, l.surface, l.requested_model, l.provider, l.model,
@@ -120,7 +108,7 @@ export async function listCalls(
   db: SqlDatabase,
   query: { developerId: string; filters: CallFilters; limit: number; cursor: string | undefined },
 ): Promise<CallPage> {
-  const after = parseCursor(query.cursor);
+  const after = parseTimeCursor(query.cursor);
   const where = conditions(query.filters);
   if (after !== null) where.push(sql`(l.created_at, l.id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
   const owner = sql`a.developer_id = ${query.developerId}::uuid`;
@@ -144,7 +132,7 @@ export async function listCalls(
   const more = rows.length > query.limit;
   const shown = rows.slice(0, query.limit);
   const last = shown.at(-1);
-  return { rows: shown, nextCursor: more && last ? `${last.created_at}_${last.id}` : null };
+  return { rows: shown, nextCursor: more && last ? timeCursor(last) : null };
 }
 
 /** One of the developer's calls by its id (Faucet's call id), or undefined: unknown, or another developer's. */

@@ -7,28 +7,20 @@
 import { eq, sql } from 'drizzle-orm';
 import { appTraceExports } from '../../../drizzle/schema.ts';
 import type { Db } from '../db.ts';
-import { isProduction, type Env } from '../env.ts';
+import type { Env } from '../env.ts';
 import { keyringFrom } from '../provider-keys/keyring.ts';
 import { openKey, type SealContext, sealKey } from '../provider-keys/seal.ts';
 import { queryRows, type SqlDatabase } from '../query.ts';
-import { checkUpstreamUrl } from '../upstream/address-guard.ts';
-import { loopbackAllowance } from '../upstream/loopback-allowance.ts';
-import { FaucetError } from '../wire/errors.ts';
+import { publicEndpointUrl } from '../upstream/public-endpoint.ts';
 
 export type TraceExportRow = typeof appTraceExports.$inferSelect;
 
 /** What a ciphertext of headers is bound to: its app's row (never a provider key's). */
 const sealContext = (appId: string): SealContext => ({ credentialId: appId, provider: 'otlp_trace_headers' });
 
-/** The endpoint to store, or a 400 saying why not: a public host, https in production, no credentials or fragment. */
+/** The endpoint to store, or a 400 saying why not (upstream/public-endpoint.ts). */
 export function traceEndpointFor(endpoint: string, env: Env): string {
-  const verdict = checkUpstreamUrl(endpoint, { allowLoopback: loopbackAllowance(env) });
-  if (!verdict.allowed) throw invalid(`endpoint is refused: ${verdict.reason}`);
-  const url = verdict.url;
-  if (isProduction(env) && url.protocol !== 'https:') throw invalid('endpoint must use https');
-  if (url.username !== '' || url.password !== '') throw invalid('endpoint must not carry credentials: send them as headers');
-  if (url.hash !== '') throw invalid('endpoint must not have a fragment');
-  return url.toString();
+  return publicEndpointUrl(endpoint, env, 'endpoint');
 }
 
 /** `...` and the last four characters of a long value; a short one is not shown at all. */
@@ -106,5 +98,3 @@ export async function recordTraceDelivery(db: SqlDatabase, appId: string, outcom
              where app_id = ${appId}::uuid returning app_id`,
   );
 }
-
-const invalid = (message: string) => new FaucetError('invalid_request', message);

@@ -132,6 +132,8 @@ interface SettledLeaseRow extends LeaseStateRow {
   results: BookingRow[] | string;
   /** The apps of the flush's request-log rows that export traces (JSON array of ids). */
   traced_apps: string[] | string;
+  /** The flush wrote webhook events (faucet_webhook_event marks its transaction): the relay must run. */
+  webhook_events: boolean;
 }
 
 type CallInsert = typeof gatewayCalls.$inferInsert;
@@ -173,10 +175,11 @@ export interface LeaseFlush {
 async function settleLeaseRows(
   db: SqlDatabase,
   flush: LeaseFlush,
-): Promise<{ lease: LeaseStateRow; bookings: BookingRow[]; tracedApps: string[] }> {
+): Promise<{ lease: LeaseStateRow; bookings: BookingRow[]; tracedApps: string[]; webhookEvents: boolean }> {
   const {
     results,
     traced_apps: traced,
+    webhook_events: webhookEvents,
     ...lease
   } = await queryOne<SettledLeaseRow>(
     db,
@@ -201,7 +204,9 @@ async function settleLeaseRows(
         )
         select (s.lease).*, s.results,
                (select coalesce(jsonb_agg(t.app_id), '[]'::jsonb) from app_trace_exports t
-                 where t.enabled and t.app_id in (select (e ->> 'app_id')::uuid from input, jsonb_array_elements(input.logs) e)) as traced_apps
+                 where t.enabled and t.app_id in (select (e ->> 'app_id')::uuid from input, jsonb_array_elements(input.logs) e)) as traced_apps,
+               -- Read after faucet_settle_lease ran (it is the FROM): set by the triggers its bookings fired.
+               coalesce(current_setting('faucet.webhook_events', true) = 'written', false) as webhook_events
           from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
       ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
       ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer, ${flush.callSlots ?? null}::integer,
@@ -219,7 +224,12 @@ async function settleLeaseRows(
   for (let index = 0; index < bookings.length; index++) {
     if (bookings[index] === undefined) throw new Error(`faucet_settle_lease did not answer booking ${index}`);
   }
-  return { lease, bookings, tracedApps: typeof traced === 'string' ? (JSON.parse(traced) as string[]) : (traced ?? []) };
+  return {
+    lease,
+    bookings,
+    tracedApps: typeof traced === 'string' ? (JSON.parse(traced) as string[]) : (traced ?? []),
+    webhookEvents: webhookEvents === true,
+  };
 }
 
 /** What a wallet object needs of each booking's outcome (the amounts are its own already; none is parsed). */
@@ -240,11 +250,13 @@ export interface LeaseFlushResult {
   keyBudgets: KeyBudgets;
   /** The apps of the flush's request-log rows with an enabled trace export. */
   tracedApps: string[];
+  /** The flush's bookings wrote webhook events (docs/webhooks.md). */
+  webhookEvents: boolean;
 }
 
 /** The wallet object's flush (its alarm's one statement), on what it keeps as it keeps it. */
 export async function flushLease(db: SqlDatabase, flush: LeaseFlush): Promise<LeaseFlushResult> {
-  const { lease, bookings, tracedApps } = await settleLeaseRows(db, flush);
+  const { lease, bookings, tracedApps, webhookEvents } = await settleLeaseRows(db, flush);
   return {
     results: bookings.map((row) => ({ outcome: row.outcome, reason: row.reason, message: row.message })),
     leaseUsd: lease.amount_usd,
@@ -253,6 +265,7 @@ export async function flushLease(db: SqlDatabase, flush: LeaseFlush): Promise<Le
     rateLimit: lease.rate_limit,
     keyBudgets: keyBudgetsOf(lease.key_budgets),
     tracedApps,
+    webhookEvents,
   };
 }
 

@@ -219,7 +219,7 @@ describe('tenant isolation of the money views and exports', () => {
 });
 
 describe('tenant isolation of apps and features', () => {
-  const victim = {} as { app: string };
+  const victim = {} as { app: string; webhook: string };
 
   beforeAll(async () => {
     const owner = await onboard('app-victim@example.test');
@@ -239,6 +239,13 @@ describe('tenant isolation of apps and features', () => {
       token: key,
     });
     expect(traced.status).toBe(200);
+    // Where the victim's signed events go.
+    const hooked = await call(api(), testEnv, '/v1/developer/webhooks', {
+      json: { url: 'https://hooks.victim.example.com/faucet', event_types: ['*'] },
+      token: key,
+    });
+    expect(hooked.status).toBe(201);
+    victim.webhook = ((await hooked.json()) as Body).id;
   });
 
   const feature = { feature_key: 'intruder', name: 'Intruder', default_model: 'mock:echo' };
@@ -261,11 +268,25 @@ describe('tenant isolation of apps and features', () => {
       { method: 'GET', path: `${app}/traces` },
       { method: 'PUT', path: `${app}/traces`, json: { endpoint: 'https://otlp.intruder.example.com/v1/traces' } },
       { method: 'DELETE', path: `${app}/traces` },
+      { method: 'GET', path: `${app}/alerts` },
+      { method: 'PUT', path: `${app}/alerts`, json: { low_balance_threshold_usd: '1.00000000' } },
+      ...webhookEndpoints(`/v1/developer/webhooks/${victim.webhook}`),
     ];
   };
+  const webhookEndpoints = (hook: string) => [
+    { method: 'GET', path: hook },
+    { method: 'PATCH', path: hook, json: { url: 'https://hooks.intruder.example.com/steal' } },
+    { method: 'DELETE', path: hook },
+    { method: 'POST', path: `${hook}/rotate-secret`, json: {} },
+    { method: 'GET', path: `${hook}/deliveries` },
+    { method: 'GET', path: `${hook}/deliveries/${crypto.randomUUID()}` },
+    { method: 'POST', path: `${hook}/deliveries/${crypto.randomUUID()}/resend` },
+  ];
   const ownEndpoints = [
     { method: 'GET', path: '/v1/developer/apps' },
     { method: 'POST', path: '/v1/developer/apps', json: { name: 'Intruder app' } },
+    { method: 'GET', path: '/v1/developer/webhooks' },
+    { method: 'POST', path: '/v1/developer/webhooks', json: { url: 'https://hooks.intruder.example.com/a', event_types: ['*'] } },
   ];
 
   const appSnapshot = async () => [
@@ -274,7 +295,8 @@ describe('tenant isolation of apps and features', () => {
       testEnv,
       `select (select json_agg(a order by a.id) from apps a) as apps, (select json_agg(f order by f.id) from app_features f) as features,
               (select count(*) from app_signing_secrets) as secrets,
-              (select json_agg(t order by t.app_id) from app_trace_exports t) as traces`,
+              (select json_agg(t order by t.app_id) from app_trace_exports t) as traces,
+              (select json_agg(w order by w.id) from webhook_endpoints w) as webhooks`,
     ),
   ];
 

@@ -66,6 +66,8 @@ export function validBody(endpoint: Endpoint, userRef = '0'.repeat(64)): unknown
     'POST /v1/admin/payouts/run-mock': { threshold_usd: '1.00000000' },
     'POST /v1/admin/payouts/:id/approve': { operator_note: 'fuzz' },
     'POST /v1/admin/payouts/:id/mark-paid': {},
+    'POST /v1/developer/webhooks': { url: 'https://hooks.example.com/fuzz', event_types: ['*'] },
+    'PUT /v1/developer/apps/:public_app_id/alerts': { low_balance_threshold_usd: '1.00000000' },
     'POST /v1/chat/completions': { model: 'mock:echo', feature: 'chat', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] },
   };
   return bodies[key] ?? {};

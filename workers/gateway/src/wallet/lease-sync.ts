@@ -9,6 +9,7 @@ import type { WalletCallRequest } from '#shared/durable-objects.ts';
 import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
 import type { CallLogRow } from '#shared/calls/call-log.ts';
 import { traceMessages } from '#shared/traces/trace-message.ts';
+import { kickRelay } from '#shared/webhooks/relay.ts';
 import { flushLease } from '#shared/wallet/settle-lease.ts';
 import {
   budgetCommittedUnits,
@@ -197,7 +198,23 @@ export class LeaseSync {
       ...Object.fromEntries(flushed.map((call) => [`claim:${call.clientRequestId}`, claimUntil(call)])),
     });
     if (result.tracedApps.length > 0) await this.queueTraces(logs, result.tracedApps);
+    if (result.webhookEvents || logs.some(reachedSpendLimit)) await this.wakeWebhookRelay();
     if (state.hasUnflushed()) await this.scheduleAlarm();
+  }
+
+  /**
+   * The flush wrote webhook events (docs/webhooks.md): the API's relay turns them into deliveries.
+   * A refusal by a spend limit writes its event in a trigger the flag cannot see (the request log's
+   * insert fires it at the statement's end), so such a refusal wakes the relay too. A lost wake-up
+   * delays the events until the cron's relay, never loses them: they wait in the outbox.
+   */
+  private async wakeWebhookRelay(): Promise<void> {
+    const { state } = this;
+    try {
+      await kickRelay({ queue: state.env.WEBHOOKS, databaseUrl: state.env.DATABASE_URL ? null : state.meta.databaseUrl });
+    } catch (error) {
+      state.logger.warn('webhook relay not woken', { error: error instanceof Error ? error.name : 'unknown' });
+    }
   }
 
   /**
@@ -293,3 +310,5 @@ export class LeaseSync {
     return usdToUnits(parseUsdSetting(this.state.env.WALLET_KEY_BUDGET_USD, usdFromUnits(10_000_000n)));
   }
 }
+
+const reachedSpendLimit = (row: CallLogRow) => row.outcome === 'refused' && (row.error_code ?? '').startsWith('spend_limit_');
