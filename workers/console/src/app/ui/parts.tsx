@@ -1,6 +1,7 @@
 /**
  * Small building blocks shared by the views: the API error line (the envelope's message, announced
- * to screen readers), a loading line, a section with its heading, and a field with its label.
+ * to screen readers), a loading line, a section with its heading, a field with its label, and a
+ * named list of facts (term and value).
  */
 import { type ReactNode, useId } from 'react';
 import { describeError } from '../api.ts';
@@ -77,5 +78,19 @@ export function Outcome({ error, done }: { error: unknown; done: string }) {
         {error ? '' : done}
       </p>
     </>
+  );
+}
+
+/** Terms and their values as a named description list (two columns, wrapping long values). */
+export function Facts({ label, rows }: { label: string; rows: Array<[string, ReactNode]> }) {
+  return (
+    <dl className="facts" aria-label={label}>
+      {rows.map(([term, value]) => (
+        <div key={term}>
+          <dt>{term}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
   );
 }

@@ -1,6 +1,7 @@
 /**
  * Apps and features: the developer's apps (create one with its limits), and for the chosen app its
- * settings (AppSettings) and its features (list, create, edit, archive — FeatureForm).
+ * settings (AppSettings), its features (list, create, edit, archive — FeatureForm) and its trace
+ * export (AppTraces).
  */
 import { type FormEvent, useState } from 'react';
 import type { ApiClient } from '../../api.ts';
@@ -10,6 +11,7 @@ import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Field, Loading, Outcome, Section, usd } from '../../ui/parts.tsx';
 import { useAction } from '../../ui/useAction.ts';
 import { AppSettings } from './AppSettings.tsx';
+import { AppTraces } from './AppTraces.tsx';
 import { FeatureForm } from './FeatureForm.tsx';
 import type { App, Feature, Page } from './types.ts';
 import { ScrollTable } from '../../ui/scroll-table.tsx';
@@ -223,12 +225,15 @@ export function Apps() {
         />
       </Section>
       {app ? (
-        <Section title={`App: ${app.name}`}>
-          <AppSettings api={api} app={app} features={features.data ?? []} onSaved={reloadAll} />
-          <h3>Features</h3>
-          <ErrorLine error={features.error} />
-          {features.data ? <Features api={api} app={app} features={features.data} onChanged={reloadAll} /> : <Loading what="features" />}
-        </Section>
+        <>
+          <Section title={`App: ${app.name}`}>
+            <AppSettings api={api} app={app} features={features.data ?? []} onSaved={reloadAll} />
+            <h3>Features</h3>
+            <ErrorLine error={features.error} />
+            {features.data ? <Features api={api} app={app} features={features.data} onChanged={reloadAll} /> : <Loading what="features" />}
+          </Section>
+          <AppTraces key={app.public_app_id} api={api} app={app} />
+        </>
       ) : null}
     </>
   );

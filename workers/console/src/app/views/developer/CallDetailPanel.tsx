@@ -6,25 +6,12 @@
 import { useEffect, useId, useRef } from 'react';
 import { useApi } from '../../session.tsx';
 import { useLoad } from '../../ui/load.ts';
-import { ErrorLine, Loading, usd } from '../../ui/parts.tsx';
+import { ErrorLine, Facts, Loading, usd } from '../../ui/parts.tsx';
 import { ScrollTable } from '../../ui/scroll-table.tsx';
 import type { CallDetail } from './calls-wire.ts';
 
 const ms = (value: number | null) => (value === null ? '—' : `${value.toLocaleString('en-US')} ms`);
 const count = (value: number) => value.toLocaleString('en-US');
-
-function Facts({ label, rows }: { label: string; rows: Array<[string, string]> }) {
-  return (
-    <dl className="facts" aria-label={label}>
-      {rows.map(([term, value]) => (
-        <div key={term}>
-          <dt>{term}</dt>
-          <dd>{value}</dd>
-        </div>
-      ))}
-    </dl>
-  );
-}
 
 export function CallDetailPanel({ callId, onClose }: { callId: string; onClose(): void }) {
   const api = useApi();

@@ -35,3 +35,20 @@ export interface Page<T> {
   data: T[];
   next_cursor?: string | null;
 }
+
+/** An app's trace export (`/v1/developer/apps/{id}/traces`, docs/traces.md): header values come masked. */
+export interface TraceExport {
+  public_app_id: string;
+  endpoint: string;
+  headers: Record<string, string>;
+  enabled: boolean;
+  created_at: string;
+  updated_at: string;
+  delivery: {
+    state: 'pending' | 'ok' | 'failing';
+    last_success_at: string | null;
+    last_error_at: string | null;
+    last_error: string | null;
+    consecutive_failures: number;
+  };
+}
