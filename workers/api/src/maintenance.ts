@@ -17,7 +17,7 @@ import { createLogger } from '#shared/logger.ts';
 import { rollUpUsage } from '#shared/usage/roll-up-usage.ts';
 import { deleteOldWebhookRecords } from '#shared/webhooks/deliveries.ts';
 import { requeueLostDeliveries } from '#shared/webhooks/relay.ts';
-import { relayNow } from './webhook-relay.ts';
+import { relayNow, relayTarget } from './webhook-relay.ts';
 
 export interface MaintenanceResult {
   /** Gateway calls past their deadline and grace that the gateway never settled: booked at their bound. */
@@ -45,7 +45,7 @@ export async function runMaintenance(env: Env): Promise<MaintenanceResult> {
       rolledUpWallets: await rollUpBalances(db),
       rolledUpUsageEvents: await rollUpUsage(db),
       deletedCallLogRows: await deleteExpiredCallLog(db),
-      queuedWebhookDeliveries: (await relayNow(env)) + (await requeueLostDeliveries(db, { queue: env.WEBHOOKS })),
+      queuedWebhookDeliveries: (await relayNow(env)) + (await requeueLostDeliveries(db, relayTarget(env))),
       deletedWebhookEvents: await deleteOldWebhookRecords(db),
     };
     createLogger({ service: 'api' }, env.LOG_LEVEL).info('maintenance', {

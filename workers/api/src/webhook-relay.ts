@@ -8,7 +8,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '#shared/app-env.ts';
 import { createHttpDatabase } from '#shared/db.ts';
 import type { Env } from '#shared/env.ts';
-import { relayWebhookEvents } from '#shared/webhooks/relay.ts';
+import { type RelayTarget, relayWebhookEvents } from '#shared/webhooks/relay.ts';
 
 const moneyPaths = ['/v1/admin/', '/v1/developer/payouts', '/v1/webhooks/stripe'];
 
@@ -22,8 +22,13 @@ export function relayAfterMoneyChanges(): MiddlewareHandler<AppEnv> {
 }
 
 export async function relayNow(env: Env): Promise<number> {
-  return relayWebhookEvents(createHttpDatabase(env), {
+  return relayWebhookEvents(createHttpDatabase(env), relayTarget(env));
+}
+
+/** The webhooks queue; in tests also the per-file database its consumer must read (elsewhere the worker's own). */
+export function relayTarget(env: Env): RelayTarget {
+  return {
     queue: env.WEBHOOKS,
     databaseUrl: env.ENVIRONMENT === 'test' && typeof env.DATABASE_URL === 'string' ? env.DATABASE_URL : null,
-  });
+  };
 }

@@ -150,8 +150,8 @@ export async function deliverWebhookBatch(batch: MessageBatch<unknown>, env: Env
     }
     // Only the tests' per-file databases travel in a message; elsewhere the worker's own is used.
     const databaseUrl = env.DATABASE_URL ?? (env.ENVIRONMENT === 'test' ? body.databaseUrl : undefined);
-    const db = createHttpDatabase({ ...env, DATABASE_URL: databaseUrl });
     try {
+      const db = createHttpDatabase({ ...env, DATABASE_URL: databaseUrl });
       if (body.kind === 'relay') {
         await relayWebhookEvents(db, { queue: env.WEBHOOKS, databaseUrl: env.DATABASE_URL ? null : databaseUrl });
         message.ack();

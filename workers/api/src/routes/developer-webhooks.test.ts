@@ -350,3 +350,67 @@ describe('events written with the change they report', () => {
     expect(counts).toEqual({ warnings: 1, exhausted: 1 });
   });
 });
+
+describe('none lost', () => {
+  it("a booking that takes an end user's spend to the app's day limit sends end_user.spend_limit_reached once", async () => {
+    const received = receiveWebhooks();
+    await addEndpoint(testEnv, developerKey, ['end_user.spend_limit_reached']);
+    const user = await createTestUser(testEnv);
+    await fund(database, user.walletId, '1.00000000');
+    const limited = await developerRequest(testEnv, developerKey, '/v1/developer/apps/app_demo_local', {
+      method: 'PATCH',
+      json: { limits: { spend_per_day_usd: '0.50000000' } },
+    });
+    expect(limited.status).toBe(200);
+    try {
+      const spend = async (amount: string) => {
+        await spendWithDemoDeveloper(database, testEnv, user.endUserId, chargeOf(amount));
+        await relayNow(testEnv);
+      };
+      await spend('0.30000000');
+      await spend('0.20000000');
+      await spend('0.10000000');
+      const hook = await eventually(() => ofType(received, 'end_user.spend_limit_reached')[0]);
+      expect(hook.event.data).toMatchObject({
+        public_app_id: 'app_demo_local',
+        user_ref: await userRef(testEnv.SESSION_HASH_SECRET, user.endUserId),
+        period: 'day',
+        limit_usd: '0.50000000',
+        spent_usd: '0.50000000',
+      });
+      const [events] = await sql<{ n: number }>(
+        testEnv,
+        `select count(*)::int as n from webhook_events where type = 'end_user.spend_limit_reached' and data ->> 'end_user_id' = $1`,
+        [user.endUserId],
+      );
+      expect(events!.n).toBe(1);
+    } finally {
+      await developerRequest(testEnv, developerKey, '/v1/developer/apps/app_demo_local', {
+        method: 'PATCH',
+        json: { limits: { spend_per_day_usd: null } },
+      });
+    }
+  });
+
+  it('a delivery whose queue message was lost is queued again by the cron and delivered', async () => {
+    const dev = await onboard('lost@example.test');
+    const received = receiveWebhooks();
+    const endpoint = await addEndpoint(testEnv, dev.key, ['payout.pending']);
+    // The event and its delivery, as a relay that claimed them and then failed to send leaves them.
+    const [event] = await sql<{ id: string }>(
+      testEnv,
+      `insert into webhook_events (developer_id, type, data, relayed_at) values ($1, 'payout.pending', $2, now()) returning id`,
+      [dev.developerId, JSON.stringify({ payout_id: crypto.randomUUID(), status: 'pending', amount_usd: '1.00000000' })],
+    );
+    await sql(
+      testEnv,
+      `insert into webhook_deliveries (event_id, endpoint_id, developer_id, next_attempt_at) values ($1, $2, $3, now() - interval '11 minutes')`,
+      [event!.id, endpoint.id, dev.developerId],
+    );
+    const { runMaintenance } = await import('../maintenance.ts');
+    expect((await runMaintenance(testEnv)).queuedWebhookDeliveries).toBeGreaterThanOrEqual(1);
+    const hook = await eventually(() => received.find((candidate) => candidate.event.id === event!.id));
+    expect(await verifySignature(hook.headers['faucet-signature']!, hook.body, endpoint.secret)).toBe(true);
+    await eventually(async () => (await deliveriesOf(testEnv, dev.key, endpoint.id))[0]?.status === 'delivered');
+  });
+});

@@ -28,6 +28,7 @@ import {
 } from '#shared/webhooks/endpoints.ts';
 import { subscribableEventTypes } from '#shared/webhooks/event-types.ts';
 import { queueDeliveries } from '#shared/webhooks/relay.ts';
+import { relayTarget } from '../webhook-relay.ts';
 import { renderEvent } from '#shared/webhooks/render-event.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { ownedApp, PublicAppIdParam } from '../identity/app-identity-view.ts';
@@ -377,9 +378,10 @@ export function registerDeveloperWebhookRoutes(app: ServiceApp): void {
     const { db } = c.var.database();
     const outcome = await markForResend(db, { developerId, endpointId, deliveryId });
     if (outcome === 'unknown') throw unknownDelivery();
-    if (outcome === 'queued') await queueDeliveries({ queue: c.env.WEBHOOKS, databaseUrl: testDatabaseUrl(c.env) }, [deliveryId]);
+    // Read before it is queued: the answer is the delivery as queued, not as the consumer may have moved it.
     const row = await findDelivery(db, { developerId, endpointId, deliveryId });
     if (row === undefined) throw unknownDelivery();
+    if (outcome === 'queued') await queueDeliveries(relayTarget(c.env), [deliveryId]);
     return c.json(deliveryView(row), 202);
   });
 
@@ -409,9 +411,4 @@ export function registerDeveloperWebhookRoutes(app: ServiceApp): void {
     );
     return c.json({ public_app_id: owned.publicAppId, low_balance_threshold_usd: row?.threshold ?? null }, 200);
   });
-}
-
-/** Tests only: the per-file database the queue's consumer must read (elsewhere the worker's own). */
-function testDatabaseUrl(env: Env): string | null {
-  return env.ENVIRONMENT === 'test' && typeof env.DATABASE_URL === 'string' ? env.DATABASE_URL : null;
 }
