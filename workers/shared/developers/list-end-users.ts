@@ -11,7 +11,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { queryRows, type SqlDatabase } from '../query.ts';
-import { FaucetError } from '../wire/errors.ts';
+import { parseTimeCursor } from '../wire/time-cursor.ts';
 
 /** An aggregate per end user; no table describes it. */
 export interface EndUserSummaryRow {
@@ -30,18 +30,6 @@ export interface EndUserPage {
   nextCursor: string | null;
 }
 
-const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
-
-function parseCursor(cursor: string | undefined): { seen: string; id: string } | null {
-  if (cursor === undefined) return null;
-  const match = CURSOR.exec(cursor);
-  const time = match ? Date.parse(match[1]!) : Number.NaN;
-  // A real instant only (no 30 February, no hour 24): PostgreSQL would refuse it with an error, not a 400.
-  if (!match || !Number.isFinite(time) || new Date(time).toISOString().slice(0, 23) !== match[1]!.slice(0, 23)) {
-    throw new FaucetError('invalid_request', 'cursor is malformed');
-  }
-  return { seen: match[1]!, id: match[2]! };
-}
 
 const utc = (column: string) => sql.raw(`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`);
 
@@ -50,7 +38,7 @@ export async function listEndUsers(
   db: SqlDatabase,
   query: { developerId: string; appId: string | null; limit: number; cursor: string | undefined },
 ): Promise<EndUserPage> {
-  const after = parseCursor(query.cursor);
+  const after = parseTimeCursor(query.cursor);
   const rows = await queryRows<EndUserSummaryRow>(
     db,
     sql`with seen as (
@@ -63,8 +51,8 @@ export async function listEndUsers(
              and (${query.appId}::uuid is null or a.id = ${query.appId}::uuid)
         ), page as (
           select * from seen
-           where ${after?.seen ?? null}::timestamptz is null
-              or (last_seen, id) < (${after?.seen ?? null}::timestamptz, ${after?.id ?? null}::uuid)
+           where ${after?.at ?? null}::timestamptz is null
+              or (last_seen, id) < (${after?.at ?? null}::timestamptz, ${after?.id ?? null}::uuid)
            order by last_seen desc, id desc
            limit ${query.limit + 1}
         )
