@@ -62,6 +62,8 @@ export interface Env {
   WALLET_FLUSH_INTERVAL_MS?: string;
   /** The traces queue (docs/traces.md): the gateway's wallet objects send to it, the API consumes it. */
   TRACES?: Queue<TraceMessage>;
+  /** The first retry's delay of a trace delivery in seconds, doubling up to 5 minutes (default 5). */
+  TRACE_RETRY_BASE_SECONDS?: string;
   /** The webhooks queue (docs/webhooks.md): relay wake-ups and deliveries; the API consumes it. */
   WEBHOOKS?: Queue<WebhookMessage>;
   /** Attempts of a delivery before it is failed (default 8). */

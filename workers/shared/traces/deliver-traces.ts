@@ -8,7 +8,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { createHttpDatabase } from '../db.ts';
-import { isProduction, type Env } from '../env.ts';
+import { type Env, intSetting, isProduction } from '../env.ts';
 import { createLogger } from '../logger.ts';
 import { queryRows, type SqlDatabase } from '../query.ts';
 import { checkUpstreamUrl } from '../upstream/address-guard.ts';
@@ -22,9 +22,9 @@ import { parseTraceMessage, type TraceMessage } from './trace-message.ts';
 const deliveryTimeoutMs = 10_000;
 const longestRetryDelaySeconds = 300;
 
-/** 5 s, 10 s, 20 s, … at most 5 minutes. */
-export function retryDelaySeconds(attempts: number): number {
-  return Math.min(longestRetryDelaySeconds, 5 * 2 ** Math.max(0, attempts - 1));
+/** 5 s, 10 s, 20 s, … at most 5 minutes (TRACE_RETRY_BASE_SECONDS sets the first). */
+function retryDelaySeconds(env: Env, attempts: number): number {
+  return Math.min(longestRetryDelaySeconds, intSetting(env.TRACE_RETRY_BASE_SECONDS, 5) * 2 ** Math.max(0, attempts - 1));
 }
 
 type Verdict = 'sent' | 'dropped' | 'retry';
@@ -169,7 +169,7 @@ export async function deliverTraceBatch(batch: MessageBatch<unknown>, env: Env, 
     }
     if (verdict === 'retry') {
       logger.warn('trace delivery will be retried', { app_id: body.appId, attempts: message.attempts });
-      message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
+      message.retry({ delaySeconds: retryDelaySeconds(env, message.attempts) });
     } else {
       message.ack();
     }

@@ -5,6 +5,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { webhookMaxAttempts, webhookRetryDelaySeconds } from './deliver-webhooks.ts';
 import { parseWebhookMessage } from './webhook-message.ts';
 import { signatureHeader, verifySignature } from './signature.ts';
 
@@ -51,5 +52,15 @@ describe('a webhooks queue message', () => {
     for (const bad of [null, 'relay', { kind: 'deliver' }, { kind: 'deliver', deliveryId: "1'; drop table" }, { kind: 'other' }]) {
       expect(parseWebhookMessage(bad)).toBeNull();
     }
+  });
+});
+
+describe('a failing delivery', () => {
+  it('is retried 30 s, 1, 2, 4 … minutes apart, at most an hour, up to 8 attempts (both settings of the env)', () => {
+    expect([1, 2, 3, 4, 7, 8, 20].map((attempts) => webhookRetryDelaySeconds({}, attempts))).toEqual([30, 60, 120, 240, 1920, 3600, 3600]);
+    expect(webhookRetryDelaySeconds({ WEBHOOK_RETRY_BASE_SECONDS: '0' }, 5)).toBe(0);
+    expect(webhookMaxAttempts({})).toBe(8);
+    expect(webhookMaxAttempts({ WEBHOOK_MAX_ATTEMPTS: '3' })).toBe(3);
+    expect(webhookMaxAttempts({ WEBHOOK_MAX_ATTEMPTS: '0' })).toBe(1);
   });
 });

@@ -163,7 +163,7 @@ describe('a call through the gateway', () => {
 });
 
 describe('a failing endpoint', () => {
-  it('gets the queue’s retries (max_retries), then no more, and GET shows it failing', { timeout: 90_000 }, async () => {
+  it('gets the queue’s retries (max_retries), then no more, and GET shows it failing', async () => {
     await exportTo('https://otlp.example.com/v1/traces');
     const receiver = fakeUpstream(() => new Response('unavailable', { status: 503 }));
     traceReceiver.fetch = receiver.fetch;
@@ -177,12 +177,12 @@ describe('a failing endpoint', () => {
     expect(answer.status).toBe(200);
     await settled(testEnv);
 
-    // wrangler.toml [env.test]: max_retries = 2, so three attempts (5 s, then 10 s apart), then the dead-letter queue.
+    // wrangler.toml [env.test]: max_retries = 2, so three attempts (retried without delay there), then the dead-letter queue.
     const attempts = 3;
     const until = Date.now() + 60_000;
-    while (receiver.requests.length < attempts && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 250));
+    while (receiver.requests.length < attempts && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(receiver.requests).toHaveLength(attempts);
-    await new Promise((resolve) => setTimeout(resolve, 12_000));
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
     expect(receiver.requests).toHaveLength(attempts);
     expect(await traceState()).toMatchObject({
       state: 'failing',
@@ -233,9 +233,12 @@ describe('the traces consumer', () => {
         ack: vi.fn(),
         retry: vi.fn(),
       };
-      await deliverTraceBatch({ queue: 'faucet-traces-test', messages: [message] } as unknown as MessageBatch, testEnv, {
-        fetch: receiver.fetch,
-      });
+      // The production delays (the test worker retries without waiting: TRACE_RETRY_BASE_SECONDS = 0).
+      await deliverTraceBatch(
+        { queue: 'faucet-traces-test', messages: [message] } as unknown as MessageBatch,
+        { ...testEnv, TRACE_RETRY_BASE_SECONDS: undefined },
+        { fetch: receiver.fetch },
+      );
       expect(message.retry).toHaveBeenCalledWith({ delaySeconds: delay });
       expect(message.ack).not.toHaveBeenCalled();
     }
