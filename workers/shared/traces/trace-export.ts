@@ -8,8 +8,8 @@ import { eq, sql } from 'drizzle-orm';
 import { appTraceExports } from '../../../drizzle/schema.ts';
 import type { Db } from '../db.ts';
 import type { Env } from '../env.ts';
-import { keyringFrom } from '../provider-keys/keyring.ts';
-import { openKey, type SealContext, sealKey } from '../provider-keys/seal.ts';
+import { type Keyring, keyringFrom } from '../provider-keys/keyring.ts';
+import { openKey, type SealContext, type SealedKey, sealKey } from '../provider-keys/seal.ts';
 import { queryRows, type SqlDatabase } from '../query.ts';
 import { publicEndpointUrl } from '../upstream/public-endpoint.ts';
 
@@ -97,4 +97,47 @@ export async function recordTraceDelivery(db: SqlDatabase, appId: string, outcom
                    consecutive_failures = consecutive_failures + 1
              where app_id = ${appId}::uuid returning app_id`,
   );
+}
+
+/**
+ * Step 2 of an encryption-key rotation (docs/provider-keys.md) for trace-export headers: each export
+ * sealed under an older version is sealed again under the keyring's current one (an export replaced
+ * meanwhile is left for the next run).
+ */
+export async function reEncryptTraceHeaders(
+  db: SqlDatabase,
+  keyring: Keyring,
+): Promise<{ reEncrypted: number; unreadable: number; remaining: number }> {
+  const version = keyring.current.version;
+  const stale = sql`headers_ciphertext is not null and headers_key_version <> ${version}`;
+  const rows = await queryRows<{ app_id: string; headers_ciphertext: string; headers_iv: string; headers_key_version: number }>(
+    db,
+    sql`select app_id, headers_ciphertext, headers_iv, headers_key_version from app_trace_exports where ${stale} limit 500`,
+  );
+  let reEncrypted = 0;
+  let unreadable = 0;
+  for (const row of rows) {
+    const context = sealContext(row.app_id);
+    let sealed: SealedKey;
+    try {
+      const headers = await openKey(
+        keyring,
+        { ciphertext: row.headers_ciphertext, iv: row.headers_iv, keyVersion: row.headers_key_version },
+        context,
+      );
+      sealed = await sealKey(keyring, headers, context);
+    } catch {
+      unreadable++;
+      continue;
+    }
+    const updated = await queryRows<{ app_id: string }>(
+      db,
+      sql`update app_trace_exports set headers_ciphertext = ${sealed.ciphertext}, headers_iv = ${sealed.iv},
+                 headers_key_version = ${sealed.keyVersion}
+           where app_id = ${row.app_id}::uuid and headers_ciphertext = ${row.headers_ciphertext} returning app_id`,
+    );
+    reEncrypted += updated.length;
+  }
+  const [left] = await queryRows<{ n: number }>(db, sql`select count(*)::int as n from app_trace_exports where ${stale}`);
+  return { reEncrypted, unreadable, remaining: left?.n ?? 0 };
 }

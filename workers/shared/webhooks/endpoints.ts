@@ -7,7 +7,7 @@
 import { sql } from 'drizzle-orm';
 import { randomToken } from '../crypto.ts';
 import type { Env } from '../env.ts';
-import { keyringFrom } from '../provider-keys/keyring.ts';
+import { type Keyring, keyringFrom } from '../provider-keys/keyring.ts';
 import { openKey, type SealContext, type SealedKey, sealKey } from '../provider-keys/seal.ts';
 import { queryRows, type SqlDatabase } from '../query.ts';
 
@@ -160,4 +160,58 @@ export async function signingSecrets(env: Env, row: EndpointRow, now = new Date(
     );
   }
   return secrets;
+}
+
+export interface SecretReEncryption {
+  reEncrypted: number;
+  /** Secrets under an older version this keyring cannot read. */
+  unreadable: number;
+  /** Secrets still under an older version after this run. */
+  remaining: number;
+}
+
+/**
+ * Step 2 of an encryption-key rotation (docs/provider-keys.md) for webhook signing secrets: each
+ * live endpoint's current secret, and its previous one while its overlap lasts, sealed again under the
+ * keyring's current version (a row changed meanwhile, by a rotation, is left for the next run).
+ */
+export async function reEncryptWebhookSecrets(db: SqlDatabase, keyring: Keyring): Promise<SecretReEncryption> {
+  const version = keyring.current.version;
+  const stale = sql`deleted_at is null and (secret_key_version <> ${version}
+    or (previous_secret_key_version <> ${version} and previous_secret_expires_at > now()))`;
+  const rows = await queryRows<EndpointRow>(db, sql`select * from webhook_endpoints where ${stale} limit 500`);
+  let reEncrypted = 0;
+  let unreadable = 0;
+  for (const row of rows) {
+    const context = sealContext(row.id);
+    const reseal = async (sealed: SealedKey): Promise<SealedKey> =>
+      sealed.keyVersion === version ? sealed : sealKey(keyring, await openKey(keyring, sealed, context), context);
+    let current: SealedKey;
+    let previous: SealedKey | null = null;
+    try {
+      current = await reseal({ ciphertext: row.secret_ciphertext, iv: row.secret_iv, keyVersion: row.secret_key_version });
+      if (row.previous_secret_ciphertext !== null && row.previous_secret_iv !== null && row.previous_secret_key_version !== null) {
+        previous = await reseal({
+          ciphertext: row.previous_secret_ciphertext,
+          iv: row.previous_secret_iv,
+          keyVersion: row.previous_secret_key_version,
+        });
+      }
+    } catch {
+      unreadable++;
+      continue;
+    }
+    const updated = await queryRows<{ id: string }>(
+      db,
+      sql`update webhook_endpoints set secret_ciphertext = ${current.ciphertext}, secret_iv = ${current.iv},
+                 secret_key_version = ${current.keyVersion},
+                 previous_secret_ciphertext = ${previous?.ciphertext ?? null}, previous_secret_iv = ${previous?.iv ?? null},
+                 previous_secret_key_version = ${previous?.keyVersion ?? null},
+                 previous_secret_expires_at = case when ${previous !== null} then previous_secret_expires_at end
+           where id = ${row.id}::uuid and secret_ciphertext = ${row.secret_ciphertext} returning id`,
+    );
+    reEncrypted += updated.length;
+  }
+  const [left] = await queryRows<{ n: number }>(db, sql`select count(*)::int as n from webhook_endpoints where ${stale}`);
+  return { reEncrypted, unreadable, remaining: left?.n ?? 0 };
 }

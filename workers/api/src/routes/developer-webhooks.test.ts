@@ -11,6 +11,8 @@ import { bookUsage } from '#shared/ledger/book-usage.ts';
 import { parseWireAmount } from '#shared/money/index.ts';
 import { rateUsage } from '#shared/rating/rate-usage.ts';
 import { userRef } from '#shared/auth/user-ref.ts';
+import { encodeBase64 } from '#shared/provider-keys/keyring.ts';
+import { type EndpointRow, signingSecrets } from '#shared/webhooks/endpoints.ts';
 import { verifySignature } from '#shared/webhooks/signature.ts';
 import {
   chargeOf,
@@ -412,5 +414,32 @@ describe('none lost', () => {
     const hook = await eventually(() => received.find((candidate) => candidate.event.id === event!.id));
     expect(await verifySignature(hook.headers['faucet-signature']!, hook.body, endpoint.secret)).toBe(true);
     await eventually(async () => (await deliveriesOf(testEnv, dev.key, endpoint.id))[0]?.status === 'delivered');
+  });
+});
+
+describe('rotating the encryption key', () => {
+  it("re-seals every webhook secret (the previous one too, in its overlap): deliveries still sign with the developer's secrets under the new key alone", async () => {
+    const dev = await onboard('rekey@example.test');
+    const endpoint = await addEndpoint(testEnv, dev.key, ['payout.pending']);
+    const rotated = await developerRequest(testEnv, dev.key, `/v1/developer/webhooks/${endpoint.id}/rotate-secret`, {
+      method: 'POST',
+      json: { overlap_seconds: 3600 },
+    });
+    const newEntry = `v2:${encodeBase64(crypto.getRandomValues(new Uint8Array(32)))}`;
+    const rotating = { ...testEnv, PROVIDER_KEY_ENCRYPTION_KEY: `${newEntry},${testEnv.PROVIDER_KEY_ENCRYPTION_KEY}` };
+    const result = await call(api(), rotating, '/v1/admin/provider-keys/re-encrypt', { method: 'POST', token: adminToken });
+    expect(result.status).toBe(200);
+    const body = (await result.json()) as { webhook_secrets: { re_encrypted: number; unreadable: number; remaining: number } };
+    expect(body.webhook_secrets.re_encrypted).toBeGreaterThanOrEqual(1);
+    expect(body.webhook_secrets).toMatchObject({ unreadable: 0, remaining: 0 });
+    const [row] = await sql<{ secret_key_version: number; previous_secret_key_version: number }>(
+      testEnv,
+      'select secret_key_version, previous_secret_key_version from webhook_endpoints where id = $1',
+      [endpoint.id],
+    );
+    expect(row).toEqual({ secret_key_version: 2, previous_secret_key_version: 2 });
+    const [stored] = await sql<Record<string, unknown>>(testEnv, 'select * from webhook_endpoints where id = $1', [endpoint.id]);
+    const secrets = await signingSecrets({ ...testEnv, PROVIDER_KEY_ENCRYPTION_KEY: newEntry }, stored as unknown as EndpointRow);
+    expect(secrets).toEqual([rotated.body.secret, endpoint.secret]);
   });
 });

@@ -6,10 +6,12 @@
  */
 import { createExecutionContext, createMessageBatch, getQueueResult } from 'cloudflare:test';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { encodeBase64 } from '#shared/provider-keys/keyring.ts';
 import { deliverTraceBatch } from '#shared/traces/deliver-traces.ts';
+import { openTraceHeaders } from '#shared/traces/trace-export.ts';
 import { fakeUpstream, jsonResponse, openAiCompletion, type RecordedRequest } from '../../../test/fake-upstream.ts';
 import { chat, fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled } from '../../../test/gateway-kit.ts';
-import { api, call, createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
+import { adminToken, api, call, createTestEnv, demoPublicAppId, developerKey, sql, type TestEnv } from '../../../test/harness.ts';
 import { traceReceiver } from '../../../test/trace-receiver.ts';
 
 type Body = Record<string, any>;
@@ -320,5 +322,28 @@ describe('the traces consumer', () => {
     await deliverTraceBatch(batch, other, { fetch: receiver.fetch });
     expect((await getQueueResult(batch, ctx)).explicitAcks.sort()).toEqual(['a', 'b']);
     expect(receiver.requests).toHaveLength(0);
+  });
+});
+
+describe('rotating the encryption key', () => {
+  it('re-seals the export’s headers: the new key alone opens them, and the headers sent are the ones set', async () => {
+    await exportTo('https://otlp.example.com/v1/traces');
+    const newEntry = `v2:${encodeBase64(crypto.getRandomValues(new Uint8Array(32)))}`;
+    const rotating = { ...testEnv, PROVIDER_KEY_ENCRYPTION_KEY: `${newEntry},${testEnv.PROVIDER_KEY_ENCRYPTION_KEY}` };
+    const result = await call(api(), rotating, '/v1/admin/provider-keys/re-encrypt', { method: 'POST', token: adminToken });
+    expect(result.status).toBe(200);
+    expect(((await result.json()) as Body).trace_headers).toEqual({ re_encrypted: 1, unreadable: 0, remaining: 0 });
+    const [row] = await sql<{ headers_ciphertext: string; headers_iv: string; headers_key_version: number }>(
+      testEnv,
+      'select headers_ciphertext, headers_iv, headers_key_version from app_trace_exports where app_id = $1',
+      [demoAppId],
+    );
+    expect(row!.headers_key_version).toBe(2);
+    const opened = await openTraceHeaders({ ...testEnv, PROVIDER_KEY_ENCRYPTION_KEY: newEntry }, demoAppId, {
+      ciphertext: row!.headers_ciphertext,
+      iv: row!.headers_iv,
+      keyVersion: row!.headers_key_version,
+    });
+    expect(opened['x-ingest-key'] === headerValue).toBe(true);
   });
 });
