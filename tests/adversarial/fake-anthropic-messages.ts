@@ -7,16 +7,19 @@
  *
  * What it answers:
  * - `thinking` enabled: a thinking block first, its text in `thinking_delta` pieces, then a
- *   `signature_delta` whose signature is an HMAC of that text;
- * - tools given (and `tool_choice` not `none`) and no `tool_result` in the last user turn: one
- *   `tool_use` of the tool `tool_choice` names, else the first, its input built from the tool's
- *   schema (each required property: a string is the last word of the user's text, a number 1, a
- *   boolean true, an enum its first value, an array empty, an object likewise), stop_reason `tool_use`;
+ *   `signature_delta` whose signature carries that text and an HMAC of it; with `display: "omitted"`
+ *   the block stays empty (billed the same) and only the signature is sent, as Anthropic does;
+ * - tools given (and `tool_choice` not `none`, nor a `[fake:tool=none]` marker) and no `tool_result`
+ *   in the last user turn: one `tool_use` of the tool a `[fake:tool=NAME]` marker names, else the one
+ *   `tool_choice` names, else the first; its input is a `[fake:input=JSON]` marker's, else built from
+ *   the tool's schema (each required property: a string is the last word of the user's text, a number
+ *   1, a boolean true, an enum its first value, an array empty, an object likewise), stop_reason `tool_use`;
  * - a `tool_result` in the last user turn: `Tool result: <its text>`;
  * - otherwise the chat route's text pieces.
  * Refused with Anthropic's 400 `invalid_request_error`, as Anthropic refuses them: with thinking
  * enabled, a last assistant turn holding `tool_use` that does not start with a thinking block; a
- * thinking block whose signature is not the one this fake gave its text; a budget not below max_tokens.
+ * thinking block whose signature this fake did not give, or whose text is neither the signed one nor
+ * empty (display omitted); a budget not below max_tokens.
  *
  * Usage: the prompt is counted as the chat route counts it (3 tokens a turn plus its text; tools and
  * tool calls as their JSON; images at the model's maximum). With `cache_control` breakpoints, the
@@ -58,7 +61,7 @@ export interface MessagesBody {
   messages?: Turn[];
   tools?: Tool[];
   tool_choice?: { type?: string; name?: string };
-  thinking?: { type?: string; budget_tokens?: number };
+  thinking?: { type?: string; budget_tokens?: number; display?: string };
 }
 
 /** The prompt cache's keys (model and prefix) of one fake upstream. */
@@ -66,7 +69,15 @@ export type PromptCache = Set<string>;
 
 /** Not Anthropic's key: signatures only need to show the thinking came back as this fake wrote it. */
 const signingKey = 'faucet-fake-anthropic-thinking';
-const signatureOf = (thinking: string) => createHmac('sha256', signingKey).update(thinking).digest('base64');
+const macOf = (thinking: string) => createHmac('sha256', signingKey).update(thinking).digest('base64');
+/** Like Anthropic's, the signature carries the thinking, so a block sent back without its text (display omitted) is still whole. */
+const signatureOf = (thinking: string) => `${Buffer.from(thinking).toString('base64')}.${macOf(thinking)}`;
+/** The thinking a signature of this fake carries, or null when the fake did not sign it. */
+function thinkingSigned(signature: unknown): string | null {
+  const [text, mac] = typeof signature === 'string' ? signature.split('.') : [];
+  const thinking = Buffer.from(text ?? '', 'base64').toString();
+  return mac !== undefined && mac === macOf(thinking) ? thinking : null;
+}
 
 const errorTypes: Record<number, string> = {
   400: 'invalid_request_error',
@@ -104,7 +115,9 @@ function invalidRequest(body: MessagesBody): string | null {
   for (const [turn, message] of messages.entries()) {
     if (message.role !== 'assistant') continue;
     for (const [index, block] of blocksOf(message.content).entries()) {
-      if (block.type === 'thinking' && block.signature !== signatureOf(String(block.thinking ?? '')))
+      if (block.type !== 'thinking') continue;
+      const signed = thinkingSigned(block.signature);
+      if (signed === null || (block.thinking !== signed && block.thinking !== ''))
         return `messages.${turn}.content.${index}: Invalid \`signature\` in \`thinking\` block`;
     }
   }
@@ -187,6 +200,16 @@ function sampleOf(schema: unknown, word: string): unknown {
   return word;
 }
 
+/** A `[fake:input=JSON]` marker's input, or null when there is none or it is not a JSON object. */
+function inputOf(marker: string | null): string | null {
+  try {
+    const input = JSON.parse(marker ?? 'null') as unknown;
+    return typeof input === 'object' && input !== null && !Array.isArray(input) ? JSON.stringify(input) : null;
+  } catch {
+    return null;
+  }
+}
+
 interface PlannedBlock {
   type: 'thinking' | 'text' | 'tool_use';
   /** What is generated, piece by piece, with the output tokens each is billed. */
@@ -203,9 +226,10 @@ function plan(body: MessagesBody, behaviour: Behaviour, messageNumber: number): 
   const result = lastUser.find((block) => block.type === 'tool_result');
   const userText = textOfBlocks(lastUser);
   const tools = body.tools ?? [];
+  const named = (name: string | undefined) => tools.find((candidate) => name !== undefined && candidate.name === name);
   const tool =
-    result === undefined && body.tool_choice?.type !== 'none' && tools.length > 0
-      ? (tools.find((candidate) => body.tool_choice?.type === 'tool' && candidate.name === body.tool_choice.name) ?? tools[0]!)
+    result === undefined && body.tool_choice?.type !== 'none' && behaviour.tool !== 'none' && tools.length > 0
+      ? (named(behaviour.tool ?? undefined) ?? named(body.tool_choice?.type === 'tool' ? body.tool_choice.name : undefined) ?? tools[0]!)
       : undefined;
   const blocks: PlannedBlock[] = [];
   if (body.thinking?.type === 'enabled' || body.thinking?.type === 'adaptive') {
@@ -219,7 +243,8 @@ function plan(body: MessagesBody, behaviour: Behaviour, messageNumber: number): 
   }
   if (tool !== undefined) {
     const name = String(tool.name ?? '');
-    const input = JSON.stringify(sampleOf(tool.input_schema, userText.match(/[\p{L}\p{N}]+/gu)?.at(-1) ?? 'fake'));
+    const input =
+      inputOf(behaviour.toolInput) ?? JSON.stringify(sampleOf(tool.input_schema, userText.match(/[\p{L}\p{N}]+/gu)?.at(-1) ?? 'fake'));
     const half = Math.ceil(input.length / 2);
     blocks.push({
       type: 'tool_use',
@@ -298,6 +323,7 @@ export async function answerMessages(
     send('message_start', { message: { ...message, usage: { ...usage, output_tokens: 1 } } });
     send('ping', {});
 
+    const thinkingShown = body.thinking?.display !== 'omitted';
     let stopReason = plannedStop;
     generation: for (const planned of blocks) {
       const index = message.content.length;
@@ -310,6 +336,7 @@ export async function answerMessages(
       message.content.push(block);
       send('content_block_start', { index, content_block: { ...block } });
       let json = '';
+      let thought = '';
       for (const piece of planned.pieces) {
         if (record.outputTokens + piece.tokens > Number(body.max_tokens)) {
           stopReason = 'max_tokens';
@@ -323,7 +350,9 @@ export async function answerMessages(
         }
         record.outputTokens += piece.tokens;
         if (planned.type === 'thinking') {
-          block.thinking += piece.value;
+          thought += piece.value;
+          if (!thinkingShown) continue;
+          block.thinking = thought;
           send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: piece.value } });
         } else if (planned.type === 'text') {
           block.text += piece.value;
@@ -334,7 +363,7 @@ export async function answerMessages(
         }
       }
       if (planned.type === 'thinking') {
-        block.signature = signatureOf(String(block.thinking));
+        block.signature = signatureOf(thought);
         send('content_block_delta', { index, delta: { type: 'signature_delta', signature: block.signature } });
       }
       if (planned.type === 'tool_use') block.input = JSON.parse(json) as unknown;

@@ -25,6 +25,8 @@
  *   [fake:fail-model=MODEL@STATUS]  refuse requests for that model (the body's `model`) with STATUS
  *                       (default 500; a 429 carries `retry-after: 1`), answer other models: a
  *                       feature's fallback sends the same messages to its next model
+ *   [fake:tool=NAME]    Messages with tools: call the tool NAME (`none`: answer in text instead)
+ *   [fake:input=JSON]   Messages: the tool call's input, as written (else built from the tool's schema)
  *
  * Refused requests are logged apart (`refused()`, `refused` of `GET /__calls`): the provider bills
  * them nothing, and the fallback scenarios check which attempts reached it.

@@ -49,6 +49,9 @@ export interface Behaviour {
   failStatus: number | null;
   failOnceKey: string | null;
   failModel: { model: string; status: number } | null;
+  /** Messages: the tool to call (`none`: answer in text although tools are given), and its input as JSON. */
+  tool: string | null;
+  toolInput: string | null;
 }
 
 /** Tokens a provider bills for a piece of text (see fake-openai-upstream.ts). */
@@ -91,6 +94,8 @@ export function behaviourOf(text: string): Behaviour {
     failStatus: marker('fail') === null ? null : number('fail', 500),
     failOnceKey: marker('fail-once')?.[1] ?? null,
     failModel: failModelOf(marker('fail-model')?.[1]),
+    tool: marker('tool')?.[1] ?? null,
+    toolInput: marker('input')?.[1] ?? null,
   };
 }
 

@@ -66,10 +66,12 @@ export const thinkingBlockSchema = z.discriminatedUnion('type', [
 ]);
 export type ThinkingBlock = z.infer<typeof thinkingBlockSchema>;
 
+/** `display: omitted` streams a thinking block without its text (the signature carries it); billed the same. */
+const thinkingDisplay = z.enum(['summarized', 'omitted']).optional();
 export const thinkingSchema = z.discriminatedUnion('type', [
-  closedObject({ type: z.literal('enabled'), budget_tokens: z.number().int().min(1024) }),
+  closedObject({ type: z.literal('enabled'), budget_tokens: z.number().int().min(1024), display: thinkingDisplay }),
   closedObject({ type: z.literal('disabled') }),
-  closedObject({ type: z.literal('adaptive') }),
+  closedObject({ type: z.literal('adaptive'), display: thinkingDisplay }),
 ]);
 export type Thinking = z.infer<typeof thinkingSchema>;
 

@@ -390,6 +390,55 @@ describe('POST /v1/messages', () => {
       );
     });
 
+    it('takes Claude Code 2.1.332’s request with tool search and hidden thinking: the deferred tool stays out, the display goes on, the signed empty block comes back', async () => {
+      const session = await fundedSession(testEnv);
+      const upstream = fakeUpstream(() =>
+        anthropicSse([
+          { type: 'message_start', message: { id: 'msg_4', model: 'claude-haiku-4-5', usage: { input_tokens: 40, output_tokens: 1 } } },
+          // Display omitted: the block's text is not streamed, its signature carries it.
+          { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } },
+          { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature } },
+          { type: 'content_block_stop', index: 0 },
+          { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
+          { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: 'Hello.' } },
+          { type: 'content_block_stop', index: 1 },
+          { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 30 } },
+          { type: 'message_stop' },
+        ]),
+      );
+      const requestId = newRequestId();
+      const placeholder = { name: 'DeferredToolPlaceholder', input_schema: { type: 'object', properties: {} }, defer_loading: true };
+      const answer = await post(
+        gatewayWith({ upstreamFetch: upstream.fetch }),
+        '/v1/messages?beta=true',
+        {
+          ...claudeCode,
+          thinking: { type: 'enabled', budget_tokens: 31_999, display: 'omitted' },
+          tools: [tool, placeholder],
+          messages: [{ role: 'user', content: 'Say hello' }],
+        },
+        {
+          ...anthropic(session.token, requestId),
+          'anthropic-beta':
+            'interleaved-thinking-2025-05-14,context-management-2025-06-27,claude-code-20250219,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20',
+        },
+      );
+      expect(answer.status).toBe(200);
+      const sent = upstream.requests[0]?.body as { tools: Array<{ name: string }>; thinking: unknown };
+      expect(sent.tools.map((sentTool) => sentTool.name)).toEqual(['Read']);
+      expect(sent.thinking).toEqual({ type: 'enabled', budget_tokens: 31_999, display: 'omitted' });
+      const streamed = events(answer.text).filter(
+        (event) => event.event === 'content_block_start' || event.event === 'content_block_delta',
+      );
+      expect(streamed.map((event) => (event.data as Body).content_block ?? (event.data as Body).delta)).toEqual([
+        { type: 'thinking', thinking: '', signature: '' },
+        { type: 'signature_delta', signature },
+        { type: 'text', text: '' },
+        { type: 'text_delta', text: 'Hello.' },
+      ]);
+      await expectBilledAsReported(requestId, upstream, { input: 40, output: 30 });
+    });
+
     it('sends Claude Code’s cache breakpoints to Anthropic; its cache writes and reads are booked by class, the hold covering the writes', async () => {
       const session = await fundedSession(testEnv);
       const reported = { input_tokens: 12, cache_creation_input_tokens: 3000, cache_read_input_tokens: 9000, output_tokens: 20 };

@@ -69,6 +69,21 @@ describe('a Messages request with thinking, to an Anthropic model', () => {
     expect(() => toAnthropicRequest({ ...chatOf(), max_completion_tokens: 1000 }, 1024)).toThrow(/max_tokens above 1024/);
   });
 
+  it('sends the thinking display as asked: omitted, the blocks come back empty but signed (Claude Code 2.1.332)', () => {
+    const omitted = chatOf(
+      messagesRequestSchema.parse({ ...toolLoop, thinking: { type: 'enabled', budget_tokens: 31_999, display: 'omitted' } }),
+    );
+    expect(toAnthropicRequest(omitted, 1024).thinking).toEqual({ type: 'enabled', budget_tokens: 31_999, display: 'omitted' });
+    expect(toAnthropicRequest({ ...omitted, max_completion_tokens: 4000 }, 1024).thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 3999,
+      display: 'omitted',
+    });
+    const elsewhere = requestForProtocol('openai_compatible', omitted);
+    expect(elsewhere.reasoning_effort).toBe('high');
+    expect(elsewhere).not.toHaveProperty('thinking');
+  });
+
   it('turns a reasoning_effort (chat, Responses) into a budget, and `none` into no thinking', () => {
     const ask = (effort: ChatRequest['reasoning_effort']): ChatRequest => ({
       model: 'claude-sonnet-4-5',

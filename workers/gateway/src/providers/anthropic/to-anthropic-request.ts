@@ -4,7 +4,7 @@
  * a user turn; consecutive turns of one role are merged, because Anthropic wants them alternating.
  */
 import { FaucetError } from '#shared/wire/errors.ts';
-import type { CacheControl, ChatMessage, ChatRequest } from '../../openai/chat-schemas.ts';
+import type { CacheControl, ChatMessage, ChatRequest, Thinking } from '../../openai/chat-schemas.ts';
 import { messageText } from '../../tokens/count-prompt-tokens.ts';
 
 type AnthropicBlock = Record<string, unknown> & { type: string };
@@ -25,7 +25,7 @@ export interface AnthropicRequest {
   tools?: Array<{ name: string; description?: string; input_schema: Record<string, unknown>; cache_control?: AnthropicCacheControl }>;
   tool_choice?: Record<string, unknown>;
   metadata?: { user_id: string };
-  thinking?: { type: 'enabled'; budget_tokens: number } | { type: 'disabled' } | { type: 'adaptive' };
+  thinking?: Thinking;
 }
 
 /** The thinking budget of each `reasoning_effort` (Claude Code's 31,999 is `high` read the other way). */
@@ -126,7 +126,7 @@ function anthropicThinking(request: ChatRequest, maxTokens: number): AnthropicRe
       `thinking needs a max_tokens above ${smallestBudget} on Anthropic models (the call may produce ${maxTokens}).`,
     );
   }
-  return { type: 'enabled', budget_tokens: budget };
+  return { ...asked, budget_tokens: budget };
 }
 
 function anthropicToolChoice(request: ChatRequest): Record<string, unknown> | undefined {

@@ -34,7 +34,7 @@ export function chatRequestOfMessages(body: MessagesRequest): ChatCompletionsBod
   Object.assign(request, chatToolChoiceOf(body.tool_choice));
   const effort = reasoningEffortOf(body);
   if (effort !== undefined) request.reasoning_effort = effort;
-  if (body.thinking !== undefined) request.thinking = body.thinking;
+  if (body.thinking !== undefined) request.thinking = chatThinkingOf(body.thinking);
   if (body.feature !== undefined) request.feature = body.feature;
   if (body.route_mode !== undefined) request.route_mode = body.route_mode;
   return request;
@@ -56,9 +56,11 @@ export function chatMessagesOfMessages(body: Pick<CountTokensRequest, 'system' |
   return messages;
 }
 
+/** The tools the model is shown: a deferred one (`defer_loading`) is not, until a search would load it. */
 export function chatToolsOf(tools: MessagesTool[] | undefined): ChatRequest['tools'] {
-  if (tools === undefined || tools.length === 0) return undefined;
-  return tools.map((tool) => ({
+  const shown = tools?.filter((tool) => tool.defer_loading !== true);
+  if (shown === undefined || shown.length === 0) return undefined;
+  return shown.map((tool) => ({
     type: 'function' as const,
     function: {
       name: tool.name,
@@ -94,6 +96,17 @@ function reasoningEffortOf(body: Pick<MessagesRequest, 'output_config'>): ChatRe
   const effort = body.output_config?.effort;
   if (effort == null) return undefined;
   return effort === 'max' ? 'xhigh' : effort;
+}
+
+/**
+ * The thinking setting as it is sent on. Display `updates` needs a beta the gateway does not send
+ * upstream, so it goes as `omitted`: the reasoning stays hidden as asked, only the progress notes
+ * are not shown either.
+ */
+function chatThinkingOf(thinking: NonNullable<MessagesRequest['thinking']>): ChatRequest['thinking'] {
+  if (thinking.type === 'disabled') return thinking;
+  const { display, ...setting } = thinking;
+  return display === undefined ? setting : { ...setting, display: display === 'updates' ? 'omitted' : display };
 }
 
 /**

@@ -30,6 +30,12 @@ describe('anthropic-beta', () => {
     ]);
   });
 
+  it('accepts every beta Claude Code 2.1.332 sends (tool search; with --verbose, thinking progress updates)', () => {
+    const header =
+      'interleaved-thinking-2025-05-14,context-management-2025-06-27,claude-code-20250219,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,thinking-display-updates-2026-08-18';
+    expect(acceptedBetas(new Headers({ 'anthropic-beta': header }))).toEqual(header.split(','));
+  });
+
   it.each([
     'fine-grained-tool-streaming-2025-05-14',
     'token-efficient-tools-2025-02-19',

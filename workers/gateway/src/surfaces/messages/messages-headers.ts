@@ -45,6 +45,11 @@ const betas: Array<{ pattern: RegExp; refused?: string }> = [
   { pattern: /^context-management-\d{4}-\d{2}-\d{2}$/ },
   { pattern: /^effort-\d{4}-\d{2}-\d{2}$/ },
   { pattern: /^output-128k-\d{4}-\d{2}-\d{2}$/ },
+  // Tool search and programmatic calling need server tools (refused by type), tool examples and callers are
+  // refused by the schema; a deferred tool (`defer_loading`) is left out of the prompt, as Anthropic leaves it.
+  { pattern: /^advanced-tool-use-\d{4}-\d{2}-\d{2}$/ },
+  // Only how much of the thinking is shown; it is billed as output whatever is shown (messages-request.ts).
+  { pattern: /^thinking-display-updates-\d{4}-\d{2}-\d{2}$/ },
   { pattern: /^context-1m-/, refused: 'prompts beyond 200K tokens are billed at a long-context price the catalog does not have' },
   { pattern: /^fast-mode-/, refused: 'fast mode is priced differently from the catalog' },
   { pattern: /^(web-search|web-fetch|code-execution)-/, refused: "server tools run and bill on the provider's side and are not served" },

@@ -109,6 +109,39 @@ describe('a Messages request becomes a chat request', () => {
     });
   });
 
+  it('leaves a deferred tool (Claude Code 2.1.332’s tool search) out of what the model is shown, as Anthropic does', () => {
+    const placeholder = { name: 'DeferredToolPlaceholder', input_schema: { type: 'object', properties: {} }, defer_loading: true };
+    const request = translated({ ...minimal, tools: [...claudeCodeBody.tools, placeholder] });
+    expect(request.tools?.map((tool) => tool.function.name)).toEqual(['Read']);
+    expect(translated({ ...minimal, tools: [placeholder] }).tools).toBeUndefined();
+    const shown = translated({ ...minimal, tools: [{ ...placeholder, defer_loading: false }] });
+    expect(shown.tools?.map((tool) => tool.function.name)).toEqual(['DeferredToolPlaceholder']);
+  });
+
+  it.each([
+    [
+      { type: 'enabled', budget_tokens: 31999, display: 'omitted' },
+      { type: 'enabled', budget_tokens: 31999, display: 'omitted' },
+    ],
+    [
+      { type: 'enabled', budget_tokens: 31999, display: 'summarized' },
+      { type: 'enabled', budget_tokens: 31999, display: 'summarized' },
+    ],
+    // Progress updates need a beta the gateway does not send upstream: the reasoning stays hidden as asked.
+    [
+      { type: 'enabled', budget_tokens: 31999, display: 'updates' },
+      { type: 'enabled', budget_tokens: 31999, display: 'omitted' },
+    ],
+    [
+      { type: 'adaptive', display: 'updates' },
+      { type: 'adaptive', display: 'omitted' },
+    ],
+  ])('sends thinking %j on as %j (display changes what is shown, not what is billed)', (thinking, sent) => {
+    const request = translated({ ...minimal, max_tokens: 32000, thinking });
+    expect(request.thinking).toEqual(sent);
+    expect(chatCompletionsBodySchema.parse(request)).toEqual(request);
+  });
+
   it('maps sampling, stop sequences and Faucet’s own fields', () => {
     const request = translated({
       ...minimal,
@@ -289,6 +322,22 @@ describe('what cannot be honoured is refused with a 400 naming it', () => {
     ['more than 4 stop sequences', { ...minimal, stop_sequences: ['a', 'b', 'c', 'd', 'e'] }, 'at most 4 stop_sequences'],
     ['a temperature above 1', { ...minimal, temperature: 1.5 }, 'temperature'],
     ['a thinking budget below 1024', { ...minimal, thinking: { type: 'enabled', budget_tokens: 100 } }, 'thinking.budget_tokens'],
+    ['an unknown thinking display', { ...minimal, thinking: { type: 'adaptive', display: 'full' } }, 'thinking.display'],
+    [
+      'tool use examples',
+      { ...minimal, tools: [{ ...claudeCodeBody.tools[0], input_examples: [{ file_path: 'a.txt' }] }] },
+      'field "input_examples" is not accepted',
+    ],
+    [
+      'a tool_reference that would load a deferred tool',
+      {
+        ...minimal,
+        messages: [
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'tool_reference', tool_name: 'Read' }] }] },
+        ],
+      },
+      'a tool_result part of type "tool_reference" is not accepted',
+    ],
     [
       'the web search server tool',
       { ...minimal, tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }] },

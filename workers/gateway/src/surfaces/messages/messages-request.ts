@@ -159,6 +159,12 @@ const customTool = closedObject({
   input_schema: z.looseObject({ type: z.literal('object') }),
   strict: z.boolean().optional(),
   cache_control: cacheControl,
+  /**
+   * Tool search (`advanced-tool-use-*`): the model is not shown a deferred tool until a search result
+   * references it, so it is left out of the chat request; the `tool_reference` blocks that would
+   * bring it in are refused with the other tool_result parts chat cannot carry.
+   */
+  defer_loading: z.boolean().optional(),
 });
 
 export type MessagesTool = z.infer<typeof customTool>;
@@ -187,10 +193,17 @@ const toolChoice = blockUnion('a tool_choice', [
   closedObject({ type: z.literal('none') }),
 ]);
 
+/**
+ * `display` only decides how much of the thinking's text is streamed (`omitted`: empty blocks whose
+ * signatures still carry it; `updates`: only the short progress notes between tool calls); the
+ * thinking is billed as output whatever is shown. Sent to an Anthropic model as given, but
+ * `updates` as `omitted` (chat-request-of-messages.ts).
+ */
+const thinkingDisplay = z.enum(['summarized', 'omitted', 'updates']).optional();
 const thinking = blockUnion('thinking', [
-  closedObject({ type: z.literal('enabled'), budget_tokens: z.number().int().min(1024) }),
+  closedObject({ type: z.literal('enabled'), budget_tokens: z.number().int().min(1024), display: thinkingDisplay }),
   closedObject({ type: z.literal('disabled') }),
-  closedObject({ type: z.literal('adaptive') }),
+  closedObject({ type: z.literal('adaptive'), display: thinkingDisplay }),
 ]);
 
 /**
