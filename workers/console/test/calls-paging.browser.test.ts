@@ -16,6 +16,8 @@ const callCount = 2 * pageSize + 5;
 
 let browser: Browser;
 let developerKey: string;
+/** How long a page may take to show: the stack is shared with the other test files running beside this one. */
+const shortly = { timeout: 30_000, interval: 200 };
 /** Request ids in the order the calls were made. */
 const made: string[] = [];
 
@@ -121,7 +123,7 @@ describe('developer Calls view, paging', { timeout: 300_000 }, () => {
       const more = page.getByRole('button', { name: 'More calls' });
       const counter = page.locator('.actions [aria-live="polite"]');
 
-      await expect.poll(() => counter.textContent()).toBe(`${pageSize} shown`);
+      await expect.poll(() => counter.textContent(), shortly).toBe(`${pageSize} shown`);
       const first = await shownRequestIds(page);
       expect(first).toEqual(expected.slice(0, pageSize));
       expect(await more.isEnabled()).toBe(true);
@@ -129,14 +131,14 @@ describe('developer Calls view, paging', { timeout: 300_000 }, () => {
       // By keyboard: the second page comes under the first, which stays as it was.
       await more.focus();
       await page.keyboard.press('Enter');
-      await expect.poll(() => counter.textContent()).toBe(`${2 * pageSize} shown`);
+      await expect.poll(() => counter.textContent(), shortly).toBe(`${2 * pageSize} shown`);
       const second = await shownRequestIds(page);
       expect(second.slice(0, pageSize)).toEqual(first);
       expect(second).toEqual(expected.slice(0, 2 * pageSize));
 
       // The third page follows the cursor the second page gave; then there is no more.
       await more.click();
-      await expect.poll(() => counter.textContent()).toBe(`${callCount} shown, no more`);
+      await expect.poll(() => counter.textContent(), shortly).toBe(`${callCount} shown, no more`);
       const all = await shownRequestIds(page);
       expect(all).toEqual(expected);
       expect(new Set(all).size).toBe(callCount);

@@ -282,7 +282,7 @@ describe('developer view', { timeout: 300_000 }, () => {
         await signIn(page, 'developer', developerKey);
         expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe(colorScheme);
         const found = await tourEveryView(page);
-        expect(Object.keys(found)).toEqual(['Overview', 'Apps and features', 'Keys', 'End users', 'Calls', 'Payouts']);
+        expect(Object.keys(found)).toEqual(['Overview', 'Apps and features', 'Keys', 'End users', 'Calls', 'Webhooks', 'Payouts']);
         expect(found).toEqual(Object.fromEntries(Object.keys(found).map((label) => [label, []])));
         await screenshot(page, `developer-payouts-phone-${colorScheme}`);
         ui.expectClean();

@@ -77,30 +77,24 @@ export async function findDelivery(
 }
 
 /**
- * Puts a delivery back in the queue: pending, due now, its attempts starting again. `queued` when it
- * was delivered or failed; `pending` when it is already on its way (nothing changed); `unknown` when
- * it is not the developer's or its endpoint is deleted.
+ * Puts a delivery back in the queue, due now: a delivered or failed one starts its attempts again, a
+ * pending one (waiting for its next retry) is tried now rather than at its time. The same event id
+ * goes out, so a receiver that already has it drops the repeat. False when it is not the developer's
+ * or its endpoint is deleted.
  */
 export async function markForResend(
   db: SqlDatabase,
   query: { developerId: string; endpointId: string; deliveryId: string },
-): Promise<'queued' | 'pending' | 'unknown'> {
-  const [row] = await queryRows<{ was: DeliveryStatus }>(
+): Promise<boolean> {
+  const rows = await queryRows<{ id: string }>(
     db,
-    sql`with target as (
-          select d.id, d.status from webhook_deliveries d join webhook_endpoints w on w.id = d.endpoint_id
-           where d.id = ${query.deliveryId}::uuid and d.endpoint_id = ${query.endpointId}::uuid
-             and d.developer_id = ${query.developerId}::uuid and w.deleted_at is null
-             for update of d
-        ),
-        moved as (
-          update webhook_deliveries d set status = 'pending', next_attempt_at = now()
-            from target t where d.id = t.id and t.status <> 'pending' returning d.id
-        )
-        select status as was from target`,
+    sql`update webhook_deliveries d set status = 'pending', next_attempt_at = now()
+          from webhook_endpoints w
+         where d.id = ${query.deliveryId}::uuid and d.endpoint_id = ${query.endpointId}::uuid
+           and d.developer_id = ${query.developerId}::uuid and w.id = d.endpoint_id and w.deleted_at is null
+        returning d.id`,
   );
-  if (row === undefined) return 'unknown';
-  return row.was === 'pending' ? 'pending' : 'queued';
+  return rows.length > 0;
 }
 
 /** Deletes deliveries, their attempts and events older than `days` (the cron); the ledger is never touched. */

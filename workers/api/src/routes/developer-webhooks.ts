@@ -215,7 +215,7 @@ const getDeliveryRoute = createRoute({
 const resendRoute = createRoute({
   method: 'post',
   path: `${base}/{id}/deliveries/{delivery_id}/resend`,
-  summary: 'Send a delivery again (same event id); its attempts start again',
+  summary: 'Send a delivery again now (same event id): a delivered or failed one starts its attempts again, a pending one is tried now',
   middleware: [requireDeveloper()] as const,
   request: { params: DeliveryParam },
   responses: { 202: { description: 'Queued', content: json(DeliverySchema) }, ...errorResponses(400, 401, 403, 404, 429) },
@@ -248,7 +248,11 @@ function endpointView(row: EndpointRow): z.infer<typeof EndpointSchema> {
     event_types: row.event_types,
     enabled: row.enabled,
     secret_hint: `whsec_…${row.secret_hint}`,
-    previous_secret_expires_at: isoOf(row.previous_secret_expires_at),
+    // An overlap that has ended is no longer shown (the column is cleared by the next rotation).
+    previous_secret_expires_at:
+      row.previous_secret_expires_at !== null && new Date(row.previous_secret_expires_at) > new Date()
+        ? isoOf(row.previous_secret_expires_at)
+        : null,
     created_at: isoOf(row.created_at)!,
     updated_at: isoOf(row.updated_at)!,
   };
@@ -376,12 +380,11 @@ export function registerDeveloperWebhookRoutes(app: ServiceApp): void {
     const { id: endpointId, delivery_id: deliveryId } = c.req.valid('param');
     const developerId = c.var.developer.developerId;
     const { db } = c.var.database();
-    const outcome = await markForResend(db, { developerId, endpointId, deliveryId });
-    if (outcome === 'unknown') throw unknownDelivery();
+    if (!(await markForResend(db, { developerId, endpointId, deliveryId }))) throw unknownDelivery();
     // Read before it is queued: the answer is the delivery as queued, not as the consumer may have moved it.
     const row = await findDelivery(db, { developerId, endpointId, deliveryId });
     if (row === undefined) throw unknownDelivery();
-    if (outcome === 'queued') await queueDeliveries(relayTarget(c.env), [deliveryId]);
+    await queueDeliveries(relayTarget(c.env), [deliveryId]);
     return c.json(deliveryView(row), 202);
   });
 

@@ -1,7 +1,7 @@
 /**
  * Apps and features: the developer's apps (create one with its limits), and for the chosen app its
- * settings (AppSettings), its features (list, create, edit, archive — FeatureForm) and its trace
- * export (AppTraces).
+ * settings (AppSettings), its low-balance alert (AppAlerts), its features (list, create, edit,
+ * archive — FeatureForm) and its trace export (AppTraces).
  */
 import { type FormEvent, useState } from 'react';
 import type { ApiClient } from '../../api.ts';
@@ -10,6 +10,7 @@ import { intField, usdField } from '../../ui/forms.ts';
 import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Field, Loading, Outcome, Section, usd } from '../../ui/parts.tsx';
 import { useAction } from '../../ui/useAction.ts';
+import { AppAlerts } from './AppAlerts.tsx';
 import { AppSettings } from './AppSettings.tsx';
 import { AppTraces } from './AppTraces.tsx';
 import { FeatureForm } from './FeatureForm.tsx';
@@ -228,6 +229,7 @@ export function Apps() {
         <>
           <Section title={`App: ${app.name}`}>
             <AppSettings api={api} app={app} features={features.data ?? []} onSaved={reloadAll} />
+            <AppAlerts key={app.public_app_id} api={api} app={app} />
             <h3>Features</h3>
             <ErrorLine error={features.error} />
             {features.data ? <Features api={api} app={app} features={features.data} onChanged={reloadAll} /> : <Loading what="features" />}

@@ -10,6 +10,7 @@ const Apps = lazy(() => import('./Apps.tsx').then((module) => ({ default: module
 const Keys = lazy(() => import('./Keys.tsx').then((module) => ({ default: module.Keys })));
 const EndUsers = lazy(() => import('./EndUsers.tsx').then((module) => ({ default: module.EndUsers })));
 const Calls = lazy(() => import('./Calls.tsx').then((module) => ({ default: module.Calls })));
+const Webhooks = lazy(() => import('./Webhooks.tsx').then((module) => ({ default: module.Webhooks })));
 const Payouts = lazy(() => import('./Payouts.tsx').then((module) => ({ default: module.Payouts })));
 
 export const developerViews: readonly View[] = [
@@ -18,5 +19,6 @@ export const developerViews: readonly View[] = [
   { path: 'keys', label: 'Keys', component: Keys },
   { path: 'end-users', label: 'End users', component: EndUsers },
   { path: 'calls', label: 'Calls', component: Calls },
+  { path: 'webhooks', label: 'Webhooks', component: Webhooks },
   { path: 'payouts', label: 'Payouts', component: Payouts },
 ];
