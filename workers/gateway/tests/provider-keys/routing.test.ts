@@ -125,7 +125,8 @@ describe('BYOK keys on the gateway', () => {
     expect(refused.body.error.message).toMatch(/byok/i);
     expect(refused.upstreamCalls).toBe(0);
     await settled(testEnv);
-    expect(await wallet(testEnv, session.walletId)).toEqual(before);
+    // Nothing charged (what the lease holds may differ: see the budget refusal below).
+    expect((await wallet(testEnv, session.walletId)).balance).toBe(before.balance);
 
     const platform = await callGateway(session.token, hi);
     expect(platform.status).toBe(200);
@@ -140,7 +141,7 @@ describe('BYOK keys on the gateway', () => {
     expect(response.status).toBe(400);
     expect(response.upstreamCalls).toBe(0);
     await settled(testEnv);
-    expect(await wallet(testEnv, session.walletId)).toEqual(before);
+    expect((await wallet(testEnv, session.walletId)).balance).toBe(before.balance);
   });
 
   it("uses another user's key never: each call goes out with the caller's own key", async () => {
