@@ -30,7 +30,6 @@ export interface EndUserPage {
   nextCursor: string | null;
 }
 
-
 const utc = (column: string) => sql.raw(`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`);
 
 /** `appId`: the app's row id, already checked to be the developer's (null: every app of theirs). */
