@@ -42,22 +42,38 @@ async function seal(env: Env, endpointId: string, secret: string): Promise<Seale
 
 const live = sql`deleted_at is null`;
 
+/**
+ * The audit row of a change to the endpoint rows `e` of a data-modifying WITH (docs/developers.md,
+ * the audit log): the developer as actor, what the endpoint is after it — never a secret.
+ */
+const audit = (developerId: string, action: string, requestId: string) =>
+  sql`insert into audit_logs (actor_type, actor_id, action, target_type, target_id, request_id, metadata)
+      select 'developer', ${developerId}, ${action}, 'webhook_endpoint', e.id::text, ${requestId},
+             jsonb_build_object('developer_id', e.developer_id,
+               'after', jsonb_build_object('url', e.url, 'event_types', e.event_types, 'enabled', e.enabled,
+                                           'deleted', e.deleted_at is not null, 'secret_hint', e.secret_hint,
+                                           'previous_secret_expires_at', e.previous_secret_expires_at))
+        from e`;
+
 export async function createEndpoint(
   db: SqlDatabase,
   env: Env,
-  input: { developerId: string; url: string; description: string | null; eventTypes: string[]; enabled: boolean },
+  input: { developerId: string; url: string; description: string | null; eventTypes: string[]; enabled: boolean; requestId: string },
 ): Promise<{ endpoint: EndpointRow; secret: string }> {
   const id = crypto.randomUUID();
   const secret = newSecret();
   const sealed = await seal(env, id, secret);
   const [endpoint] = await queryRows<EndpointRow>(
     db,
-    sql`insert into webhook_endpoints (id, developer_id, url, description, event_types, enabled,
-                                       secret_ciphertext, secret_iv, secret_key_version, secret_hint)
-        values (${id}::uuid, ${input.developerId}::uuid, ${input.url}, ${input.description},
-                ${`{${input.eventTypes.join(',')}}`}::text[], ${input.enabled},
-                ${sealed.ciphertext}, ${sealed.iv}, ${sealed.keyVersion}, ${hintOf(secret)})
-        returning *`,
+    sql`with e as (
+          insert into webhook_endpoints (id, developer_id, url, description, event_types, enabled,
+                                         secret_ciphertext, secret_iv, secret_key_version, secret_hint)
+          values (${id}::uuid, ${input.developerId}::uuid, ${input.url}, ${input.description},
+                  ${`{${input.eventTypes.join(',')}}`}::text[], ${input.enabled},
+                  ${sealed.ciphertext}, ${sealed.iv}, ${sealed.keyVersion}, ${hintOf(secret)})
+          returning *),
+        audit as (${audit(input.developerId, 'webhook_endpoint.created', input.requestId)})
+        select * from e`,
   );
   return { endpoint: endpoint!, secret };
 }
@@ -83,27 +99,34 @@ export async function updateEndpoint(
   developerId: string,
   id: string,
   patch: { url?: string; description?: string | null; eventTypes?: string[]; enabled?: boolean },
+  requestId: string,
 ): Promise<EndpointRow | undefined> {
   const [row] = await queryRows<EndpointRow>(
     db,
-    sql`update webhook_endpoints set
-          url = coalesce(${patch.url ?? null}, url),
-          description = case when ${patch.description !== undefined} then ${patch.description ?? null} else description end,
-          event_types = coalesce(${patch.eventTypes === undefined ? null : `{${patch.eventTypes.join(',')}}`}::text[], event_types),
-          enabled = coalesce(${patch.enabled ?? null}::boolean, enabled),
-          updated_at = now()
-        where id = ${id}::uuid and developer_id = ${developerId}::uuid and ${live}
-        returning *`,
+    sql`with e as (
+          update webhook_endpoints set
+            url = coalesce(${patch.url ?? null}, url),
+            description = case when ${patch.description !== undefined} then ${patch.description ?? null} else description end,
+            event_types = coalesce(${patch.eventTypes === undefined ? null : `{${patch.eventTypes.join(',')}}`}::text[], event_types),
+            enabled = coalesce(${patch.enabled ?? null}::boolean, enabled),
+            updated_at = now()
+          where id = ${id}::uuid and developer_id = ${developerId}::uuid and ${live}
+          returning *),
+        audit as (${audit(developerId, 'webhook_endpoint.updated', requestId)})
+        select * from e`,
   );
   return row;
 }
 
 /** Stops the endpoint's deliveries for good; true when it was the developer's and live. */
-export async function deleteEndpoint(db: SqlDatabase, developerId: string, id: string): Promise<boolean> {
+export async function deleteEndpoint(db: SqlDatabase, developerId: string, id: string, requestId: string): Promise<boolean> {
   const rows = await queryRows<{ id: string }>(
     db,
-    sql`update webhook_endpoints set deleted_at = now(), enabled = false, updated_at = now()
-         where id = ${id}::uuid and developer_id = ${developerId}::uuid and ${live} returning id`,
+    sql`with e as (
+          update webhook_endpoints set deleted_at = now(), enabled = false, updated_at = now()
+           where id = ${id}::uuid and developer_id = ${developerId}::uuid and ${live} returning *),
+        audit as (${audit(developerId, 'webhook_endpoint.deleted', requestId)})
+        select id from e`,
   );
   return rows.length > 0;
 }
@@ -118,20 +141,24 @@ export async function rotateSecret(
   developerId: string,
   id: string,
   overlapSeconds: number,
+  requestId: string,
 ): Promise<{ endpoint: EndpointRow; secret: string } | undefined> {
   const secret = newSecret();
   const sealed = await seal(env, id, secret);
   const [endpoint] = await queryRows<EndpointRow>(
     db,
-    sql`update webhook_endpoints set
-          previous_secret_ciphertext = case when ${overlapSeconds} > 0 then secret_ciphertext end,
-          previous_secret_iv = case when ${overlapSeconds} > 0 then secret_iv end,
-          previous_secret_key_version = case when ${overlapSeconds} > 0 then secret_key_version end,
-          previous_secret_expires_at = case when ${overlapSeconds} > 0 then now() + make_interval(secs => ${overlapSeconds}) end,
-          secret_ciphertext = ${sealed.ciphertext}, secret_iv = ${sealed.iv}, secret_key_version = ${sealed.keyVersion},
-          secret_hint = ${hintOf(secret)}, updated_at = now()
-        where id = ${id}::uuid and developer_id = ${developerId}::uuid and ${live}
-        returning *`,
+    sql`with e as (
+          update webhook_endpoints set
+            previous_secret_ciphertext = case when ${overlapSeconds} > 0 then secret_ciphertext end,
+            previous_secret_iv = case when ${overlapSeconds} > 0 then secret_iv end,
+            previous_secret_key_version = case when ${overlapSeconds} > 0 then secret_key_version end,
+            previous_secret_expires_at = case when ${overlapSeconds} > 0 then now() + make_interval(secs => ${overlapSeconds}) end,
+            secret_ciphertext = ${sealed.ciphertext}, secret_iv = ${sealed.iv}, secret_key_version = ${sealed.keyVersion},
+            secret_hint = ${hintOf(secret)}, updated_at = now()
+          where id = ${id}::uuid and developer_id = ${developerId}::uuid and ${live}
+          returning *),
+        audit as (${audit(developerId, 'webhook_endpoint.secret_rotated', requestId)})
+        select * from e`,
   );
   return endpoint === undefined ? undefined : { endpoint, secret };
 }

@@ -93,9 +93,25 @@ describe('webhook endpoints', () => {
       json: { event_types: ['*', 'payout.paid'], enabled: false },
     });
     expect(changed.body).toMatchObject({ event_types: ['*'], enabled: false, secret_hint: created.body.secret_hint });
+    const rotated = await developerRequest(testEnv, dev.key, `/v1/developer/webhooks/${created.body.id}/rotate-secret`, { method: 'POST' });
     const deleted = await developerRequest(testEnv, dev.key, `/v1/developer/webhooks/${created.body.id}`, { method: 'DELETE' });
     expect(deleted.body).toEqual({ id: created.body.id, deleted: true });
     expect((await developerRequest(testEnv, dev.key, `/v1/developer/webhooks/${created.body.id}`)).status).toBe(404);
+
+    // Each change is in the developer's audit log, with the endpoint as it became and never a secret.
+    const audit = await developerRequest(testEnv, dev.key, '/v1/developer/audit-log?limit=100');
+    const rows = (audit.body.data as Body[]).filter((row) => row.target_id === created.body.id);
+    expect(rows.map((row) => row.action)).toEqual([
+      'webhook_endpoint.deleted',
+      'webhook_endpoint.secret_rotated',
+      'webhook_endpoint.updated',
+      'webhook_endpoint.created',
+    ]);
+    expect(rows[0]!.metadata.after).toMatchObject({ deleted: true, enabled: false, url: 'https://hooks.example.com/a' });
+    expect(rows[3]!.metadata.after).toMatchObject({ event_types: ['payout.paid'], enabled: true, deleted: false });
+    const text = JSON.stringify(audit.body);
+    expect(text).not.toContain(created.body.secret);
+    expect(text).not.toContain(rotated.body.secret);
   });
 
   it("are another developer's as unknown as missing ones: 404 for the endpoint, its deliveries and a resend", async () => {

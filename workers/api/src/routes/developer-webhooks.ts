@@ -299,6 +299,7 @@ export function registerDeveloperWebhookRoutes(app: ServiceApp): void {
       description: body.description ?? null,
       eventTypes: eventTypesOf(body.event_types),
       enabled: body.enabled ?? true,
+      requestId: c.var.requestId,
     });
     return c.json({ ...endpointView(endpoint), secret }, 201);
   });
@@ -321,12 +322,18 @@ export function registerDeveloperWebhookRoutes(app: ServiceApp): void {
     if (Object.keys(body).length === 0)
       throw new FaucetError('invalid_request', 'Nothing to change: give url, event_types, description or enabled');
     const { db } = c.var.database();
-    const row = await updateEndpoint(db, c.var.developer.developerId, c.req.valid('param').id, {
-      ...(body.url === undefined ? {} : { url: webhookUrl(body.url, c.env) }),
-      ...(body.event_types === undefined ? {} : { eventTypes: eventTypesOf(body.event_types) }),
-      ...(body.description === undefined ? {} : { description: body.description }),
-      ...(body.enabled === undefined ? {} : { enabled: body.enabled }),
-    });
+    const row = await updateEndpoint(
+      db,
+      c.var.developer.developerId,
+      c.req.valid('param').id,
+      {
+        ...(body.url === undefined ? {} : { url: webhookUrl(body.url, c.env) }),
+        ...(body.event_types === undefined ? {} : { eventTypes: eventTypesOf(body.event_types) }),
+        ...(body.description === undefined ? {} : { description: body.description }),
+        ...(body.enabled === undefined ? {} : { enabled: body.enabled }),
+      },
+      c.var.requestId,
+    );
     if (row === undefined) throw unknownEndpoint();
     return c.json(endpointView(row), 200);
   });
@@ -334,7 +341,7 @@ export function registerDeveloperWebhookRoutes(app: ServiceApp): void {
   app.openapi(deleteEndpointRoute, async (c) => {
     const { db } = c.var.database();
     const id = c.req.valid('param').id;
-    if (!(await deleteEndpoint(db, c.var.developer.developerId, id))) throw unknownEndpoint();
+    if (!(await deleteEndpoint(db, c.var.developer.developerId, id, c.var.requestId))) throw unknownEndpoint();
     return c.json({ id, deleted: true as const }, 200);
   });
 
@@ -347,6 +354,7 @@ export function registerDeveloperWebhookRoutes(app: ServiceApp): void {
       c.var.developer.developerId,
       c.req.valid('param').id,
       body.overlap_seconds ?? defaultOverlapSeconds,
+      c.var.requestId,
     );
     if (rotated === undefined) throw unknownEndpoint();
     return c.json({ ...endpointView(rotated.endpoint), secret: rotated.secret }, 200);
