@@ -79,6 +79,8 @@ describe('rotating the provider key encryption key', () => {
       unreadable: 0,
       remaining: 0,
       signing_secrets: { re_encrypted: 0, unreadable: 0, remaining: 0 },
+      webhook_secrets: { re_encrypted: 0, unreadable: 0, remaining: 0 },
+      trace_headers: { re_encrypted: 0, unreadable: 0, remaining: 0 },
       // The one end user whose calls took a lease: their wallet object forgets the former ciphertexts.
       wallet_objects_told: 1,
     });
@@ -137,6 +139,8 @@ describe('rotating the provider key encryption key', () => {
       unreadable: before.length,
       remaining: before.length,
       signing_secrets: { re_encrypted: 0, unreadable: 0, remaining: 0 },
+      webhook_secrets: { re_encrypted: 0, unreadable: 0, remaining: 0 },
+      trace_headers: { re_encrypted: 0, unreadable: 0, remaining: 0 },
       wallet_objects_told: 0,
     });
     expect(await versions()).toEqual(before);
