@@ -7,6 +7,7 @@
 import { type FormEvent, useEffect, useMemo, useRef, useState } from 'react';
 import { routeQuery } from '../../router.ts';
 import { useApi } from '../../session.tsx';
+import { useKeysetPages } from '../../ui/keyset-pages.ts';
 import { type FigureSeries, ChartFigure } from '../../ui/chart-figure.tsx';
 import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Field, Loading, Section, usd } from '../../ui/parts.tsx';
@@ -175,31 +176,17 @@ export function Calls() {
   const apps = useLoad(() => api.get<Page<App>>('/v1/developer/apps', { limit: 100 }), [api]);
   const [filters, setFilters] = useState<CallFilters>(() => filtersFrom(routeQuery()));
   const first = useLoad(() => api.get<Page<CallSummary>>('/v1/developer/calls', { ...filters, limit: 50 }), [api, filters]);
-  const [more, setMore] = useState<{ rows: CallSummary[]; cursor: string | null; error: unknown; busy: boolean } | null>(null);
+  const pages = useKeysetPages(first.data, (cursor) =>
+    api.get<Page<CallSummary>>('/v1/developer/calls', { ...filters, limit: 50, cursor }),
+  );
+  const { rows, cursor } = pages;
   const [open, setOpen] = useState<string | null>(null);
   const [cleared, setCleared] = useState(0);
-  const rows = [...(first.data?.data ?? []), ...(more?.rows ?? [])];
-  const cursor = more ? more.cursor : (first.data?.next_cursor ?? null);
 
   function apply(next: CallFilters) {
     setFilters(next);
-    setMore(null);
+    pages.reset();
     setOpen(null);
-  }
-  async function loadMore() {
-    if (!cursor) return;
-    setMore((previous) => ({ rows: previous?.rows ?? [], cursor, error: undefined, busy: true }));
-    try {
-      const page = await api.get<Page<CallSummary>>('/v1/developer/calls', { ...filters, limit: 50, cursor });
-      setMore((previous) => ({
-        rows: [...(previous?.rows ?? []), ...page.data],
-        cursor: page.next_cursor ?? null,
-        error: undefined,
-        busy: false,
-      }));
-    } catch (error) {
-      setMore((previous) => ({ rows: previous?.rows ?? [], cursor, error, busy: false }));
-    }
   }
   function close() {
     const id = open;
@@ -293,9 +280,9 @@ export function Calls() {
           ) : first.loading ? (
             <Loading what="calls" />
           ) : null}
-          <ErrorLine error={more?.error} />
+          <ErrorLine error={pages.error} />
           <div className="actions">
-            <button type="button" className="ghost" disabled={!cursor || more?.busy} onClick={loadMore}>
+            <button type="button" className="ghost" disabled={!cursor || pages.busy} onClick={pages.loadMore}>
               More calls
             </button>
             <span className="muted" aria-live="polite">

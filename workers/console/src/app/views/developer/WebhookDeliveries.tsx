@@ -6,6 +6,7 @@
  */
 import { useState } from 'react';
 import { useApi } from '../../session.tsx';
+import { useKeysetPages } from '../../ui/keyset-pages.ts';
 import { useLoad } from '../../ui/load.ts';
 import { ErrorLine, Field, Loading, Section } from '../../ui/parts.tsx';
 import { ScrollTable } from '../../ui/scroll-table.tsx';
@@ -21,13 +22,6 @@ import {
   type WebhookEndpoint,
 } from './webhooks-wire.ts';
 
-interface More {
-  rows: WebhookDelivery[];
-  cursor: string | null;
-  error: unknown;
-  busy: boolean;
-}
-
 export function WebhookDeliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
   const api = useApi();
   const path = `${endpointPath(endpoint.id)}/deliveries`;
@@ -37,34 +31,20 @@ export function WebhookDeliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
     () => api.get<Page<WebhookDelivery>>(path, { status: status || undefined, limit: deliveryPageSize }),
     [api, path, status, generation],
   );
-  const [more, setMore] = useState<More | null>(null);
+  const pages = useKeysetPages(first.data, (cursor) =>
+    api.get<Page<WebhookDelivery>>(path, { status: status || undefined, limit: deliveryPageSize, cursor }),
+  );
+  const { rows, cursor } = pages;
   const [open, setOpen] = useState<string | null>(null);
-  const rows = [...(first.data?.data ?? []), ...(more?.rows ?? [])];
-  const cursor = more ? more.cursor : (first.data?.next_cursor ?? null);
 
   function refresh() {
-    setMore(null);
+    pages.reset();
     setGeneration((value) => value + 1);
   }
   function filter(next: DeliveryStatus | '') {
     setStatus(next);
-    setMore(null);
+    pages.reset();
     setOpen(null);
-  }
-  async function loadMore() {
-    if (!cursor) return;
-    setMore((previous) => ({ rows: previous?.rows ?? [], cursor, error: undefined, busy: true }));
-    try {
-      const page = await api.get<Page<WebhookDelivery>>(path, { status: status || undefined, limit: deliveryPageSize, cursor });
-      setMore((previous) => ({
-        rows: [...(previous?.rows ?? []), ...page.data],
-        cursor: page.next_cursor ?? null,
-        error: undefined,
-        busy: false,
-      }));
-    } catch (error) {
-      setMore((previous) => ({ rows: previous?.rows ?? [], cursor, error, busy: false }));
-    }
   }
   function close() {
     const id = open;
@@ -149,9 +129,9 @@ export function WebhookDeliveries({ endpoint }: { endpoint: WebhookEndpoint }) {
         ) : first.loading ? (
           <Loading what="deliveries" />
         ) : null}
-        <ErrorLine error={more?.error} />
+        <ErrorLine error={pages.error} />
         <div className="actions">
-          <button type="button" className="ghost" disabled={!cursor || more?.busy} onClick={loadMore}>
+          <button type="button" className="ghost" disabled={!cursor || pages.busy} onClick={pages.loadMore}>
             More deliveries
           </button>
           <span className="muted" aria-live="polite">
