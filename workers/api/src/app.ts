@@ -4,6 +4,7 @@ import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 import { registerAdminDeveloperRoutes } from './routes/admin-developers.ts';
 import { registerAdminProviderKeyRoutes } from './routes/admin-provider-keys.ts';
 import { registerAuditLogRoutes } from './routes/audit-log.ts';
+import { registerDeveloperAppAlertRoutes } from './routes/developer-app-alerts.ts';
 import { registerDeveloperAppIdentityRoutes } from './routes/developer-app-identity.ts';
 import { registerDeveloperAppRoutes } from './routes/developer-apps.ts';
 import { registerDeveloperCallRoutes } from './routes/developer-calls.ts';
@@ -46,6 +47,7 @@ export function createApiApp(dependencies: { fetch?: FetchFunction } = {}): Serv
   registerDeveloperAppIdentityRoutes(app);
   registerDeveloperTracesRoutes(app);
   registerDeveloperWebhookRoutes(app);
+  registerDeveloperAppAlertRoutes(app);
   registerDeveloperSessionRoutes(app);
   registerMoneyRoutes(app);
   registerPaymentRoutes(app);

@@ -3,18 +3,15 @@
  * - `/v1/developer/webhooks` — endpoints: create (the signing secret shown once), list, read, change,
  *   delete, rotate the secret (the previous one keeps signing through an overlap);
  * - `/v1/developer/webhooks/{id}/deliveries` — the delivery log, one delivery with its attempts and
- *   payload, and resend;
- * - `/v1/developer/apps/{public_app_id}/alerts` — the low-balance threshold of an app's end users.
+ *   payload, and resend.
+ * The app's low-balance threshold is set in developer-app-alerts.ts.
  * Another developer's endpoint or delivery answers exactly like one that does not exist (404).
  */
 import { createRoute, z } from '@hono/zod-openapi';
-import { sql } from 'drizzle-orm';
 import type { ServiceApp } from '#shared/app.ts';
 import { requireDeveloper } from '#shared/auth/require-developer.ts';
 import type { Env } from '#shared/env.ts';
-import { formatUsd, parseWireAmount, usdStringSchema } from '#shared/money/index.ts';
 import { errorResponses } from '#shared/openapi.ts';
-import { queryRows } from '#shared/query.ts';
 import { publicEndpointUrl } from '#shared/upstream/public-endpoint.ts';
 import { type DeliveryRow, findDelivery, listDeliveries, markForResend } from '#shared/webhooks/deliveries.ts';
 import {
@@ -31,7 +28,6 @@ import { queueDeliveries } from '#shared/webhooks/relay.ts';
 import { relayTarget } from '../webhook-relay.ts';
 import { renderEvent } from '#shared/webhooks/render-event.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
-import { ownedApp, PublicAppIdParam } from '../identity/app-identity-view.ts';
 import { PageQuery } from './developer-schemas.ts';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
@@ -117,16 +113,6 @@ const DeliveryDetail = DeliverySchema.extend({
     }),
   ),
 }).openapi('WebhookDeliveryDetail');
-
-const AlertsBody = z
-  .object({
-    low_balance_threshold_usd: usdStringSchema
-      .nullable()
-      .openapi({ description: 'An end user whose balance falls below it sends end_user.balance_low; null: none' }),
-  })
-  .strict()
-  .openapi('AppAlertsRequest');
-const AlertsSchema = z.object({ public_app_id: z.string(), low_balance_threshold_usd: z.string().nullable() }).openapi('AppAlerts');
 
 const IdParam = z.object({ id: z.uuid().openapi({ description: 'The endpoint id' }) });
 const DeliveryParam = IdParam.extend({ delivery_id: z.uuid() });
@@ -220,24 +206,6 @@ const resendRoute = createRoute({
   request: { params: DeliveryParam },
   responses: { 202: { description: 'Queued', content: json(DeliverySchema) }, ...errorResponses(400, 401, 403, 404, 429) },
 });
-const alertsPath = '/v1/developer/apps/{public_app_id}/alerts';
-const getAlertsRoute = createRoute({
-  method: 'get',
-  path: alertsPath,
-  summary: "The app's alert thresholds (webhook events)",
-  middleware: [requireDeveloper()] as const,
-  request: { params: PublicAppIdParam },
-  responses: { 200: { description: 'Alerts', content: json(AlertsSchema) }, ...errorResponses(401, 403, 404, 429) },
-});
-const putAlertsRoute = createRoute({
-  method: 'put',
-  path: alertsPath,
-  summary: "Set the app's low-balance threshold: an end user falling below it sends end_user.balance_low",
-  middleware: [requireDeveloper()] as const,
-  request: { params: PublicAppIdParam, body: { required: true, content: json(AlertsBody) } },
-  responses: { 200: { description: 'Set', content: json(AlertsSchema) }, ...errorResponses(400, 401, 403, 404, 409, 413, 429) },
-});
-
 const isoOf = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString());
 
 function endpointView(row: EndpointRow): z.infer<typeof EndpointSchema> {
@@ -394,32 +362,5 @@ export function registerDeveloperWebhookRoutes(app: ServiceApp): void {
     if (row === undefined) throw unknownDelivery();
     await queueDeliveries(relayTarget(c.env), [deliveryId]);
     return c.json(deliveryView(row), 202);
-  });
-
-  app.openapi(getAlertsRoute, async (c) => {
-    const { db } = c.var.database();
-    const owned = await ownedApp(db, c.req.valid('param').public_app_id, c.var.developer.developerId);
-    const [row] = await queryRows<{ threshold: string | null }>(
-      db,
-      sql`select low_balance_threshold_usd::text as threshold from apps where id = ${owned.appId}::uuid`,
-    );
-    return c.json({ public_app_id: owned.publicAppId, low_balance_threshold_usd: row?.threshold ?? null }, 200);
-  });
-
-  app.openapi(putAlertsRoute, async (c) => {
-    const body = c.req.valid('json');
-    const threshold =
-      body.low_balance_threshold_usd === null
-        ? null
-        : formatUsd(parseWireAmount(body.low_balance_threshold_usd, { field: 'low_balance_threshold_usd', positive: true }));
-    const { db } = c.var.database();
-    const owned = await ownedApp(db, c.req.valid('param').public_app_id, c.var.developer.developerId);
-    if (owned.archived) throw new FaucetError('invalid_state', 'This app is archived: it takes no changes');
-    const [row] = await queryRows<{ threshold: string | null }>(
-      db,
-      sql`update apps set low_balance_threshold_usd = ${threshold}::numeric where id = ${owned.appId}::uuid
-          returning low_balance_threshold_usd::text as threshold`,
-    );
-    return c.json({ public_app_id: owned.publicAppId, low_balance_threshold_usd: row?.threshold ?? null }, 200);
   });
 }
