@@ -47,6 +47,11 @@ export interface FaucetMetadata {
   charge?: FaucetCharge;
   /** Only for `local` calls. */
   usage_report_status?: UsageReportStatus;
+  /**
+   * Set when the answer was ended because the money for its next part ran out (the balance, a spend
+   * limit, the developer key's budget) or could not be had; it ended as at its max tokens. Offer a top-up.
+   */
+  cut_reason?: 'insufficient_balance' | 'spend_limit_month' | 'spend_limit_day' | 'budget_exceeded' | 'quota_unavailable';
   /** What the gateway tried, in order, when the feature has fallbacks or an attempt failed. */
   attempts?: FaucetCallAttempt[];
 }

@@ -6,6 +6,7 @@
  */
 import type { LeasedRoute, StoredKey } from './wallet/lease-context.ts';
 import type { CallRefusal } from './authorize/decide-call.ts';
+import type { QuotaRefusal } from './authorize/quota-steps.ts';
 import type { CallLogFacts, CallSurface } from './calls/call-log.ts';
 
 export interface WindowDecision {
@@ -133,6 +134,23 @@ export interface WalletSettlement {
   log?: CallLogFacts;
 }
 
+/**
+ * One quota step of a call in flight (docs/quota.md): its output bound grows to `outputTokens`, held at
+ * the answering model's prices for the input and that much output (8-decimal USD, as `authorize`'s).
+ */
+export interface WalletQuotaStep {
+  outputTokens: number;
+  platformHold: string | null;
+  catalogCost: string | null;
+  /** The model that answers: a call never settled is booked at its bound at this grant. */
+  candidate: { provider: string; model: string; boundInputTokens: number };
+}
+
+export type WalletQuotaAnswer =
+  | { outcome: 'granted' }
+  | { outcome: 'refused'; code: QuotaRefusal | 'not_in_flight'; refusedLimit?: string }
+  | { outcome: 'unavailable' };
+
 /** What one wallet object holds right now (tests, the benchmark, operators). */
 export interface WalletSnapshot {
   leaseUsd: string;
@@ -153,6 +171,8 @@ export interface WalletSnapshot {
 
 export interface WalletObjectContract extends Rpc.DurableObjectBranded {
   authorize(request: WalletCallRequest): Promise<WalletCallDecision>;
+  /** Grows a call's hold by one quota step, on the lease (renewed once when short): granted, or refused (the answer ends). */
+  extend(callId: string, step: WalletQuotaStep): Promise<WalletQuotaAnswer>;
   settle(callId: string, settlement: WalletSettlement): Promise<void>;
   /** The upstream never accepted the call: nothing is charged and its request id is free again. */
   /** `log`: how the call went, for the request log (the object writes it with its next flush). */

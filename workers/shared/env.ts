@@ -60,6 +60,10 @@ export interface Env {
   WALLET_KEY_BUDGET_USD?: string;
   /** How long a wallet object keeps settled calls before flushing them (default 1000; 0 = book before answering). */
   WALLET_FLUSH_INTERVAL_MS?: string;
+  /** Output tokens one quota step grants a call that grows its hold with the answer (docs/quota.md, default 1024). */
+  QUOTA_STEP_TOKENS?: string;
+  /** How far ahead of the usable grant the stream asks for the next step, in tokens (default 512). */
+  QUOTA_ASK_AHEAD_TOKENS?: string;
   /** The traces queue (docs/traces.md): the gateway's wallet objects send to it, the API consumes it. */
   TRACES?: Queue<TraceMessage>;
   /** The first retry's delay of a trace delivery in seconds, doubling up to 5 minutes (default 5). */

@@ -297,11 +297,26 @@ export function retryAfterSeconds(rate: RateRoom, room: Pick<CallRoom, 'callTime
 /** The call's worst case on `route`: the platform price; the open fee (byok); the feature's price for the bound tokens, else the catalog cost (developer_key). */
 function worstCase(route: LeasedRoute, facts: CallFacts, boundOutputTokens: number, platformWorst: Usd, keyWorst: Usd): Usd {
   const { context, call } = facts;
-  if (route === 'byok') return context.openFee ?? zeroUsd();
+  return routeHold(route, context, call.boundInputTokens + boundOutputTokens, platformWorst, keyWorst);
+}
+
+/**
+ * What a call holds on `route` for `boundTokens` (input and output bounds): the platform price
+ * (`platformWorst`); the open fee (byok); the feature's price for the tokens, else the catalog cost
+ * (`keyWorst`, developer_key). A quota step (quota-steps.ts) holds the same at its larger bound.
+ */
+export function routeHold(
+  route: LeasedRoute,
+  prices: Pick<CallContextFacts, 'openFee' | 'developerPricePerMtok'>,
+  boundTokens: number,
+  platformWorst: Usd,
+  keyWorst: Usd,
+): Usd {
+  if (route === 'byok') return prices.openFee ?? zeroUsd();
   if (route === 'platform') return platformWorst;
-  if (context.developerPricePerMtok === null) return keyWorst;
+  if (prices.developerPricePerMtok === null) return keyWorst;
   // Rounded up to 10⁻⁸ USD: the hold never falls short of the price.
-  return priceTokensThenRound([[context.developerPricePerMtok, BigInt(call.boundInputTokens + boundOutputTokens)]], 'up');
+  return priceTokensThenRound([[prices.developerPricePerMtok, BigInt(boundTokens)]], 'up');
 }
 
 function authorized(
@@ -327,7 +342,7 @@ const refused = (code: CallRefusal) => ({ outcome: 'refused', code }) as const;
 const isClaimed = (room: CallRoom): boolean => room.claimedUntil !== null && room.claimedUntil > room.now;
 
 /** The lease, less what is committed, holds `worst`, and lives until `until`. */
-function leaseHolds(room: Pick<CallRoom, 'lease' | 'committed'>, worst: Usd, until: number): boolean {
+export function leaseHolds(room: Pick<CallRoom, 'lease' | 'committed'>, worst: Usd, until: number): boolean {
   return room.lease.expiresAt >= until && compareUsd(subtractUsd(room.lease.amount, room.committed), worst) >= 0;
 }
 
@@ -341,7 +356,7 @@ function hasCallSlot(room: Pick<CallRoom, 'lease' | 'unrecordedCalls'>): boolean
  * refusal names them) whose room is below what the lease would hold with the call; null: the
  * balance is what falls short.
  */
-function refusingLimit(room: CallRoom, worst: Usd): SpendLimitRoom | null {
+export function refusingLimit(room: Pick<CallRoom, 'lease' | 'committed'>, worst: Usd): SpendLimitRoom | null {
   const needed = addUsd(room.committed, worst);
   return room.lease.spendLimits.find((limit) => compareUsd(needed, limit.room) > 0) ?? null;
 }

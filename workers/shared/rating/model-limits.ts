@@ -32,7 +32,7 @@ import { catalogKey, currentPriceCatalog, type PriceCatalog } from './catalog.ts
 export const modelsDevPackageVersion = '1.3.0';
 
 interface ModelsDevProvider {
-  models: Readonly<Record<string, { limit?: { context?: number; output?: number } }>>;
+  models: Readonly<Record<string, { reasoning?: boolean; limit?: { context?: number; output?: number } }>>;
 }
 
 /** For each Faucet provider, the models.dev providers whose limits apply, first match wins. */
@@ -88,7 +88,7 @@ const sentCapCeilings: Readonly<Record<string, number>> = { anthropic: 64_000 };
 
 interface PublishedLimits {
   /** `provider:model` → the published limits (a limit of 0 or absent is unknown). */
-  models: Map<string, { contextWindow: number | null; maxOutputTokens: number | null }>;
+  models: Map<string, { contextWindow: number | null; maxOutputTokens: number | null; reasons: boolean | null }>;
   /** provider → the largest published maximum output of its models that is smaller than their window. */
   providerCeilings: Map<string, number>;
 }
@@ -107,7 +107,7 @@ function publishedLimits(): PublishedLimits {
         if (models.has(key)) continue;
         const contextWindow = positive(model.limit?.context);
         const maxOutputTokens = positive(model.limit?.output);
-        models.set(key, { contextWindow, maxOutputTokens });
+        models.set(key, { contextWindow, maxOutputTokens, reasons: typeof model.reasoning === 'boolean' ? model.reasoning : null });
         // An output limit equal to the window is no limit of its own (aggregators publish the window twice).
         if (maxOutputTokens !== null && (contextWindow === null || maxOutputTokens < contextWindow)) raise(provider, maxOutputTokens);
       }
@@ -130,6 +130,19 @@ export function modelLimits(provider: string, model: string, catalog: PriceCatal
     contextWindow: entry?.contextWindow ?? data?.contextWindow ?? null,
     maxOutputTokens: supplementMaxOutputTokens[catalogId] ?? data?.maxOutputTokens ?? null,
   };
+}
+
+/**
+ * Whether the model reasons before it answers (models.dev's `reasoning` flag; the mock models do
+ * not), null when unknown: reasoning that is billed but not streamed keeps a call's worst-case hold
+ * (workers/shared/authorize/quota-steps.ts).
+ */
+export function modelReasons(provider: string, model: string, catalog: PriceCatalog = currentPriceCatalog): boolean | null {
+  if (provider === 'mock') return false;
+  const entry = catalog.find(provider, model);
+  const { models } = publishedLimits();
+  const data = models.get(catalogKey(provider, model)) ?? (entry ? models.get(catalogKey(entry.provider, entry.model)) : undefined);
+  return data?.reasons ?? null;
 }
 
 /** The most output tokens one call to `provider:model` is held for (see the module comment). */

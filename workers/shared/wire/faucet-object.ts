@@ -33,6 +33,13 @@ export const faucetObjectSchema = z
     output_tokens: z.number().int(),
     estimated: z.boolean(),
     charge: z.object({ currency: z.literal('USD'), amount_usd: z.string(), upstream_cost_usd: z.string() }),
+    cut_reason: z
+      .enum(['insufficient_balance', 'spend_limit_month', 'spend_limit_day', 'budget_exceeded', 'quota_unavailable'])
+      .optional()
+      .openapi({
+        description:
+          'Set when the answer was ended because its next quota step was refused (docs/quota.md): the balance, a spend limit or the developer key\'s budget ran out, or no step could be had. The answer ends as at its max tokens (`finish_reason: "length"`); an app may offer a top-up',
+      }),
     attempts: z.array(callAttemptSchema).optional().openapi({
       description: 'What the gateway tried, in order, when the feature has fallbacks or an attempt failed; the last `ok` one answered',
     }),

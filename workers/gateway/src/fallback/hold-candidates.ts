@@ -58,6 +58,9 @@ export function combinedBounds(
       worstCaseTokens: Math.max(bounds.worstCaseTokens, fallback.bounds.worstCaseTokens),
       worstCaseInputTokens: Math.max(bounds.worstCaseInputTokens, fallback.bounds.worstCaseInputTokens),
       worstCaseOutputTokens: Math.max(bounds.worstCaseOutputTokens, fallback.bounds.worstCaseOutputTokens),
+      wholeOutputTokens: Math.max(bounds.wholeOutputTokens, fallback.bounds.wholeOutputTokens),
+      cacheWriteTokens: Math.max(bounds.cacheWriteTokens, fallback.bounds.cacheWriteTokens),
+      cuttable: bounds.cuttable && fallback.bounds.cuttable,
     };
   }
   return bounds;

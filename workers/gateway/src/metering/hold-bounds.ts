@@ -10,6 +10,8 @@ import {
   ratingSettingsFor,
 } from '#shared/rating/index.ts';
 import type { ChatRequest } from '../openai/chat-schemas.ts';
+import { cuttable, firstGrant, quotaSettings } from '#shared/authorize/quota-steps.ts';
+import { modelReasons } from '#shared/rating/model-limits.ts';
 import { hasCacheBreakpoints, refuseUnacceptedFields } from '../providers/accepted-fields.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { worstCaseInputTokens, worstCaseOutputTokens } from './worst-case-tokens.ts';
@@ -24,7 +26,14 @@ export interface HoldBounds {
   developerKeyAtCost: Usd | null;
   worstCaseTokens: number;
   worstCaseInputTokens: number;
+  /** The output the hold covers: the whole bound, or a cuttable call's first grant. */
   worstCaseOutputTokens: number;
+  /** The request's whole output bound (its max tokens or the model's cap). */
+  wholeOutputTokens: number;
+  /** Input tokens the hold prices at the cache-write price (a prompt with cache breakpoints). */
+  cacheWriteTokens: number;
+  /** The output can be counted as it arrives: held for a first grant, grown by quota steps (docs/quota.md). */
+  cuttable: boolean;
 }
 
 export function holdBounds(
@@ -36,19 +45,43 @@ export function holdBounds(
   // Only a request whose every field the gateway can bound is held (and then sent); the rest is refused here.
   refuseUnacceptedFields(reference.entry.protocol, reference.provider, request);
   const input = worstCaseInputTokens(request, reference);
-  const output = worstCaseOutputTokens(request, reference.provider, catalog);
+  const whole = worstCaseOutputTokens(request, reference.provider, catalog);
+  const thinking = request.thinking?.type === 'enabled' || request.thinking?.type === 'adaptive';
+  const isCuttable = cuttable({
+    streamed: request.stream === true,
+    protocol: reference.entry.protocol,
+    thinking,
+    modelReasons: modelReasons(reference.provider, reference.model, catalog),
+  });
+  const output = isCuttable ? firstGrant(whole, quotaSettings(env)) : whole;
   // A prompt with cache breakpoints may be written to the cache whole, at the cache-write price (above the input price).
-  const tokens = { inputTokens: input, outputTokens: output, cacheWriteTokens: hasCacheBreakpoints(request) ? input : 0 };
-  // One rating serves both routes: developer_key at cost charges the catalog cost of the tokens,
-  // which is the platform rating's upstream cost (the same prices, tokens and rounding).
-  const platform = worstCasePlatformRating(env, reference, tokens, catalog);
+  const cacheWriteTokens = hasCacheBreakpoints(request) ? input : 0;
   return {
-    platform: platform?.retailUsd ?? null,
-    developerKeyAtCost: platform?.upstreamCostUsd ?? null,
+    ...grantHold(env, reference, { inputTokens: input, cacheWriteTokens }, output, catalog),
     worstCaseTokens: input + output,
     worstCaseInputTokens: input,
     worstCaseOutputTokens: output,
+    wholeOutputTokens: whole,
+    cacheWriteTokens,
+    cuttable: isCuttable,
   };
+}
+
+/**
+ * The hold of `outputTokens` of output on top of the bounded input, on both routes priced by the
+ * catalog: a call's first hold, and each quota step's. One rating serves both: developer_key at cost
+ * charges the catalog cost of the tokens, which is the platform rating's upstream cost (the same
+ * prices, tokens and rounding).
+ */
+export function grantHold(
+  env: Env,
+  reference: ModelReference,
+  input: { inputTokens: number; cacheWriteTokens: number },
+  outputTokens: number,
+  catalog: PriceCatalog = currentPriceCatalog,
+): Pick<HoldBounds, 'platform' | 'developerKeyAtCost'> {
+  const platform = worstCasePlatformRating(env, reference, { ...input, outputTokens }, catalog);
+  return { platform: platform?.retailUsd ?? null, developerKeyAtCost: platform?.upstreamCostUsd ?? null };
 }
 
 function worstCasePlatformRating(

@@ -82,8 +82,9 @@ export async function settleCall(
   const sent = options.background === undefined ? () => undefined : keepUnsent(wallet.name, plan.keys.callId, settlementOnce);
   const send = () => {
     sent();
-    const settle = () => wallet.stub.settle(plan.keys.callId, settlementOnce());
-    return settle().catch(() => settle());
+    // Once more on a fresh stub: one broken by the object's restart stays broken.
+    const settle = (stub: typeof wallet.stub) => stub.settle(plan.keys.callId, settlementOnce());
+    return settle(wallet.stub).catch(() => settle(wallet.fresh()));
   };
   if (options.background === undefined) await send();
   else options.background(send);

@@ -19,6 +19,7 @@ import type { SqlDatabase } from '#shared/query.ts';
 import type { GatewayDependencies } from '../gateway-dependencies.ts';
 import { estimatedUsage, meteredUsage } from '../metering/metered-usage.ts';
 import { holdBounds } from '../metering/hold-bounds.ts';
+import { callQuota } from '../streaming/call-quota.ts';
 import { capOutputTokens } from '../metering/output-cap.ts';
 import { abandonCall, settleCall, type SettleOptions } from '../metering/settle-call.ts';
 import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
@@ -282,6 +283,7 @@ async function streamCall(call: Call): Promise<Response> {
         .finally(call.release),
     abandon: (failure) => abandonCall(plan, streamLog('upstream_error', failure)).finally(call.release),
     stopUpstream: () => upstream.abort(),
+    ...callQuota(call.c.env, call.plan, answered.candidate, call.settling.catalog),
     defer: call.defer,
     onSettleFailure: (error) =>
       c.var.logger?.error('stream settlement failed', {

@@ -73,7 +73,8 @@ export interface CallPlan {
   /** byok route: the end user's key of each fallback provider other than the call's. */
   fallbackKeys: Record<string, StoredFallbackKey>;
   /** The end user's wallet object that authorized it on its lease (wallet/): settled and abandoned there. */
-  wallet: { name: string; stub: DurableObjectStub<WalletObjectContract> };
+  /** `fresh`: a new stub of the same object, for a retry after the object restarted (a broken stub stays broken). */
+  wallet: { name: string; stub: DurableObjectStub<WalletObjectContract>; fresh(): DurableObjectStub<WalletObjectContract> };
 }
 
 /** What a refusal names: the feature, and the per-end-user limit (USD, or calls per minute) with its retry-after. */

@@ -8,13 +8,17 @@
  *   provider's own usage count, then stopped; without that count the booking uses upper bounds;
  * - the call reaches its deadline: the upstream is stopped and the call booked the same way;
  * - the upstream fails mid-stream: what was delivered is booked (nothing delivered: released, as
- *   the provider bills no failed generation) and the stream ends with an error event.
+ *   the provider bills no failed generation) and the stream ends with an error event;
+ * - a call held for a quota (docs/quota.md, quota-meter.ts) whose next step is refused: the upstream is
+ *   stopped at once, the answer ends with `finish_reason: "length"` and the `faucet` object says why
+ *   (`cut_reason`); it is booked at the provider's input count when it gave one and the granted output.
  */
 import { databaseUnavailable, isDatabaseUnreachable } from '#shared/database-unreachable.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatCompletionChunk, ChatUsage } from '../openai/chat-schemas.ts';
 import type { FaucetObject } from '../metering/faucet-object.ts';
-import { meteredUsage, type MeteredUsage } from '../metering/metered-usage.ts';
+import { meteredUsage, tokenUsageFromOpenAi, type MeteredUsage } from '../metering/metered-usage.ts';
+import { type QuotaCutReason, QuotaMeter, type QuotaOptions } from './quota-meter.ts';
 import { formatSseDone, formatSseJson } from '#shared/wire/format-sse.ts';
 
 export interface MeteredStreamOptions {
@@ -37,6 +41,8 @@ export interface MeteredStreamOptions {
   /** Keeps the isolate alive for work that outlives the response (settling after a client abort). */
   defer(work: Promise<unknown>): void;
   onSettleFailure(error: unknown): void;
+  /** The call is held for a quota that grows with the answer (absent: for its worst case). */
+  quota?: QuotaOptions;
 }
 
 /** `completed`: the upstream ended by itself; `cut`: the client left or the deadline came; `failed`: the upstream broke mid-stream. */
@@ -57,17 +63,34 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
   let outputBytes = 0;
   let upstreamEnded = false;
   let finished = false;
+  /** Set when a quota step was refused and the upstream stopped: the answer ends at the next read. */
+  let quotaCut: QuotaCutReason | null = null;
+  /** The last chunk's id, model and time, and the choices not yet finished: a cut answer's last chunk finishes them. */
+  let lastChunk: ChatCompletionChunk | null = null;
+  const openChoices = new Set<number>();
+  const meter =
+    options.quota === undefined
+      ? null
+      : new QuotaMeter(options.quota, (reason) => {
+          if (quotaCut !== null || finished) return;
+          quotaCut = reason;
+          options.stopUpstream();
+        });
 
   const observe = (chunk: ChatCompletionChunk) => {
     if (chunk.usage != null) {
       reported = chunk.usage;
       if (chunk.choices.length === 0 || chunk.choices.some((choice) => choice.finish_reason != null)) reportedWhole = true;
     }
+    lastChunk = chunk;
     for (const choice of chunk.choices) {
+      if (choice.finish_reason == null) openChoices.add(choice.index);
+      else openChoices.delete(choice.index);
       outputBytes += bytes(choice.delta.content) + bytes(choice.delta.refusal) + bytes(choice.delta.reasoning_content);
       if (choice.delta.thinking_blocks != null) outputBytes += bytes(JSON.stringify(choice.delta.thinking_blocks));
       for (const call of choice.delta.tool_calls ?? []) outputBytes += bytes(call.function?.name) + bytes(call.function?.arguments);
     }
+    meter?.observe(outputBytes);
   };
 
   /**
@@ -78,8 +101,23 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
   const usageSoFar = (): MeteredUsage =>
     meteredUsage(upstreamEnded || reportedWhole ? reported : null, () => ({
       inputTokens: options.bounds.inputTokens,
-      outputTokens: upstreamEnded ? Math.min(outputBytes, options.bounds.outputTokens) : options.bounds.outputTokens,
+      outputTokens: upstreamEnded
+        ? Math.min(outputBytes, options.quota?.worst ?? options.bounds.outputTokens)
+        : (meter?.billedOutput() ?? options.bounds.outputTokens),
     }));
+
+  /**
+   * A call cut for its quota: the provider's whole count if it came; else its input count when it
+   * gave one early (it does not change), the output at the grant; else the bounds. Estimated.
+   */
+  const usageAtCut = (): MeteredUsage => {
+    if (reportedWhole) return usageSoFar();
+    const output = meter?.billedOutput() ?? options.bounds.outputTokens;
+    const early = reported as ChatUsage | null;
+    if (early === null || early.prompt_tokens <= 0)
+      return meteredUsage(null, () => ({ inputTokens: options.bounds.inputTokens, outputTokens: output }));
+    return { tokens: tokenUsageFromOpenAi({ ...early, completion_tokens: output, completion_tokens_details: null }), estimated: true };
+  };
 
   /** Settling must finish even if the client disconnects while it runs. */
   const settle = (usage: MeteredUsage, ending: StreamEnding, failure?: unknown): Promise<FaucetObject> => {
@@ -97,6 +135,8 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
     });
     try {
       while (!reportedWhole && !upstreamEnded) {
+        // Read on only within the quota held: a refused step stops the upstream here too.
+        if (meter !== null && (quotaCut !== null || (await meter.admit()) !== null)) return;
         const step = await Promise.race([iterator.next(), timeUp]);
         if (step === stop) return;
         if (step.done) upstreamEnded = true;
@@ -148,11 +188,28 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
     // Loops until it has enqueued something: a pull that returns empty-handed may not be called again.
     async pull(controller) {
       while (!finished) {
+        if (meter !== null && quotaCut === null) {
+          const reason = await meter.admit();
+          if (finished) return;
+          if (reason !== null && quotaCut === null) {
+            quotaCut = reason;
+            options.stopUpstream();
+          }
+        }
+        if (quotaCut !== null) {
+          await endForQuota(controller, quotaCut);
+          return;
+        }
         let step: IteratorResult<ChatCompletionChunk>;
         try {
           step = await iterator.next();
         } catch (error) {
           if (finished) return;
+          if (quotaCut !== null) {
+            // The upstream was stopped because a step was refused: the answer ends, not fails.
+            await endForQuota(controller, quotaCut);
+            return;
+          }
           finished = true;
           clearTimeout(deadline);
           await endWithFailure(controller, error);
@@ -191,6 +248,28 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
       void cutAndSettle(options.drainMs);
     },
   });
+
+  async function endForQuota(controller: ReadableStreamDefaultController<Uint8Array>, reason: QuotaCutReason): Promise<void> {
+    finished = true;
+    clearTimeout(deadline);
+    iterator.return?.().catch(() => undefined);
+    // Each choice still open ends as a provider's answer ends at its max tokens.
+    const last = lastChunk as ChatCompletionChunk | null;
+    if (last !== null && openChoices.size > 0) {
+      const { id, created, model } = last;
+      const choices = [...openChoices].map((index) => ({ index, delta: {}, finish_reason: 'length' as const }));
+      controller.enqueue(formatSseJson({ id, object: 'chat.completion.chunk', created, model, choices }));
+    }
+    try {
+      const faucet = await settle(usageAtCut(), 'cut');
+      controller.enqueue(formatSseJson(faucetEvent({ ...faucet, cut_reason: reason })));
+      controller.enqueue(formatSseDone());
+    } catch (error) {
+      options.onSettleFailure(error);
+      controller.enqueue(formatSseJson(errorEvent(error, options.requestId)));
+    }
+    controller.close();
+  }
 
   async function endWithFailure(controller: ReadableStreamDefaultController<Uint8Array>, error: unknown): Promise<void> {
     upstreamEnded = true;

@@ -26,14 +26,16 @@ export type WalletStub = DurableObjectStub<WalletObjectContract>;
  * The wallet object a call's token names. A token of the older form (before tokens named their
  * wallet; sessions live 15 minutes) names none: 401, mint a new session.
  */
-export function walletOf(env: Env, token: string): { name: string; stub: WalletStub } {
+export function walletOf(env: Env, token: string): { name: string; stub: WalletStub; fresh(): WalletStub } {
   const name = walletOfToken(token);
   if (name === null) {
     throw new FaucetError('unauthorized', 'This session token is of an older form the gateway no longer accepts: mint a new session.');
   }
   // Every gateway deployment binds WALLET (wrangler.toml); its absence is a broken deployment.
-  if (env.WALLET === undefined) throw new Error('the gateway has no WALLET binding');
-  return { name, stub: env.WALLET.get(env.WALLET.idFromName(name)) };
+  const namespace = env.WALLET;
+  if (namespace === undefined) throw new Error('the gateway has no WALLET binding');
+  const fresh = () => namespace.get(namespace.idFromName(name));
+  return { name, stub: fresh(), fresh };
 }
 
 export interface LeaseAuthorizeInput extends AuthorizeInput {
@@ -46,7 +48,7 @@ export interface LeaseAuthorizeInput extends AuthorizeInput {
 /** The plan the wallet's object authorized, or the error of its refusal. */
 export async function authorizeOnLease(
   env: Env,
-  wallet: { name: string; stub: WalletStub },
+  wallet: { name: string; stub: WalletStub; fresh(): WalletStub },
   input: LeaseAuthorizeInput,
 ): Promise<CallPlan> {
   const { call: keys, reference, bounds } = input;

@@ -10,6 +10,7 @@
  * This file is its RPC surface; each concern is a part sharing one `WalletState` (wallet-state.ts):
  * - authorize-step.ts: the facts → `decideCall` (workers/shared/authorize/decide-call.ts) → renew
  *   once → store the call;
+ * - quota-step.ts: a call's hold grows by a quota step as its answer streams (docs/quota.md);
  * - lease-sync.ts: the lease statements in one queue (flush and renew, release, recall pause);
  * - context-cache.ts: the session's context, cached, and the generation a pushed revocation bumps;
  * - alarm-and-flush.ts: the alarm (never-settled calls booked at their bound, flush, renewal, idle
@@ -24,6 +25,8 @@ import type {
   WalletCallDecision,
   WalletCallRequest,
   WalletObjectContract,
+  WalletQuotaAnswer,
+  WalletQuotaStep,
   WalletSettlement,
   WalletSnapshot,
 } from '#shared/durable-objects.ts';
@@ -36,6 +39,7 @@ import { ContextCache } from './context-cache.ts';
 import { logRowOf, type StoredCall, units, usdString } from './lease-book.ts';
 import type { CallLogFacts } from '#shared/calls/call-log.ts';
 import { LeaseSync } from './lease-sync.ts';
+import { QuotaStep } from './quota-step.ts';
 import { WalletState } from './wallet-state.ts';
 
 export class WalletObject extends DurableObject<Env> implements WalletObjectContract {
@@ -44,6 +48,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   private readonly contexts: ContextCache;
   private readonly alarms: WalletAlarm;
   private readonly authorizeStep: AuthorizeStep;
+  private readonly quotaStep: QuotaStep;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -52,6 +57,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     this.contexts = new ContextCache(this.state, this.leases);
     this.alarms = new WalletAlarm(this.state, this.leases);
     this.authorizeStep = new AuthorizeStep(this.state, this.leases, this.contexts, this.alarms);
+    this.quotaStep = new QuotaStep(this.state, this.leases);
     void ctx.blockConcurrencyWhile(() => this.state.load());
   }
 
@@ -61,6 +67,16 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     } catch (error) {
       // Postgres could not be reached for what the call needed (its context, a lease renewal): nothing
       // was reserved for it. Answered as an outcome: an error need not keep its cause across the RPC.
+      if (isDatabaseUnreachable(error)) return { outcome: 'unavailable' };
+      throw error;
+    }
+  }
+
+  async extend(callId: string, step: WalletQuotaStep): Promise<WalletQuotaAnswer> {
+    try {
+      return await this.quotaStep.extend(callId, step);
+    } catch (error) {
+      // The renewal could not reach Postgres: nothing more is held, and the gateway ends the answer.
       if (isDatabaseUnreachable(error)) return { outcome: 'unavailable' };
       throw error;
     }

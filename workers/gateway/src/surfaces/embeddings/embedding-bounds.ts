@@ -47,6 +47,9 @@ export function embeddingHoldBounds(
     worstCaseTokens: inputTokens,
     worstCaseInputTokens: inputTokens,
     worstCaseOutputTokens: 0,
+    wholeOutputTokens: 0,
+    cacheWriteTokens: 0,
+    cuttable: false,
   };
 }
 

@@ -1,0 +1,392 @@
+/**
+ * Holds that grow with the answer (docs/quota.md), as an attacker scripts them: a small wallet asks
+ * a costly model for 32,000 tokens; many streams share one small wallet; a provider bursts, keeps
+ * generating after the abort, reports no usage; the client leaves; the object restarts between steps.
+ * Each ends on the upstream audit (every upstream call billed once, with at least the tokens the fake
+ * provider generated) and reconciliation, and no wallet is ever below zero.
+ */
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { TestEnv } from '../../../test/harness.ts';
+import { fakeUpstream, type RecordedRequest } from '../../../test/fake-upstream.ts';
+import {
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  newRequestId,
+  settled,
+  sseData,
+  usageRows,
+  wallet,
+} from '../../../test/gateway-kit.ts';
+import { expectBooksAgree, keptCall, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
+
+let testEnv: TestEnv;
+beforeAll(async () => {
+  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
+});
+
+/** gpt-4o: 10 USD per million output tokens, so 32,000 tokens hold more than 0.32 USD. */
+const costly = { model: 'openai:gpt-4o', feature: 'chat', messages: [{ role: 'user', content: 'Write a long story' }], max_tokens: 32_000 };
+
+interface Generation {
+  /** Output tokens the fake provider generated for the call (what it bills). */
+  output: number;
+  aborted: boolean;
+}
+
+/**
+ * A provider that generates `tokensPerChunk` tokens (4 bytes each) per chunk as it is read, up to the
+ * request's max tokens, then reports its usage; aborted, it generates `afterAbort` tokens more before
+ * it notices. `burstAt`: the chunk of that index carries `burstTokens` tokens at once.
+ */
+function generatingProvider(
+  options: { tokensPerChunk?: number; afterAbort?: number; burstAt?: number; burstTokens?: number; reportUsage?: boolean } = {},
+) {
+  const { tokensPerChunk = 10, afterAbort = 0, reportUsage = true } = options;
+  const generations = new Map<RecordedRequest, Generation>();
+  const encoder = new TextEncoder();
+  const event = (value: unknown) => encoder.encode(`data: ${JSON.stringify(value)}\n\n`);
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    id: 'chatcmpl-gen',
+    object: 'chat.completion.chunk',
+    created: 1_700_000_000,
+    model: 'gpt-4o',
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+  const upstream = fakeUpstream((request, signal) => {
+    const body = request.body as { max_tokens?: number; max_completion_tokens?: number };
+    const limit = body.max_completion_tokens ?? body.max_tokens ?? 4096;
+    const generation: Generation = { output: 0, aborted: false };
+    generations.set(request, generation);
+    let index = 0;
+    let ended = false;
+    const abort = () => {
+      if (ended) return;
+      ended = true;
+      generation.aborted = true;
+      generation.output += afterAbort;
+    };
+    signal.addEventListener('abort', abort, { once: true });
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (ended) return;
+        if (generation.output >= limit) {
+          ended = true;
+          controller.enqueue(event(chunk({}, 'length')));
+          if (reportUsage) {
+            const usage = { prompt_tokens: 12, completion_tokens: generation.output, total_tokens: 12 + generation.output };
+            controller.enqueue(event({ ...chunk({}), choices: [], usage }));
+          }
+          controller.enqueue(encoder.encode('data: [DONE]\n\n'));
+          controller.close();
+          return;
+        }
+        const tokens = Math.min(
+          index === options.burstAt ? (options.burstTokens ?? tokensPerChunk) : tokensPerChunk,
+          limit - generation.output,
+        );
+        index += 1;
+        generation.output += tokens;
+        controller.enqueue(event(chunk({ ...(index === 1 ? { role: 'assistant' } : {}), content: 'word'.repeat(tokens) })));
+      },
+      cancel: abort,
+    });
+    return new Response(stream, { headers: { 'content-type': 'text/event-stream' } });
+  });
+  return { upstream, generations, usageOf: (request: RecordedRequest) => usageOf(generations.get(request)) };
+}
+
+function usageOf(generation: Generation | undefined) {
+  const output = generation?.output ?? 0;
+  return { prompt_tokens: 12, completion_tokens: output, total_tokens: 12 + output };
+}
+
+async function stream(app: ReturnType<typeof gatewayWith>, token: string, body: Record<string, unknown>, requestId = newRequestId()) {
+  const ctx = createExecutionContext();
+  const response = await app.fetch(
+    new Request('http://faucet.test/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-request-id': requestId },
+      body: JSON.stringify({ ...body, stream: true }),
+    }),
+    testEnv,
+    ctx,
+  );
+  const text = await response.text();
+  await waitOnExecutionContext(ctx);
+  const events = response.status === 200 ? sseData(text) : [];
+  const parsed = events.filter((data) => data !== '[DONE]').map((data) => JSON.parse(data) as Record<string, any>);
+  return {
+    status: response.status,
+    text,
+    requestId,
+    done: events.at(-1) === '[DONE]',
+    finishReasons: parsed
+      .flatMap((event) => (event.choices ?? []).map((choice: { finish_reason: string | null }) => choice.finish_reason))
+      .filter(Boolean),
+    faucet: parsed.find((event) => event.faucet !== undefined)?.faucet as Record<string, any> | undefined,
+    contentBytes: parsed.reduce((sum, event) => sum + new TextEncoder().encode(event.choices?.[0]?.delta?.content ?? '').byteLength, 0),
+  };
+}
+
+describe('a small wallet and a big max_tokens', () => {
+  it('is served, cut with finish_reason "length" when the money ends, and billed within the wallet', async () => {
+    const provider = generatingProvider();
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '0.05000000');
+
+    // Its worst case (32,000 tokens, more than 0.32 USD) is not what is held: the answer streams.
+    const answer = await stream(app, session.token, costly);
+    expect(answer.status).toBe(200);
+    expect(answer.finishReasons).toEqual(['length']);
+    expect(answer.faucet).toMatchObject({ cut_reason: 'insufficient_balance', estimated: true });
+    expect(answer.done).toBe(true);
+    expect(answer.contentBytes).toBeGreaterThan(2_000);
+
+    // The upstream was stopped at once, long before its max tokens.
+    const [request] = provider.upstream.requests as [RecordedRequest];
+    expect(provider.generations.get(request)).toMatchObject({ aborted: true });
+    expect(provider.generations.get(request)?.output).toBeLessThan(4_000);
+    expect((request.body as { max_tokens: number }).max_tokens).toBe(32_000);
+
+    await settled(testEnv);
+    const after = await wallet(testEnv, session.walletId);
+    expect(unitsOf(after.balance)).toBeGreaterThanOrEqual(0n);
+    expect(after.held).toBe('0.00000000');
+    const [row] = await usageRows(testEnv, answer.requestId);
+    expect(row).toMatchObject({ estimated: true });
+    expect(unitsOf(row?.retail_usd ?? '0')).toBeLessThanOrEqual(unitsOf('0.05000000'));
+    expect(answer.faucet?.charge.amount_usd).toBe(row?.retail_usd);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+
+  it('the same call not streamed still holds its worst case: refused for the balance, nothing sent', async () => {
+    const provider = generatingProvider();
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '0.05000000');
+    const ctx = createExecutionContext();
+    const response = await app.fetch(
+      new Request('http://faucet.test/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}` },
+        body: JSON.stringify(costly),
+      }),
+      testEnv,
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    expect(response.status).toBe(402);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('insufficient_balance');
+    expect(provider.upstream.requests).toHaveLength(0);
+  });
+
+  it('an answer that fits its money ends by itself, billed exactly what the provider reports, in steps', async () => {
+    const provider = generatingProvider();
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '1.00000000');
+    const answer = await stream(app, session.token, { ...costly, max_tokens: 3_000 });
+    expect(answer.status).toBe(200);
+    expect(answer.finishReasons).toEqual(['length']);
+    expect(answer.faucet?.cut_reason).toBeUndefined();
+    expect(answer.faucet).toMatchObject({ estimated: false, output_tokens: 3_000, input_tokens: 12 });
+    await settled(testEnv);
+    expect(await wallet(testEnv, session.walletId)).toMatchObject({ held: '0.00000000' });
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+});
+
+describe('a provider that misbehaves', () => {
+  it('keeps generating after the abort and reports no usage: billed at the granted bound, which covers it', async () => {
+    // Up to a step (1,024 tokens) generated between its last chunk and noticing the abort.
+    const provider = generatingProvider({ afterAbort: 1_000, reportUsage: false });
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '0.05000000');
+    const answer = await stream(app, session.token, costly);
+    expect(answer.faucet).toMatchObject({ cut_reason: 'insufficient_balance', estimated: true });
+    await settled(testEnv);
+    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+
+  it('sends a burst larger than a step: the next step is sized to cover it', async () => {
+    const provider = generatingProvider({ burstAt: 3, burstTokens: 3_000 });
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '1.00000000');
+    const answer = await stream(app, session.token, { ...costly, max_tokens: 8_000 });
+    expect(answer.status).toBe(200);
+    expect(answer.faucet?.cut_reason).toBeUndefined();
+    expect(answer.faucet).toMatchObject({ estimated: false, output_tokens: 8_000 });
+    await settled(testEnv);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+});
+
+describe('many streams on one small wallet', () => {
+  it('20 at once: the charges never exceed the balance, each ends cleanly or is refused before the upstream', async () => {
+    const provider = generatingProvider();
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '0.10000000');
+    const answers = await Promise.all(Array.from({ length: 20 }, () => stream(app, session.token, costly)));
+    const served = answers.filter((answer) => answer.status === 200);
+    expect(served.length).toBeGreaterThanOrEqual(1);
+    for (const answer of answers) {
+      if (answer.status === 200) {
+        expect(answer.done).toBe(true);
+        expect(answer.faucet).toBeDefined();
+      } else {
+        expect(answer.status).toBe(402);
+      }
+    }
+    expect(provider.upstream.requests).toHaveLength(served.length);
+    await settled(testEnv);
+    const after = await wallet(testEnv, session.walletId);
+    expect(unitsOf(after.balance)).toBeGreaterThanOrEqual(0n);
+    expect(after.held).toBe('0.00000000');
+    const charged = served.reduce((sum, answer) => sum + unitsOf(answer.faucet?.charge.amount_usd ?? '0'), 0n);
+    expect(charged).toBeLessThanOrEqual(unitsOf('0.10000000'));
+    expect(unitsOf(after.balance)).toBe(unitsOf('0.10000000') - charged);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+});
+
+describe('a client that leaves mid-stream', () => {
+  it('the drain that reads on for the usage stays within the quota: billed at least what was generated, never below zero', async () => {
+    const provider = generatingProvider();
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '0.05000000');
+    const ctx = createExecutionContext();
+    const requestId = newRequestId();
+    const response = await app.fetch(
+      new Request('http://faucet.test/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
+        body: JSON.stringify({ ...costly, stream: true }),
+      }),
+      testEnv,
+      ctx,
+    );
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    let bytes = 0;
+    while (bytes < 1_000) bytes += ((await reader.read()).value ?? new Uint8Array()).byteLength;
+    await reader.cancel();
+    await waitOnExecutionContext(ctx);
+    await settled(testEnv);
+    const [request] = provider.upstream.requests as [RecordedRequest];
+    expect(provider.generations.get(request)?.output).toBeLessThan(32_000);
+    const [row] = await usageRows(testEnv, requestId);
+    expect(row?.estimated).toBe(true);
+    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+});
+
+describe('the wallet object between steps', () => {
+  it('keeps each granted step durably: restarted mid-answer, it reads the call back and the steps go on', async () => {
+    const provider = generatingProvider();
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '1.00000000');
+    const ctx = createExecutionContext();
+    const requestId = newRequestId();
+    const response = await app.fetch(
+      new Request('http://faucet.test/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
+        body: JSON.stringify({ ...costly, max_tokens: 20_000, stream: true }),
+      }),
+      testEnv,
+      ctx,
+    );
+    const callId = response.headers.get('x-faucet-call-id') as string;
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    // Read until a few steps were granted: the call's record and bound say the grant.
+    let bytes = 0;
+    while (bytes < 6_000) bytes += ((await reader.read()).value ?? new Uint8Array()).byteLength;
+    const grown = await keptCall(session.token, callId);
+    expect(grown.record.bound_output_tokens).toBeGreaterThan(2_048);
+    expect(grown.rating.candidates).toEqual([
+      expect.objectContaining({ model: 'gpt-4o', boundOutputTokens: grown.record.bound_output_tokens }),
+    ]);
+
+    // The object restarts mid-answer: it reads the call back as stored, and the steps go on.
+    await runInDurableObject(walletObjectOf(session.token), (_instance, state) => state.abort('restart between steps')).catch(
+      () => undefined,
+    );
+    while (!(await reader.read()).done) {
+      // read the answer to its end
+    }
+    await waitOnExecutionContext(ctx);
+    await settled(testEnv);
+    const [row] = await usageRows(testEnv, requestId);
+    expect(row).toMatchObject({ estimated: false, output_tokens: 20_000 });
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+});
+
+describe('every surface ends a cut answer in its own words', () => {
+  async function post(path: string, token: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+    const provider = generatingProvider();
+    const ctx = createExecutionContext();
+    const response = await gatewayWith({ upstreamFetch: provider.upstream.fetch }).fetch(
+      new Request(`http://faucet.test${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, ...headers },
+        body: JSON.stringify(body),
+      }),
+      testEnv,
+      ctx,
+    );
+    const text = await response.text();
+    await waitOnExecutionContext(ctx);
+    const events = text
+      .split('\n\n')
+      .map((event) =>
+        event
+          .split('\n')
+          .find((line) => line.startsWith('data: '))
+          ?.slice('data: '.length),
+      )
+      .filter((data): data is string => data !== undefined && data !== '[DONE]')
+      .map((data) => JSON.parse(data) as Record<string, any>);
+    return { status: response.status, events, provider };
+  }
+
+  it('Anthropic Messages: stop_reason "max_tokens", and the faucet object says why', async () => {
+    const session = await fundedSession(testEnv, '0.05000000');
+    const { status, events, provider } = await post(
+      '/v1/messages',
+      session.token,
+      { model: 'openai:gpt-4o', max_tokens: 32_000, stream: true, messages: [{ role: 'user', content: 'Write a long story' }] },
+      { 'anthropic-version': '2023-06-01' },
+    );
+    expect(status).toBe(200);
+    const delta = events.find((event) => event.type === 'message_delta');
+    expect(delta).toMatchObject({ delta: { stop_reason: 'max_tokens' }, faucet: { cut_reason: 'insufficient_balance' } });
+    expect(events.at(-1)).toMatchObject({ type: 'message_stop' });
+    await settled(testEnv);
+    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+
+  it('OpenAI Responses: status "incomplete" for max_output_tokens, and the faucet object says why', async () => {
+    const session = await fundedSession(testEnv, '0.05000000');
+    const { status, events, provider } = await post('/v1/responses', session.token, {
+      model: 'openai:gpt-4o',
+      max_output_tokens: 32_000,
+      stream: true,
+      input: 'Write a long story',
+    });
+    expect(status).toBe(200);
+    expect(events.at(-1)).toMatchObject({
+      type: 'response.incomplete',
+      response: {
+        status: 'incomplete',
+        incomplete_details: { reason: 'max_output_tokens' },
+        faucet: { cut_reason: 'insufficient_balance' },
+      },
+    });
+    await settled(testEnv);
+    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+});
