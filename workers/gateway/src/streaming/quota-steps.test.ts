@@ -20,6 +20,8 @@ import {
   wallet,
 } from '../../../test/gateway-kit.ts';
 import { expectBooksAgree, keptCall, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
+import { limitedApp } from '../../../test/limits-kit.ts';
+import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -192,6 +194,41 @@ describe('a small wallet and a big max_tokens', () => {
     expect(answer.faucet).toMatchObject({ estimated: false, output_tokens: 3_000, input_tokens: 12 });
     await settled(testEnv);
     expect(await wallet(testEnv, session.walletId)).toMatchObject({ held: '0.00000000' });
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+});
+
+describe('limits and budgets grant steps as the balance does', () => {
+  it('a month spend limit refuses the step: the answer ends, naming it, within the limit', async () => {
+    const limited = await limitedApp(testEnv, { spendPerMonthUsd: '0.05000000' });
+    const session = await limited.session('5.00000000');
+    const provider = generatingProvider();
+    const answer = await stream(gatewayWith({ upstreamFetch: provider.upstream.fetch }), session.token, costly);
+    expect(answer.status).toBe(200);
+    expect(answer.finishReasons).toEqual(['length']);
+    expect(answer.faucet).toMatchObject({ cut_reason: 'spend_limit_month' });
+    expect(unitsOf(answer.faucet?.charge.amount_usd)).toBeLessThanOrEqual(unitsOf('0.05000000'));
+    await settled(testEnv);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+
+  it("a developer key's monthly budget refuses the step: budget_exceeded, the cost within the budget", async () => {
+    const limited = await limitedApp(testEnv);
+    const key = await send(testEnv, '/v1/developer/provider-keys', {
+      json: { provider: 'openai', api_key: fakeOpenAiKey(), monthly_budget_usd: '0.05000000' },
+      token: limited.developerKey,
+    });
+    expect(key.status).toBe(201);
+    const session = await limited.session('5.00000000');
+    const provider = generatingProvider();
+    const answer = await stream(gatewayWith({ upstreamFetch: provider.upstream.fetch }), session.token, {
+      ...costly,
+      route_mode: 'developer_key',
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.faucet).toMatchObject({ route_mode: 'developer_key', cut_reason: 'budget_exceeded' });
+    expect(unitsOf(answer.faucet?.charge.upstream_cost_usd)).toBeLessThanOrEqual(unitsOf('0.05000000'));
+    await settled(testEnv);
     await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
   });
 });
