@@ -8,129 +8,15 @@
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestEnv } from '../../../test/harness.ts';
-import { fakeUpstream, type RecordedRequest } from '../../../test/fake-upstream.ts';
-import {
-  fundedSession,
-  gatewayTestEnv,
-  gatewayWith,
-  newRequestId,
-  settled,
-  sseData,
-  usageRows,
-  wallet,
-} from '../../../test/gateway-kit.ts';
+import type { RecordedRequest } from '../../../test/fake-upstream.ts';
+import { fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled, usageRows, wallet } from '../../../test/gateway-kit.ts';
+import { costly, generatingProvider, stream } from '../../../test/quota-kit.ts';
 import { expectBooksAgree, keptCall, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
-import { limitedApp } from '../../../test/limits-kit.ts';
-import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
   testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test' });
 });
-
-/** gpt-4o: 10 USD per million output tokens, so 32,000 tokens hold more than 0.32 USD. */
-const costly = { model: 'openai:gpt-4o', feature: 'chat', messages: [{ role: 'user', content: 'Write a long story' }], max_tokens: 32_000 };
-
-interface Generation {
-  /** Output tokens the fake provider generated for the call (what it bills). */
-  output: number;
-  aborted: boolean;
-}
-
-/**
- * A provider that generates `tokensPerChunk` tokens (4 bytes each) per chunk as it is read, up to the
- * request's max tokens, then reports its usage; aborted, it generates `afterAbort` tokens more before
- * it notices. `burstAt`: the chunk of that index carries `burstTokens` tokens at once.
- */
-function generatingProvider(
-  options: { tokensPerChunk?: number; afterAbort?: number; burstAt?: number; burstTokens?: number; reportUsage?: boolean } = {},
-) {
-  const { tokensPerChunk = 10, afterAbort = 0, reportUsage = true } = options;
-  const generations = new Map<RecordedRequest, Generation>();
-  const encoder = new TextEncoder();
-  const event = (value: unknown) => encoder.encode(`data: ${JSON.stringify(value)}\n\n`);
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
-    id: 'chatcmpl-gen',
-    object: 'chat.completion.chunk',
-    created: 1_700_000_000,
-    model: 'gpt-4o',
-    choices: [{ index: 0, delta, finish_reason: finish }],
-  });
-  const upstream = fakeUpstream((request, signal) => {
-    const body = request.body as { max_tokens?: number; max_completion_tokens?: number };
-    const limit = body.max_completion_tokens ?? body.max_tokens ?? 4096;
-    const generation: Generation = { output: 0, aborted: false };
-    generations.set(request, generation);
-    let index = 0;
-    let ended = false;
-    const abort = () => {
-      if (ended) return;
-      ended = true;
-      generation.aborted = true;
-      generation.output += afterAbort;
-    };
-    signal.addEventListener('abort', abort, { once: true });
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        if (ended) return;
-        if (generation.output >= limit) {
-          ended = true;
-          controller.enqueue(event(chunk({}, 'length')));
-          if (reportUsage) {
-            const usage = { prompt_tokens: 12, completion_tokens: generation.output, total_tokens: 12 + generation.output };
-            controller.enqueue(event({ ...chunk({}), choices: [], usage }));
-          }
-          controller.enqueue(encoder.encode('data: [DONE]\n\n'));
-          controller.close();
-          return;
-        }
-        const tokens = Math.min(
-          index === options.burstAt ? (options.burstTokens ?? tokensPerChunk) : tokensPerChunk,
-          limit - generation.output,
-        );
-        index += 1;
-        generation.output += tokens;
-        controller.enqueue(event(chunk({ ...(index === 1 ? { role: 'assistant' } : {}), content: 'word'.repeat(tokens) })));
-      },
-      cancel: abort,
-    });
-    return new Response(stream, { headers: { 'content-type': 'text/event-stream' } });
-  });
-  return { upstream, generations, usageOf: (request: RecordedRequest) => usageOf(generations.get(request)) };
-}
-
-function usageOf(generation: Generation | undefined) {
-  const output = generation?.output ?? 0;
-  return { prompt_tokens: 12, completion_tokens: output, total_tokens: 12 + output };
-}
-
-async function stream(app: ReturnType<typeof gatewayWith>, token: string, body: Record<string, unknown>, requestId = newRequestId()) {
-  const ctx = createExecutionContext();
-  const response = await app.fetch(
-    new Request('http://faucet.test/v1/chat/completions', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-request-id': requestId },
-      body: JSON.stringify({ ...body, stream: true }),
-    }),
-    testEnv,
-    ctx,
-  );
-  const text = await response.text();
-  await waitOnExecutionContext(ctx);
-  const events = response.status === 200 ? sseData(text) : [];
-  const parsed = events.filter((data) => data !== '[DONE]').map((data) => JSON.parse(data) as Record<string, any>);
-  return {
-    status: response.status,
-    text,
-    requestId,
-    done: events.at(-1) === '[DONE]',
-    finishReasons: parsed
-      .flatMap((event) => (event.choices ?? []).map((choice: { finish_reason: string | null }) => choice.finish_reason))
-      .filter(Boolean),
-    faucet: parsed.find((event) => event.faucet !== undefined)?.faucet as Record<string, any> | undefined,
-    contentBytes: parsed.reduce((sum, event) => sum + new TextEncoder().encode(event.choices?.[0]?.delta?.content ?? '').byteLength, 0),
-  };
-}
 
 describe('a small wallet and a big max_tokens', () => {
   it('is served, cut with finish_reason "length" when the money ends, and billed within the wallet', async () => {
@@ -139,7 +25,7 @@ describe('a small wallet and a big max_tokens', () => {
     const session = await fundedSession(testEnv, '0.05000000');
 
     // Its worst case (32,000 tokens, more than 0.32 USD) is not what is held: the answer streams.
-    const answer = await stream(app, session.token, costly);
+    const answer = await stream(testEnv, app, session.token, costly);
     expect(answer.status).toBe(200);
     expect(answer.finishReasons).toEqual(['length']);
     expect(answer.faucet).toMatchObject({ cut_reason: 'insufficient_balance', estimated: true });
@@ -187,7 +73,7 @@ describe('a small wallet and a big max_tokens', () => {
     const provider = generatingProvider();
     const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
     const session = await fundedSession(testEnv, '1.00000000');
-    const answer = await stream(app, session.token, { ...costly, max_tokens: 3_000 });
+    const answer = await stream(testEnv, app, session.token, { ...costly, max_tokens: 3_000 });
     expect(answer.status).toBe(200);
     expect(answer.finishReasons).toEqual(['length']);
     expect(answer.faucet?.cut_reason).toBeUndefined();
@@ -198,48 +84,13 @@ describe('a small wallet and a big max_tokens', () => {
   });
 });
 
-describe('limits and budgets grant steps as the balance does', () => {
-  it('a month spend limit refuses the step: the answer ends, naming it, within the limit', async () => {
-    const limited = await limitedApp(testEnv, { spendPerMonthUsd: '0.05000000' });
-    const session = await limited.session('5.00000000');
-    const provider = generatingProvider();
-    const answer = await stream(gatewayWith({ upstreamFetch: provider.upstream.fetch }), session.token, costly);
-    expect(answer.status).toBe(200);
-    expect(answer.finishReasons).toEqual(['length']);
-    expect(answer.faucet).toMatchObject({ cut_reason: 'spend_limit_month' });
-    expect(unitsOf(answer.faucet?.charge.amount_usd)).toBeLessThanOrEqual(unitsOf('0.05000000'));
-    await settled(testEnv);
-    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
-  });
-
-  it("a developer key's monthly budget refuses the step: budget_exceeded, the cost within the budget", async () => {
-    const limited = await limitedApp(testEnv);
-    const key = await send(testEnv, '/v1/developer/provider-keys', {
-      json: { provider: 'openai', api_key: fakeOpenAiKey(), monthly_budget_usd: '0.05000000' },
-      token: limited.developerKey,
-    });
-    expect(key.status).toBe(201);
-    const session = await limited.session('5.00000000');
-    const provider = generatingProvider();
-    const answer = await stream(gatewayWith({ upstreamFetch: provider.upstream.fetch }), session.token, {
-      ...costly,
-      route_mode: 'developer_key',
-    });
-    expect(answer.status).toBe(200);
-    expect(answer.faucet).toMatchObject({ route_mode: 'developer_key', cut_reason: 'budget_exceeded' });
-    expect(unitsOf(answer.faucet?.charge.upstream_cost_usd)).toBeLessThanOrEqual(unitsOf('0.05000000'));
-    await settled(testEnv);
-    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
-  });
-});
-
 describe('a provider that misbehaves', () => {
   it('keeps generating after the abort and reports no usage: billed at the granted bound, which covers it', async () => {
     // Up to a step (1,024 tokens) generated between its last chunk and noticing the abort.
     const provider = generatingProvider({ afterAbort: 1_000, reportUsage: false });
     const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
     const session = await fundedSession(testEnv, '0.05000000');
-    const answer = await stream(app, session.token, costly);
+    const answer = await stream(testEnv, app, session.token, costly);
     expect(answer.faucet).toMatchObject({ cut_reason: 'insufficient_balance', estimated: true });
     await settled(testEnv);
     expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
@@ -250,7 +101,7 @@ describe('a provider that misbehaves', () => {
     const provider = generatingProvider({ burstAt: 3, burstTokens: 3_000 });
     const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
     const session = await fundedSession(testEnv, '1.00000000');
-    const answer = await stream(app, session.token, { ...costly, max_tokens: 8_000 });
+    const answer = await stream(testEnv, app, session.token, { ...costly, max_tokens: 8_000 });
     expect(answer.status).toBe(200);
     expect(answer.faucet?.cut_reason).toBeUndefined();
     expect(answer.faucet).toMatchObject({ estimated: false, output_tokens: 8_000 });
@@ -264,7 +115,7 @@ describe('many streams on one small wallet', () => {
     const provider = generatingProvider();
     const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
     const session = await fundedSession(testEnv, '0.10000000');
-    const answers = await Promise.all(Array.from({ length: 20 }, () => stream(app, session.token, costly)));
+    const answers = await Promise.all(Array.from({ length: 20 }, () => stream(testEnv, app, session.token, costly)));
     const served = answers.filter((answer) => answer.status === 200);
     expect(served.length).toBeGreaterThanOrEqual(1);
     for (const answer of answers) {
@@ -356,74 +207,6 @@ describe('the wallet object between steps', () => {
     await settled(testEnv);
     const [row] = await usageRows(testEnv, requestId);
     expect(row).toMatchObject({ estimated: false, output_tokens: 20_000 });
-    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
-  });
-});
-
-describe('every surface ends a cut answer in its own words', () => {
-  async function post(path: string, token: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
-    const provider = generatingProvider();
-    const ctx = createExecutionContext();
-    const response = await gatewayWith({ upstreamFetch: provider.upstream.fetch }).fetch(
-      new Request(`http://faucet.test${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, ...headers },
-        body: JSON.stringify(body),
-      }),
-      testEnv,
-      ctx,
-    );
-    const text = await response.text();
-    await waitOnExecutionContext(ctx);
-    const events = text
-      .split('\n\n')
-      .map((event) =>
-        event
-          .split('\n')
-          .find((line) => line.startsWith('data: '))
-          ?.slice('data: '.length),
-      )
-      .filter((data): data is string => data !== undefined && data !== '[DONE]')
-      .map((data) => JSON.parse(data) as Record<string, any>);
-    return { status: response.status, events, provider };
-  }
-
-  it('Anthropic Messages: stop_reason "max_tokens", and the faucet object says why', async () => {
-    const session = await fundedSession(testEnv, '0.05000000');
-    const { status, events, provider } = await post(
-      '/v1/messages',
-      session.token,
-      { model: 'openai:gpt-4o', max_tokens: 32_000, stream: true, messages: [{ role: 'user', content: 'Write a long story' }] },
-      { 'anthropic-version': '2023-06-01' },
-    );
-    expect(status).toBe(200);
-    const delta = events.find((event) => event.type === 'message_delta');
-    expect(delta).toMatchObject({ delta: { stop_reason: 'max_tokens' }, faucet: { cut_reason: 'insufficient_balance' } });
-    expect(events.at(-1)).toMatchObject({ type: 'message_stop' });
-    await settled(testEnv);
-    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
-    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
-  });
-
-  it('OpenAI Responses: status "incomplete" for max_output_tokens, and the faucet object says why', async () => {
-    const session = await fundedSession(testEnv, '0.05000000');
-    const { status, events, provider } = await post('/v1/responses', session.token, {
-      model: 'openai:gpt-4o',
-      max_output_tokens: 32_000,
-      stream: true,
-      input: 'Write a long story',
-    });
-    expect(status).toBe(200);
-    expect(events.at(-1)).toMatchObject({
-      type: 'response.incomplete',
-      response: {
-        status: 'incomplete',
-        incomplete_details: { reason: 'max_output_tokens' },
-        faucet: { cut_reason: 'insufficient_balance' },
-      },
-    });
-    await settled(testEnv);
-    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
     await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
   });
 });
