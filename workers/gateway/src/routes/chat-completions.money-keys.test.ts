@@ -215,9 +215,9 @@ describe('defect 2: a hold lives as long as its call', () => {
     await stream.finished();
     expect(JSON.parse(events.at(-1)!)).toMatchObject({ error: { code: 'upstream_timeout' } });
     // A streamed call is held for a first quota of two steps of 1,024 tokens (docs/quota.md), not its
-    // whole max_tokens: cut with no usage reported, it is billed at that grant, which covers what can
-    // have been generated.
-    expect(JSON.parse(events.at(-2)!)).toMatchObject({ object: 'faucet.usage', faucet: { estimated: true, output_tokens: 2_048 } });
+    // whole max_tokens: cut with no usage reported, it is billed at what was seen (17 bytes) plus a
+    // step, which covers what can have been generated.
+    expect(JSON.parse(events.at(-2)!)).toMatchObject({ object: 'faucet.usage', faucet: { estimated: true, output_tokens: 17 + 1_024 } });
     await settled(env);
     expect(await usageRows(env, stream.requestId)).toHaveLength(1);
     expect((await wallet(env, session.walletId)).held).toBe('0.00000000');

@@ -11,7 +11,7 @@
  *   the provider bills no failed generation) and the stream ends with an error event;
  * - a call held for a quota (docs/quota.md, quota-meter.ts) whose next step is refused: the upstream is
  *   stopped at once, the answer ends with `finish_reason: "length"` and the `faucet` object says why
- *   (`cut_reason`); it is booked at the provider's input count when it gave one and the granted output.
+ *   (`cut_reason`); it is booked at the provider's input count when it gave one and the output seen plus a step.
  */
 import { databaseUnavailable, isDatabaseUnreachable } from '#shared/database-unreachable.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
@@ -108,7 +108,7 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
 
   /**
    * A call cut for its quota: the provider's whole count if it came; else its input count when it
-   * gave one early (it does not change), the output at the grant; else the bounds. Estimated.
+   * gave one early (it does not change), the output seen plus a step (QuotaMeter.billedOutput); else the bounds. Estimated.
    */
   const usageAtCut = (): MeteredUsage => {
     if (reportedWhole) return usageSoFar();

@@ -63,9 +63,13 @@ export class QuotaMeter {
     return null;
   }
 
-  /** The output a call cut now is billed at without the provider's count: the grant, or more if a burst passed it. */
+  /**
+   * The output a call cut now is billed at without the provider's count: what was seen plus one step
+   * (what the provider may have produced between its last chunk and the abort), within the whole
+   * bound. Never above the grant, which is at least a step beyond what may pass, unless a burst went past it.
+   */
   billedOutput(): number {
-    return Math.min(this.options.worst, Math.max(this.granted, this.seen));
+    return Math.min(this.options.worst, this.seen + this.options.settings.stepTokens);
   }
 
   private usable(): number {
