@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: prints the figures the issues ask for — worker bundle sizes, ledger bookings per
  * second, gateway overhead (in workerd beside Portkey, every call decided by its wallet object),
- * developer usage over a million events, request-log pages over a million calls, SDK size, the console's first-view JS. Each part runs
+ * developer usage over a million events, request-log pages over a million calls, SDK size, the console's first-view JS,
+ * quota steps (holds that grow with the answer: round trips, steps and added latency per step). Each part runs
  * against the embedded PostgreSQL / local stack it starts itself. `npm run bench -- ledger` runs one part.
  */
 import { measureWorkerBundles } from './bench/bundle-size.ts';
@@ -55,6 +56,12 @@ parts.catalog = async () => {
   console.log('\n== Model catalog lookup (full catalog against a reference of a few models, same run) ==');
   const { runCatalogLookupBench } = await import('./bench/catalog-lookup.ts');
   await runCatalogLookupBench();
+};
+
+parts.quota = async () => {
+  console.log("\n== Holds that grow with the answer (quota steps: round trips, steps, added latency, a Claude Code turn's balance) ==");
+  const { runQuotaStepsBench } = await import('./bench/quota-steps.ts');
+  await runQuotaStepsBench();
 };
 
 parts.console = async () => {
