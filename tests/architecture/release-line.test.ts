@@ -43,13 +43,13 @@ describe('the release line', () => {
     return entry.version;
   };
 
-  it("is the seed's: billing and settlement 0.7.0, operations 0.6.0, SDK and local bridge 0.5.0", () => {
+  it('billing and settlement 0.7.0, operations 0.6.0, the SDK 0.6.0 (cut_reason) and the local bridge 0.5.0', () => {
     expect(Object.fromEntries(line)).toEqual({
       'workers/api': { area: 'billing and settlement', version: '0.7.0' },
       'workers/gateway': { area: 'billing and settlement', version: '0.7.0' },
       'workers/metrics': { area: 'operations', version: '0.6.0' },
       'workers/console': { area: 'operations', version: '0.6.0' },
-      sdk: { area: 'SDK and local bridge', version: '0.5.0' },
+      sdk: { area: 'SDK and local bridge', version: '0.6.0' },
       bridge: { area: 'SDK and local bridge', version: '0.5.0' },
     });
   });
