@@ -11,7 +11,7 @@ import type { TestEnv } from '../../../test/harness.ts';
 import type { RecordedRequest } from '../../../test/fake-upstream.ts';
 import { fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled, usageRows, wallet } from '../../../test/gateway-kit.ts';
 import { costly, generatingProvider, stream } from '../../../test/quota-kit.ts';
-import { expectBooksAgree, keptCall, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
+import { expectBooksAgree, keptCall, sweepCallNow, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -207,6 +207,45 @@ describe('the wallet object between steps', () => {
     await settled(testEnv);
     const [row] = await usageRows(testEnv, requestId);
     expect(row).toMatchObject({ estimated: false, output_tokens: 20_000 });
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+
+  it('a call never settled is swept at its last grant, never more: a later step finds it booked and the answer ends', async () => {
+    const provider = generatingProvider();
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '1.00000000');
+    const ctx = createExecutionContext();
+    const requestId = newRequestId();
+    const response = await app.fetch(
+      new Request('http://faucet.test/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
+        body: JSON.stringify({ ...costly, stream: true }),
+      }),
+      testEnv,
+      ctx,
+    );
+    const callId = response.headers.get('x-faucet-call-id') as string;
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    // Read until a step was granted (a stream of about 150 SSE bytes per 40 bytes of text).
+    let bytes = 0;
+    while (bytes < 12_000) bytes += ((await reader.read()).value ?? new Uint8Array()).byteLength;
+    const { record } = await keptCall(session.token, callId);
+    expect(record.bound_output_tokens).toBeGreaterThan(2_048);
+    expect(record.bound_output_tokens).toBeLessThan(32_000);
+
+    // Its deadline passes as if the gateway's isolate had died: the object books it at its bound.
+    await sweepCallNow(session.token, callId);
+    const [swept] = await usageRows(testEnv, requestId);
+    expect(swept).toMatchObject({ estimated: true, output_tokens: record.bound_output_tokens });
+
+    // The stream's next step finds the call booked: the answer ends, nothing more is booked.
+    while (!(await reader.read()).done) {
+      // read the answer to its end
+    }
+    await waitOnExecutionContext(ctx);
+    await settled(testEnv);
+    expect(await usageRows(testEnv, requestId)).toEqual([swept]);
     await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
   });
 });
