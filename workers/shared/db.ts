@@ -2,7 +2,15 @@
  * One database handle per request: a Neon `Pool` (WebSocket, so interactive transactions work) and
  * Drizzle over it. Locally `DATABASE_WS_PROXY` points the same driver at a plain PostgreSQL.
  */
-import { neon, neonConfig, Pool } from '@neondatabase/serverless';
+import {
+  type CustomTypesConfig,
+  type HTTPQueryOptions,
+  neon,
+  neonConfig,
+  type NeonQueryFunction,
+  Pool,
+  types,
+} from '@neondatabase/serverless';
 import { drizzle as drizzleHttp } from 'drizzle-orm/neon-http';
 import { drizzle, type NeonDatabase } from 'drizzle-orm/neon-serverless';
 import * as schema from '../../drizzle/schema.ts';
@@ -44,6 +52,29 @@ export function configureLocalProxy(proxy: string): void {
 }
 
 /**
+ * The types that Drizzle reads as the server's text (timestamp, timestamptz, date, interval and their
+ * arrays, numeric[]): its column mappers parse them. Drizzle's neon-http driver sets these on the Neon
+ * driver's process-wide parsers (`types.setTypeParser`, in its constructor), which would change what
+ * every other Pool and client in the isolate reads (a Date becoming a string, depending on whether an
+ * HTTP handle had been opened before). So the HTTP client gets them with each query instead, and
+ * `createHttpDatabase` puts the process-wide ones back.
+ */
+const DRIZZLE_TEXT_TYPES: readonly number[] = [1184, 1114, 1082, 1186, 1231, 1115, 1185, 1187, 1182];
+const asText = (value: string) => value;
+const httpClientTypes: CustomTypesConfig = {
+  getTypeParser: (id, format) => (DRIZZLE_TEXT_TYPES.includes(id) ? asText : types.getTypeParser(id, format)),
+};
+
+/** A Neon HTTP client that passes `httpClientTypes` with every query (the driver reads `types` per query only). */
+function httpClient(connectionString: string): NeonQueryFunction<false, false> {
+  const client = neon(connectionString);
+  const query = client.query;
+  client.query = ((text: string, params?: unknown[], options?: HTTPQueryOptions<boolean, boolean>) =>
+    query(text, params, { ...options, types: httpClientTypes })) as typeof client.query;
+  return client;
+}
+
+/**
  * One statement per HTTP request (Neon's query endpoint, connections kept on Neon's side): no
  * connection to open first, so a statement is one round trip even for a caller that has just
  * started. No interactive transactions; each statement is its own. The wallet objects use it
@@ -52,7 +83,13 @@ export function configureLocalProxy(proxy: string): void {
 export function createHttpDatabase(env: Env): SqlDatabase {
   if (!env.DATABASE_URL) throw new FaucetError('internal_error', 'database is not configured');
   if (env.DATABASE_WS_PROXY) configureLocalProxy(env.DATABASE_WS_PROXY);
-  return drizzleHttp({ client: neon(env.DATABASE_URL) });
+  const client = httpClient(env.DATABASE_URL);
+  const processWide = DRIZZLE_TEXT_TYPES.map((id) => [id, types.getTypeParser(id, 'text')] as const);
+  try {
+    return drizzleHttp({ client });
+  } finally {
+    for (const [id, parser] of processWide) types.setTypeParser(id, 'text', parser);
+  }
 }
 
 export function createDatabase(env: Env): Database {
