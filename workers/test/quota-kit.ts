@@ -2,10 +2,9 @@
  * Test support for holds that grow with the answer (docs/quota.md): a fake provider that generates
  * as it is read and counts its own tokens (what it would bill), and a streamed call read whole.
  */
-import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import type { TestEnv } from './harness.ts';
 import { fakeUpstream, type RecordedRequest } from './fake-upstream.ts';
-import { type gatewayWith, newRequestId, sseData } from './gateway-kit.ts';
+import { type gatewayWith, newRequestId, openStream, sseData } from './gateway-kit.ts';
 
 export const costly = {
   model: 'openai:gpt-4o',
@@ -94,18 +93,9 @@ export async function stream(
   body: Record<string, unknown>,
   requestId = newRequestId(),
 ) {
-  const ctx = createExecutionContext();
-  const response = await app.fetch(
-    new Request('http://faucet.test/v1/chat/completions', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-request-id': requestId },
-      body: JSON.stringify({ ...body, stream: true }),
-    }),
-    testEnv,
-    ctx,
-  );
+  const { response, finished } = await openStream(app, testEnv, token, body, requestId);
   const text = await response.text();
-  await waitOnExecutionContext(ctx);
+  await finished();
   const events = response.status === 200 ? sseData(text) : [];
   const parsed = events.filter((data) => data !== '[DONE]').map((data) => JSON.parse(data) as Record<string, any>);
   return {

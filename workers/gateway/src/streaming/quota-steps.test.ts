@@ -5,11 +5,11 @@
  * Each ends on the upstream audit (every upstream call billed once, with at least the tokens the fake
  * provider generated) and reconciliation, and no wallet is ever below zero.
  */
-import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test';
+import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestEnv } from '../../../test/harness.ts';
 import type { RecordedRequest } from '../../../test/fake-upstream.ts';
-import { fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled, usageRows, wallet } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayTestEnv, gatewayWith, openStream, settled, usageRows, wallet } from '../../../test/gateway-kit.ts';
 import { costly, generatingProvider, stream } from '../../../test/quota-kit.ts';
 import { expectBooksAgree, keptCall, sweepCallNow, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
 
@@ -53,17 +53,7 @@ describe('a small wallet and a big max_tokens', () => {
     const provider = generatingProvider();
     const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
     const session = await fundedSession(testEnv, '0.05000000');
-    const ctx = createExecutionContext();
-    const response = await app.fetch(
-      new Request('http://faucet.test/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}` },
-        body: JSON.stringify(costly),
-      }),
-      testEnv,
-      ctx,
-    );
-    await waitOnExecutionContext(ctx);
+    const response = await chat(app, testEnv, session.token, costly);
     expect(response.status).toBe(402);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('insufficient_balance');
     expect(provider.upstream.requests).toHaveLength(0);
@@ -143,22 +133,12 @@ describe('a client that leaves mid-stream', () => {
     const provider = generatingProvider();
     const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
     const session = await fundedSession(testEnv, '0.05000000');
-    const ctx = createExecutionContext();
-    const requestId = newRequestId();
-    const response = await app.fetch(
-      new Request('http://faucet.test/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
-        body: JSON.stringify({ ...costly, stream: true }),
-      }),
-      testEnv,
-      ctx,
-    );
+    const { response, requestId, finished } = await openStream(app, testEnv, session.token, costly);
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
     let bytes = 0;
     while (bytes < 1_000) bytes += ((await reader.read()).value ?? new Uint8Array()).byteLength;
     await reader.cancel();
-    await waitOnExecutionContext(ctx);
+    await finished();
     await settled(testEnv);
     const [request] = provider.upstream.requests as [RecordedRequest];
     expect(provider.generations.get(request)?.output).toBeLessThan(32_000);
@@ -174,17 +154,7 @@ describe('the wallet object between steps', () => {
     const provider = generatingProvider();
     const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
     const session = await fundedSession(testEnv, '1.00000000');
-    const ctx = createExecutionContext();
-    const requestId = newRequestId();
-    const response = await app.fetch(
-      new Request('http://faucet.test/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
-        body: JSON.stringify({ ...costly, max_tokens: 20_000, stream: true }),
-      }),
-      testEnv,
-      ctx,
-    );
+    const { response, requestId, finished } = await openStream(app, testEnv, session.token, { ...costly, max_tokens: 20_000 });
     const callId = response.headers.get('x-faucet-call-id') as string;
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
     // Read until a few steps were granted: the call's record and bound say the grant.
@@ -203,7 +173,7 @@ describe('the wallet object between steps', () => {
     while (!(await reader.read()).done) {
       // read the answer to its end
     }
-    await waitOnExecutionContext(ctx);
+    await finished();
     await settled(testEnv);
     const [row] = await usageRows(testEnv, requestId);
     expect(row).toMatchObject({ estimated: false, output_tokens: 20_000 });
@@ -214,17 +184,7 @@ describe('the wallet object between steps', () => {
     const provider = generatingProvider();
     const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
     const session = await fundedSession(testEnv, '1.00000000');
-    const ctx = createExecutionContext();
-    const requestId = newRequestId();
-    const response = await app.fetch(
-      new Request('http://faucet.test/v1/chat/completions', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
-        body: JSON.stringify({ ...costly, stream: true }),
-      }),
-      testEnv,
-      ctx,
-    );
+    const { response, requestId, finished } = await openStream(app, testEnv, session.token, costly);
     const callId = response.headers.get('x-faucet-call-id') as string;
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
     // Read until a step was granted (a stream of about 150 SSE bytes per 40 bytes of text).
@@ -243,7 +203,7 @@ describe('the wallet object between steps', () => {
     while (!(await reader.read()).done) {
       // read the answer to its end
     }
-    await waitOnExecutionContext(ctx);
+    await finished();
     await settled(testEnv);
     expect(await usageRows(testEnv, requestId)).toEqual([swept]);
     await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
