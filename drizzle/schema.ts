@@ -508,6 +508,8 @@ export const usageEvents = pgTable(
     audioInputTokens: integer('audio_input_tokens').notNull().default(0),
     audioOutputTokens: integer('audio_output_tokens').notNull().default(0),
     reasoningTokens: integer('reasoning_tokens').notNull().default(0),
+    /** Input written to the prompt cache for one hour, apart from `cache_write_tokens` (the five-minute writes; migration 0034). */
+    cacheWrite1hTokens: integer('cache_write_1h_tokens').notNull().default(0),
     /** USD per million tokens of each class as rated (its period and tier); all null with `price_catalog_version`. */
     inputPricePerMtokUsd: money('input_price_per_mtok_usd'),
     cachedInputPricePerMtokUsd: money('cached_input_price_per_mtok_usd'),
@@ -516,6 +518,8 @@ export const usageEvents = pgTable(
     outputPricePerMtokUsd: money('output_price_per_mtok_usd'),
     reasoningPricePerMtokUsd: money('reasoning_price_per_mtok_usd'),
     audioOutputPricePerMtokUsd: money('audio_output_price_per_mtok_usd'),
+    /** The one-hour cache write's price as rated: null without catalog prices, and on rows from before migration 0034. */
+    cacheWrite1hPricePerMtokUsd: money('cache_write_1h_price_per_mtok_usd'),
   },
   (table) => [
     uniqueIndex('usage_events_call').on(table.callId).where(sql`${table.callId} is not null`),
@@ -528,9 +532,15 @@ export const usageEvents = pgTable(
     index('usage_events_estimated_request').on(table.requestId).where(sql`${table.estimated}`),
     check(
       'usage_events_token_parts',
-      sql`least(${table.cacheWriteTokens}, ${table.audioInputTokens}, ${table.audioOutputTokens}, ${table.reasoningTokens}) >= 0
-        and ${table.cachedTokens} + ${table.cacheWriteTokens} + ${table.audioInputTokens} <= ${table.inputTokens}
+      sql`least(${table.cacheWriteTokens}, ${table.cacheWrite1hTokens}, ${table.audioInputTokens}, ${table.audioOutputTokens},
+          ${table.reasoningTokens}) >= 0
+        and ${table.cachedTokens} + ${table.cacheWriteTokens} + ${table.cacheWrite1hTokens} + ${table.audioInputTokens} <= ${table.inputTokens}
         and ${table.audioOutputTokens} + ${table.reasoningTokens} <= ${table.outputTokens}`,
+    ),
+    check(
+      'usage_events_cache_write_1h_priced',
+      sql`(${table.cacheWrite1hPricePerMtokUsd} is null or ${table.inputPricePerMtokUsd} is not null)
+        and (${table.cacheWrite1hTokens} = 0 or ${table.inputPricePerMtokUsd} is null or ${table.cacheWrite1hPricePerMtokUsd} is not null)`,
     ),
     check(
       'usage_events_prices_recorded',

@@ -6,7 +6,8 @@
 -- caller did not allow a receivable: nothing is written). With p_allow_receivable the booking is
 -- written anyway and the part the wallet could not cover is recorded as `receivable_usd`.
 -- The usage record keeps the catalog version, the token parts and the per-million price of each
--- class the call was rated with (migration 0013): all prices null (no catalog price) or none.
+-- class the call was rated with (migrations 0013 and 0034, one-hour cache writes): all prices null
+-- (no catalog price) or none.
 -- A booking that names a gateway call must be that call's (its money key and end user): it closes
 -- that call alone. The booking itself is faucet_book_usage_locked, which faucet_book_usage_batch
 -- shares: this function locks the user's wallet row, books, and applies the debit to the row.
@@ -43,7 +44,9 @@ create or replace function faucet_book_usage(
   p_audio_input_price numeric,
   p_output_price numeric,
   p_reasoning_price numeric,
-  p_audio_output_price numeric
+  p_audio_output_price numeric,
+  p_cache_write_1h_tokens integer,
+  p_cache_write_1h_price numeric
 ) returns table (
   outcome text,
   usage_event_id uuid,
@@ -73,7 +76,8 @@ begin
     p_input_tokens, p_output_tokens, p_cached_tokens, p_estimated, p_upstream_cost, p_upstream_payable, p_retail,
     p_developer_revenue, p_platform_share, p_provider_credential_id, p_metadata, p_allow_receivable, p_price_catalog_version,
     p_cache_write_tokens, p_audio_input_tokens, p_audio_output_tokens, p_reasoning_tokens, p_input_price,
-    p_cached_input_price, p_cache_write_price, p_audio_input_price, p_output_price, p_reasoning_price, p_audio_output_price
+    p_cached_input_price, p_cache_write_price, p_audio_input_price, p_output_price, p_reasoning_price, p_audio_output_price,
+    p_cache_write_1h_tokens, p_cache_write_1h_price
   )::faucet_usage_booking]) as b;
 
   -- A refusal is raised with the SQLSTATE the callers map (workers/shared/ledger/database.ts), except

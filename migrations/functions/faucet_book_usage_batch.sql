@@ -47,7 +47,8 @@ returns table (
 language plpgsql as $$
 #variable_conflict use_column
 declare
-  -- The fields of an element: the attributes of faucet_usage_booking (migration 0019).
+  -- The fields of an element: the attributes of faucet_usage_booking (migrations 0019 and 0034; the one-hour
+  -- cache-write fields of 0034 are optional, so a settlement kept from before books as it was).
   c_fields constant text[] := array(
     select a.attname::text from pg_attribute a
      where a.attrelid = 'faucet_usage_booking'::regclass and a.attnum > 0 and not a.attisdropped);

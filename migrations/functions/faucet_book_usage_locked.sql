@@ -221,7 +221,8 @@ begin
         platform_share_usd, provider_credential_id, ledger_transaction_id, receivable_usd, price_catalog_version,
         cache_write_tokens, audio_input_tokens, audio_output_tokens, reasoning_tokens, input_price_per_mtok_usd,
         cached_input_price_per_mtok_usd, cache_write_price_per_mtok_usd, audio_input_price_per_mtok_usd,
-        output_price_per_mtok_usd, reasoning_price_per_mtok_usd, audio_output_price_per_mtok_usd
+        output_price_per_mtok_usd, reasoning_price_per_mtok_usd, audio_output_price_per_mtok_usd,
+        cache_write_1h_tokens, cache_write_1h_price_per_mtok_usd
       )
       select k.event_id, k.request_id, k.client_request_id, k.call_id, k.app_id, k.end_user_id, k.feature_key, k.route_mode, k.provider,
              k.model, k.input_tokens, k.output_tokens, k.cached_tokens, k.estimated, k.upstream_cost, k.retail,
@@ -229,7 +230,9 @@ begin
              k.transaction_id, v_receivables[k.position], k.price_catalog_version,
              k.cache_write_tokens, k.audio_input_tokens, k.audio_output_tokens, k.reasoning_tokens, k.input_price,
              k.cached_input_price, k.cache_write_price, k.audio_input_price, k.output_price, k.reasoning_price,
-             k.audio_output_price
+             k.audio_output_price,
+             -- Optional (migration 0034): a settlement kept from before carries neither.
+             coalesce(k.cache_write_1h_tokens, 0), k.cache_write_1h_price
         from booked k order by k.position
     ), credits as (
       select k.position, k.transaction_id, e.wallet_id, e.amount

@@ -388,7 +388,11 @@ export function printClaudeCodeBalance(): void {
   );
   for (const row of rows) {
     const { bounds, reference } = row;
-    const input = { inputTokens: bounds.worstCaseInputTokens, cacheWriteTokens: bounds.cacheWriteTokens };
+    const input = {
+      inputTokens: bounds.worstCaseInputTokens,
+      cacheWriteTokens: bounds.cacheWriteTokens,
+      cacheWrite1hTokens: bounds.cacheWrite1hTokens,
+    };
     const before = grantHold(env, reference, input, bounds.wholeOutputTokens).platform;
     const how = bounds.cuttable
       ? `cuttable: input + a first grant of ${bounds.worstCaseOutputTokens} output tokens`
@@ -399,7 +403,7 @@ export function printClaudeCodeBalance(): void {
   }
   const { bounds } = rows[0]!;
   console.log(
-    `   input bound ${bounds.worstCaseInputTokens} tokens${bounds.cacheWriteTokens > 0 ? ', priced at the cache-write price (the prompt has cache breakpoints)' : ''}`,
+    `   input bound ${bounds.worstCaseInputTokens} tokens${bounds.cacheWriteTokens > 0 ? ', priced at the cache-write price (the prompt has cache breakpoints)' : ''}${bounds.cacheWrite1hTokens > 0 ? ', priced at the one-hour cache-write price (the prompt has a one-hour breakpoint)' : ''}`,
   );
 }
 

@@ -39,6 +39,7 @@ export type CallLogViewRow = Omit<CallLogRow, 'app_id' | 'provider_credential_id
   estimated: boolean | null;
   input_tokens: number | null;
   cached_tokens: number | null;
+  /** Every cache write: five-minute and one-hour (usage_events keeps them apart). */
   cache_write_tokens: number | null;
   audio_input_tokens: number | null;
   output_tokens: number | null;
@@ -60,7 +61,8 @@ const columns = sql`l.id, a.public_app_id, l.end_user_id, l.feature_key, l.surfa
   l.route_mode, l.outcome, l.error_code, l.error_message, l.client_request_id, l.stream, l.authorize_ms, l.first_byte_ms,
   l.total_ms, l.attempts, k.masked_key,
   to_char(l.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_at,
-  e.estimated, e.input_tokens, e.cached_tokens, e.cache_write_tokens, e.audio_input_tokens, e.output_tokens,
+  e.estimated, e.input_tokens, e.cached_tokens, e.cache_write_tokens + e.cache_write_1h_tokens as cache_write_tokens,
+  e.audio_input_tokens, e.output_tokens,
   e.reasoning_tokens, e.audio_output_tokens, e.upstream_cost_usd::text, e.retail_usd::text, e.developer_revenue_usd::text,
   e.platform_share_usd::text, e.receivable_usd::text`;
 

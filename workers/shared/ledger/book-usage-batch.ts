@@ -102,6 +102,8 @@ export function bookingElement(input: BookUsageInput): Record<string, unknown> {
     output_price: price(prices?.outputPerMillion, 'outputPerMillion'),
     reasoning_price: price(prices?.reasoningPerMillion, 'reasoningPerMillion'),
     audio_output_price: price(prices?.audioOutputPerMillion, 'audioOutputPerMillion'),
+    cache_write_1h_tokens: rated.cacheWrite1hTokens,
+    cache_write_1h_price: price(prices?.cacheWrite1hPerMillion, 'cacheWrite1hPerMillion'),
   };
 }
 

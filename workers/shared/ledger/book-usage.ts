@@ -93,7 +93,8 @@ export async function bookUsage(db: SqlDatabase, input: BookUsageInput): Promise
       ${rated.reasoningTokens}::integer, ${price(prices?.inputPerMillion)}::numeric, ${price(prices?.cachedInputPerMillion)}::numeric,
       ${price(prices?.cacheWritePerMillion)}::numeric, ${price(prices?.audioInputPerMillion)}::numeric,
       ${price(prices?.outputPerMillion)}::numeric, ${price(prices?.reasoningPerMillion)}::numeric,
-      ${price(prices?.audioOutputPerMillion)}::numeric)`,
+      ${price(prices?.audioOutputPerMillion)}::numeric, ${rated.cacheWrite1hTokens}::integer,
+      ${price(prices?.cacheWrite1hPerMillion)}::numeric)`,
   );
   if (row.outcome === 'insufficient_balance') {
     return { outcome: 'insufficient_balance', retailUsd: amount(row.retail_usd), balanceUsd: amount(row.balance_usd) };

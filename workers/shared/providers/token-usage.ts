@@ -3,7 +3,7 @@
  * Every class a provider bills at its own rate is its own field, so no class hides inside another.
  *
  * The classes are disjoint, and add up to the call's whole count:
- *   all input  = input + cachedInput + cacheWrite + audioInput
+ *   all input  = input + cachedInput + cacheWrite + cacheWrite1h + audioInput
  *   all output = output + audioOutput
  * except `reasoning`, which is the part of `output` the model spent thinking (providers bill it as
  * output; it is kept apart so a catalog that prices it differently can, and so it can be shown).
@@ -16,8 +16,13 @@ export interface TokenUsage {
   input: number;
   /** Input read from the provider's prompt cache (cache hits), whatever its modality. */
   cachedInput: number;
-  /** Input written to the prompt cache (Anthropic's `cache_creation_input_tokens`), billed above the input price. */
+  /**
+   * Input written to the prompt cache for its default lifetime (Anthropic's five-minute writes:
+   * `cache_creation_input_tokens` less the one-hour part), billed above the input price.
+   */
   cacheWrite: number;
+  /** Input written to the prompt cache for one hour (Anthropic's `ephemeral_1h_input_tokens`), billed above a five-minute write. */
+  cacheWrite1h: number;
   /** Audio input not read from the cache. */
   audioInput: number;
   /** Output other than audio, reasoning included. */
@@ -30,12 +35,12 @@ export interface TokenUsage {
 
 /** A usage with the given classes and every other class at zero. */
 export function tokenUsage(classes: Partial<TokenUsage>): TokenUsage {
-  return { input: 0, cachedInput: 0, cacheWrite: 0, audioInput: 0, output: 0, reasoning: 0, audioOutput: 0, ...classes };
+  return { input: 0, cachedInput: 0, cacheWrite: 0, cacheWrite1h: 0, audioInput: 0, output: 0, reasoning: 0, audioOutput: 0, ...classes };
 }
 
 /** Every input token, whatever its class (what OpenAI calls `prompt_tokens`). */
 export function totalInputTokens(usage: TokenUsage): number {
-  return usage.input + usage.cachedInput + usage.cacheWrite + usage.audioInput;
+  return usage.input + usage.cachedInput + usage.cacheWrite + usage.cacheWrite1h + usage.audioInput;
 }
 
 /** Every output token, reasoning and audio included (what OpenAI calls `completion_tokens`). */

@@ -56,7 +56,7 @@ describe('the catalog version', () => {
     const project = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
     expect(installed.version).toBe(genaiPricesVersion);
     expect(project.dependencies['@pydantic/genai-prices']).toBe(genaiPricesVersion);
-    expect(currentPriceCatalog.version).toBe(`genai-prices@${genaiPricesVersion}+faucet.2`);
+    expect(currentPriceCatalog.version).toBe(`genai-prices@${genaiPricesVersion}+faucet.3`);
   });
 });
 
@@ -71,6 +71,7 @@ describe('pinned prices (per million tokens, exact)', () => {
       {
         inputPerMillion: '3.00000000',
         cacheWritePerMillion: '3.75000000',
+        cacheWrite1hPerMillion: '6.00000000',
         cachedInputPerMillion: '0.30000000',
         outputPerMillion: '15.00000000',
       },
@@ -80,6 +81,7 @@ describe('pinned prices (per million tokens, exact)', () => {
       {
         inputPerMillion: '1.00000000',
         cacheWritePerMillion: '1.25000000',
+        cacheWrite1hPerMillion: '2.00000000',
         cachedInputPerMillion: '0.10000000',
         outputPerMillion: '5.00000000',
       },
@@ -115,6 +117,7 @@ describe('pinned prices (per million tokens, exact)', () => {
     expect(pricesOf('anthropic:claude-sonnet-4-5', 200_001n)).toEqual({
       inputPerMillion: '6.00000000',
       cacheWritePerMillion: '7.50000000',
+      cacheWrite1hPerMillion: '12.00000000',
       cachedInputPerMillion: '0.60000000',
       outputPerMillion: '22.50000000',
     });
@@ -142,10 +145,12 @@ describe('pinned prices (per million tokens, exact)', () => {
 describe('every converted price equals the package number exactly', () => {
   it('each catalog price, as a decimal, reads back as the very number genai-prices ships', () => {
     let checked = 0;
+    let derived = 0;
     const keys: Record<string, keyof ModelPrice> = {
       input_mtok: 'inputPerMillion',
       cache_read_mtok: 'cachedInputPerMillion',
       cache_write_mtok: 'cacheWritePerMillion',
+      cache_write_1h_mtok: 'cacheWrite1hPerMillion',
       output_mtok: 'outputPerMillion',
       input_audio_mtok: 'audioInputPerMillion',
       output_audio_mtok: 'audioOutputPerMillion',
@@ -166,10 +171,19 @@ describe('every converted price equals the package number exactly', () => {
               const raw = period.prices[key];
               const converted = model.periods[index]?.prices[priceClass];
               if (raw === undefined) {
-                // An embedding model's output, priced for its input alone, is 0; nothing else is added.
+                // An embedding model's output, priced for its input alone, is 0; an Anthropic model's
+                // one-hour cache write is 2× its input (Anthropic's rule); nothing else is added.
                 if (priceClass === 'outputPerMillion' && /embed/i.test(info.id))
                   expect(formatUsd(converted?.base as Usd)).toBe('0.00000000');
-                else expect(converted).toBeUndefined();
+                else if (priceClass === 'cacheWrite1hPerMillion' && provider === 'anthropic') {
+                  const input = model.periods[index]?.prices.inputPerMillion;
+                  const doubled = (amount: Usd | undefined) => Number(formatUsd(amount as Usd)) * 2;
+                  expect(Number(formatUsd(converted?.base as Usd))).toBe(doubled(input?.base));
+                  expect(converted?.tiers.map((tier) => [tier.above, Number(formatUsd(tier.price))])).toEqual(
+                    input?.tiers.map((tier) => [tier.above, doubled(tier.price)]),
+                  );
+                  derived += 1;
+                } else expect(converted).toBeUndefined();
                 continue;
               }
               const rawBase = typeof raw === 'number' ? raw : raw.base;
@@ -185,6 +199,18 @@ describe('every converted price equals the package number exactly', () => {
       }
     }
     expect(checked).toBeGreaterThan(2_000);
+    // claude-2 and claude-v1 carry no one-hour price in the pinned data; every other Anthropic model does.
+    expect(derived).toBe(2);
+  });
+
+  it("prices an Anthropic one-hour cache write at the data's own price, or 2× the input where the data has none", () => {
+    // The data's own: claude-sonnet-4-5 at 6 (and 12 above 200k input tokens), claude-haiku-4-5 at 2.
+    expect(pricesOf('anthropic:claude-sonnet-4-5').cacheWrite1hPerMillion).toBe('6.00000000');
+    expect(pricesOf('anthropic:claude-sonnet-4-5', 200_001n).cacheWrite1hPerMillion).toBe('12.00000000');
+    expect(pricesOf('anthropic:claude-3-5-haiku-latest').cacheWrite1hPerMillion).toBe('1.60000000');
+    // Anthropic's rule where the data has none (claude-2 input 8 → 16); other providers get no such price.
+    expect(pricesOf('anthropic:claude-2')).toMatchObject({ inputPerMillion: '8.00000000', cacheWrite1hPerMillion: '16.00000000' });
+    expect(pricesOf('openai:gpt-4o-mini').cacheWrite1hPerMillion).toBeUndefined();
   });
 
   it('leaves out exactly the models whose prices have no 8-decimal value (the list changes only with the package)', () => {

@@ -16,8 +16,11 @@ import type { CatalogModel, ExcludedModel, ModelPrice, PriceClass, PriceConstrai
 
 export type { CatalogModel, ExcludedModel, ModelPrice, PriceClass, ResolvedPrice, TieredModelPrice } from './price-types.ts';
 
-/** Revision of the overlay below; bump it with any change to it. */
-const overlayRevision = 2;
+/**
+ * Faucet's revision of the catalog: the overlay below and the conversion rules of
+ * genai-prices-catalog.ts. Bump it with any change to either (3: one-hour cache writes priced).
+ */
+const overlayRevision = 3;
 
 const flat = (amount: string): TieredPrice => ({ base: parseWireAmount(amount), tiers: [] });
 

@@ -4,11 +4,13 @@
  *
  * What is taken, per model: every price period (a date-conditional or time-of-day constraint, kept
  * as data and chosen per call), and in each period the per-million prices of the token classes
- * Faucet meters (`input_mtok`, `cache_read_mtok`, `cache_write_mtok`, `output_mtok`,
- * `input_audio_mtok`, `output_audio_mtok`, `output_reasoning_mtok`), flat or tiered.
+ * Faucet meters (`input_mtok`, `cache_read_mtok`, `cache_write_mtok`, `cache_write_1h_mtok`,
+ * `output_mtok`, `input_audio_mtok`, `output_audio_mtok`, `output_reasoning_mtok`), flat or tiered.
+ * An Anthropic period without a one-hour cache-write price gets Anthropic's published one (see
+ * `anthropicOneHourWrite`).
  *
  * What is ignored: prices of things the gateway never lets a call incur, since its request schema
- * refuses them (web and file search calls, audio parts so cached audio, one-hour cache writes).
+ * refuses them (web and file search calls, audio parts so cached audio).
  *
  * What leaves a model out (listed in `excluded` with the reason, pinned by a test): a price with no
  * exact 8-decimal value; a priced class Faucet does not meter (image, video or document tokens,
@@ -18,7 +20,7 @@
  * could no longer bound the call); a constraint of an unknown kind.
  */
 import { findProvider, type ModelInfo, type ModelPrice as GenaiModelPrice } from '@pydantic/genai-prices';
-import type { Usd } from '../money/index.ts';
+import { addUsd, type Usd } from '../money/index.ts';
 import { usdFromCatalogNumber } from './exact-decimal.ts';
 import type {
   CatalogModel,
@@ -57,6 +59,7 @@ const meteredKeys: Readonly<Record<string, PriceClass>> = {
   input_mtok: 'inputPerMillion',
   cache_read_mtok: 'cachedInputPerMillion',
   cache_write_mtok: 'cacheWritePerMillion',
+  cache_write_1h_mtok: 'cacheWrite1hPerMillion',
   output_mtok: 'outputPerMillion',
   input_audio_mtok: 'audioInputPerMillion',
   output_audio_mtok: 'audioOutputPerMillion',
@@ -64,7 +67,7 @@ const meteredKeys: Readonly<Record<string, PriceClass>> = {
 };
 
 /** Prices of things a gateway call cannot incur (see the module comment). */
-const ignoredKeys = new Set(['web_searches_kcount', 'storage_searches_kcount', 'cache_write_1h_mtok', 'cache_audio_read_mtok']);
+const ignoredKeys = new Set(['web_searches_kcount', 'storage_searches_kcount', 'cache_audio_read_mtok']);
 
 class Excluded extends Error {}
 
@@ -102,7 +105,17 @@ function tiered(value: unknown, key: string): TieredPrice {
  */
 const isEmbeddingModel = (id: string): boolean => /embed/i.test(id);
 
-function periodPrices(prices: GenaiModelPrice, embedding: boolean): TieredModelPrice {
+/**
+ * Anthropic's rule for a one-hour prompt-cache write where the data has no price of its own: 2× the
+ * base input price, in every tier ("1-hour cache write tokens are 2 times the base input tokens
+ * price", https://platform.claude.com/docs/en/build-with-claude/prompt-caching#pricing). Exact:
+ * the input price added to itself.
+ */
+function anthropicOneHourWrite(input: TieredPrice): TieredPrice {
+  return { base: addUsd(input.base, input.base), tiers: input.tiers.map(({ above, price }) => ({ above, price: addUsd(price, price) })) };
+}
+
+function periodPrices(prices: GenaiModelPrice, embedding: boolean, provider: string): TieredModelPrice {
   const converted: Partial<Record<PriceClass, TieredPrice>> = {};
   for (const [key, value] of Object.entries(prices)) {
     if (value === undefined || ignoredKeys.has(key)) continue;
@@ -113,6 +126,9 @@ function periodPrices(prices: GenaiModelPrice, embedding: boolean): TieredModelP
   const { inputPerMillion } = converted;
   const outputPerMillion = converted.outputPerMillion ?? (embedding ? tiered(0, 'output_mtok') : undefined);
   if (!inputPerMillion || !outputPerMillion) throw new Excluded('has no input or no output token price');
+  if (provider === 'anthropic' && converted.cacheWrite1hPerMillion === undefined) {
+    converted.cacheWrite1hPerMillion = anthropicOneHourWrite(inputPerMillion);
+  }
   return { ...converted, inputPerMillion, outputPerMillion };
 }
 
@@ -138,12 +154,12 @@ function constraintOf(constraint: unknown): PriceConstraint | null {
   throw new Excluded(`has a price constraint of an unknown kind: ${JSON.stringify(constraint)}`);
 }
 
-function periodsOf(model: ModelInfo): PricePeriod[] {
+function periodsOf(provider: string, model: ModelInfo): PricePeriod[] {
   const periods = Array.isArray(model.prices) ? model.prices : [{ prices: model.prices }];
   if (periods.length === 0) throw new Excluded('has no price');
   return periods.map((period) => ({
     constraint: constraintOf(period.constraint),
-    prices: periodPrices(period.prices, isEmbeddingModel(model.id)),
+    prices: periodPrices(period.prices, isEmbeddingModel(model.id), provider),
   }));
 }
 
@@ -172,7 +188,7 @@ function convert(provider: string, model: ModelInfo): CatalogModel | ExcludedMod
       model: model.id,
       name: model.name ?? model.id,
       contextWindow: typeof model.context_window === 'number' ? model.context_window : null,
-      periods: periodsOf(model),
+      periods: periodsOf(provider, model),
     };
   } catch (error) {
     if (!(error instanceof Excluded)) throw error;

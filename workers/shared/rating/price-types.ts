@@ -6,14 +6,16 @@ import type { Usd } from '../money/index.ts';
 
 /**
  * Per-million prices of one call: one period, one tier. A class without its own price is rated at
- * the price it is a part of: cache reads, cache writes and audio input at the input price;
- * reasoning and audio output at the output price.
+ * the price it is a part of: cache reads, cache writes and audio input at the input price (a
+ * one-hour cache write at the cache-write price); reasoning and audio output at the output price.
  */
 export interface ModelPrice {
   inputPerMillion: Usd;
   outputPerMillion: Usd;
   cachedInputPerMillion?: Usd;
   cacheWritePerMillion?: Usd;
+  /** A one-hour prompt-cache write (Anthropic's `ttl: '1h'`); `cacheWritePerMillion` is the five-minute one. */
+  cacheWrite1hPerMillion?: Usd;
   audioInputPerMillion?: Usd;
   audioOutputPerMillion?: Usd;
   reasoningPerMillion?: Usd;

@@ -58,13 +58,15 @@ function referenceRating(usage: UsageToRate, feature: FeaturePricing, settings: 
   const count = (value: number | undefined) => BigInt(value ?? 0);
   const [input, output] = [count(usage.inputTokens), count(usage.outputTokens)];
   const [cached, write, audioIn] = [count(usage.cachedInputTokens), count(usage.cacheWriteTokens), count(usage.audioInputTokens)];
+  const write1h = count(usage.cacheWrite1hTokens);
   const [audioOut, reasoning] = [count(usage.audioOutputTokens), count(usage.reasoningTokens)];
   const costOf = (price: ModelPrice) => {
     const rates = resolvePrice(price);
     const exact = addUsd(
-      priceTokensExact(rates.inputPerMillion, input - cached - write - audioIn),
+      priceTokensExact(rates.inputPerMillion, input - cached - write - write1h - audioIn),
       priceTokensExact(rates.cachedInputPerMillion, cached),
       priceTokensExact(rates.cacheWritePerMillion, write),
+      priceTokensExact(rates.cacheWrite1hPerMillion, write1h),
       priceTokensExact(rates.audioInputPerMillion, audioIn),
       priceTokensExact(rates.outputPerMillion, output - audioOut - reasoning),
       priceTokensExact(rates.reasoningPerMillion, reasoning),
@@ -156,6 +158,7 @@ const periodPrices: fc.Arbitrary<TieredModelPrice> = fc.record(
     outputPerMillion: tieredPrice,
     cachedInputPerMillion: tieredPrice,
     cacheWritePerMillion: tieredPrice,
+    cacheWrite1hPerMillion: tieredPrice,
     audioInputPerMillion: tieredPrice,
     audioOutputPerMillion: tieredPrice,
     reasoningPerMillion: tieredPrice,
@@ -189,14 +192,25 @@ const tokenCount = fc.oneof(
 const share = fc.nat({ max: 100 });
 /** A valid call's token counts: each part within its whole. */
 const tokens = fc
-  .tuple(tokenCount, tokenCount, share, share, share, share, share)
-  .map(([inputTokens, outputTokens, cachedShare, writeShare, audioInShare, reasoningShare, audioOutShare]) => {
+  .tuple(tokenCount, tokenCount, share, share, share, share, share, share)
+  .map(([inputTokens, outputTokens, cachedShare, writeShare, write1hShare, audioInShare, reasoningShare, audioOutShare]) => {
     const cachedInputTokens = Math.floor((inputTokens * cachedShare) / 100);
     const cacheWriteTokens = Math.floor(((inputTokens - cachedInputTokens) * writeShare) / 100);
-    const audioInputTokens = Math.floor(((inputTokens - cachedInputTokens - cacheWriteTokens) * audioInShare) / 100);
+    const cacheWrite1hTokens = Math.floor(((inputTokens - cachedInputTokens - cacheWriteTokens) * write1hShare) / 100);
+    const cacheLeft = inputTokens - cachedInputTokens - cacheWriteTokens - cacheWrite1hTokens;
+    const audioInputTokens = Math.floor((cacheLeft * audioInShare) / 100);
     const reasoningTokens = Math.floor((outputTokens * reasoningShare) / 100);
     const audioOutputTokens = Math.floor(((outputTokens - reasoningTokens) * audioOutShare) / 100);
-    return { inputTokens, outputTokens, cachedInputTokens, cacheWriteTokens, audioInputTokens, reasoningTokens, audioOutputTokens };
+    return {
+      inputTokens,
+      outputTokens,
+      cachedInputTokens,
+      cacheWriteTokens,
+      cacheWrite1hTokens,
+      audioInputTokens,
+      reasoningTokens,
+      audioOutputTokens,
+    };
   });
 const settings: fc.Arbitrary<RatingSettings> = fc.record({
   platformMarkupBps: fc.oneof(fc.nat({ max: 100_000 }), fc.constantFrom(0, 1, 2_000, 3_333)),

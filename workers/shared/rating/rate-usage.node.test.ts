@@ -39,7 +39,7 @@ const vectors: Vector[] = [
       retail: '0.00240000',
       developer: '0.00020000',
       platform: '0.00020000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -59,7 +59,7 @@ const vectors: Vector[] = [
       retail: '0.00061236',
       developer: '0.00005103',
       platform: '0.00005103',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -79,7 +79,7 @@ const vectors: Vector[] = [
       retail: '0.00000010',
       developer: '0.00000001',
       platform: '0.00000001',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -91,7 +91,7 @@ const vectors: Vector[] = [
       retail: '0.00000018',
       developer: '0.00000001',
       platform: '0.00000002',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -103,7 +103,7 @@ const vectors: Vector[] = [
       retail: '0.00000000',
       developer: '0.00000000',
       platform: '0.00000000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -123,7 +123,7 @@ const vectors: Vector[] = [
       retail: '0.03600000',
       developer: '0.03240000',
       platform: '0.00360000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -142,7 +142,7 @@ const vectors: Vector[] = [
       retail: '0.00450000',
       developer: '0.00405000',
       platform: '0.00045000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -184,7 +184,51 @@ const vectors: Vector[] = [
       retail: '0.01674000',
       developer: '0.00139500',
       platform: '0.00139500',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
+    },
+  },
+  {
+    name: 'platform, claude-haiku-4-5 with five-minute and one-hour cache writes, each at its own price',
+    usage: {
+      routeMode: 'platform',
+      provider: 'anthropic',
+      model: 'claude-haiku-4-5',
+      inputTokens: 10_000,
+      cachedInputTokens: 2_000,
+      cacheWriteTokens: 3_000,
+      cacheWrite1hTokens: 1_000,
+      outputTokens: 1_000,
+      estimated: false,
+    },
+    // 4,000 × 1 + 2,000 × 0.10 + 3,000 × 1.25 + 1,000 × 2 (the one-hour write) + 1,000 × 5 per million.
+    expected: {
+      upstream: '0.01495000',
+      payable: '0.01495000',
+      retail: '0.01794000',
+      developer: '0.00149500',
+      platform: '0.00149500',
+      catalog: 'genai-prices@0.1.8+faucet.3',
+    },
+  },
+  {
+    name: 'platform, claude-sonnet-4-5 above 200,000 input tokens: one-hour writes at the upper tier too',
+    usage: {
+      routeMode: 'platform',
+      provider: 'anthropic',
+      model: 'claude-sonnet-4-5',
+      inputTokens: 250_000,
+      cacheWrite1hTokens: 100_000,
+      outputTokens: 1_000,
+      estimated: false,
+    },
+    // 150,000 × 6 + 100,000 × 12 + 1,000 × 22.50 per million.
+    expected: {
+      upstream: '2.12250000',
+      payable: '2.12250000',
+      retail: '2.54700000',
+      developer: '0.21225000',
+      platform: '0.21225000',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -203,7 +247,7 @@ const vectors: Vector[] = [
       retail: '0.73800000',
       developer: '0.06150000',
       platform: '0.06150000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -222,7 +266,7 @@ const vectors: Vector[] = [
       retail: '1.46700720',
       developer: '0.12225060',
       platform: '0.12225060',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -242,7 +286,7 @@ const vectors: Vector[] = [
       retail: '0.06000000',
       developer: '0.00500000',
       platform: '0.00500000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -262,7 +306,7 @@ const vectors: Vector[] = [
       retail: '0.01200000',
       developer: '0.00100000',
       platform: '0.00100000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -282,7 +326,7 @@ const vectors: Vector[] = [
       retail: '0.32400000',
       developer: '0.02700000',
       platform: '0.02700000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -302,7 +346,7 @@ const vectors: Vector[] = [
       retail: '0.16200000',
       developer: '0.01350000',
       platform: '0.01350000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -324,7 +368,7 @@ const vectors: Vector[] = [
       retail: '0.03612000',
       developer: '0.00301000',
       platform: '0.00301000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -345,7 +389,7 @@ const vectors: Vector[] = [
       retail: '0.00624000',
       developer: '0.00052000',
       platform: '0.00052000',
-      catalog: 'genai-prices@0.1.8+faucet.2',
+      catalog: 'genai-prices@0.1.8+faucet.3',
     },
   },
   {
@@ -432,11 +476,45 @@ describe('rateUsage keeps the prices it used', () => {
       inputPerMillion: '1.00000000',
       cachedInputPerMillion: '0.10000000',
       cacheWritePerMillion: '1.25000000',
+      cacheWrite1hPerMillion: '2.00000000',
       audioInputPerMillion: '1.00000000',
       outputPerMillion: '5.00000000',
       reasoningPerMillion: '5.00000000',
       audioOutputPerMillion: '5.00000000',
     });
+  });
+
+  it('rates a one-hour cache write without a price of its own at the cache-write price, else at the input price', () => {
+    const catalog = (prices: TieredModelPrice) =>
+      new PriceCatalog(
+        't',
+        catalogSourcesOf([{ provider: 'p', model: 'm', name: 'm', contextWindow: null, periods: [{ constraint: null, prices }] }]),
+      );
+    const flat = (text: string) => ({ base: usd(text), tiers: [] });
+    const usage: UsageToRate = {
+      routeMode: 'platform',
+      provider: 'p',
+      model: 'm',
+      inputTokens: 1_000_000,
+      cacheWrite1hTokens: 1_000_000,
+      outputTokens: 0,
+      estimated: false,
+    };
+    const withWrite = rateUsage(
+      usage,
+      {},
+      settings,
+      catalog({ inputPerMillion: flat('1.00000000'), outputPerMillion: flat('2.00000000'), cacheWritePerMillion: flat('1.25000000') }),
+    );
+    expect(formatUsd(withWrite.upstreamCostUsd)).toBe('1.25000000');
+    const inputOnly = rateUsage(
+      usage,
+      {},
+      settings,
+      catalog({ inputPerMillion: flat('1.00000000'), outputPerMillion: flat('2.00000000') }),
+    );
+    expect(formatUsd(inputOnly.upstreamCostUsd)).toBe('1.00000000');
+    expect(inputOnly.cacheWrite1hTokens).toBe(1_000_000);
   });
 
   it('records the tier the call was rated at', () => {
@@ -460,6 +538,7 @@ describe('rateUsage keeps the prices it used', () => {
         inputTokens: 123_457,
         cachedInputTokens: 20_001,
         cacheWriteTokens: 3_333,
+        cacheWrite1hTokens: 1_111,
         outputTokens: 7_777,
         estimated: false,
       },
@@ -501,6 +580,9 @@ describe('rateUsage rejections', () => {
     ['more cached than input tokens', { ...good, cachedInputTokens: 2 }, 'invalid_tokens'],
     ['negative cache write tokens', { ...good, cacheWriteTokens: -1 }, 'negative_tokens'],
     ['cache reads and writes above the input', { ...good, cachedInputTokens: 1, cacheWriteTokens: 1 }, 'invalid_tokens'],
+    ['negative one-hour cache write tokens', { ...good, cacheWrite1hTokens: -1 }, 'negative_tokens'],
+    ['fractional one-hour cache write tokens', { ...good, cacheWrite1hTokens: 0.5 }, 'invalid_tokens'],
+    ['five-minute and one-hour writes above the input', { ...good, cacheWriteTokens: 1, cacheWrite1hTokens: 1 }, 'invalid_tokens'],
     ['audio input above what the cache leaves', { ...good, inputTokens: 2, cachedInputTokens: 1, audioInputTokens: 2 }, 'invalid_tokens'],
     ['audio output and reasoning above the output', { ...good, audioOutputTokens: 1, reasoningTokens: 1 }, 'invalid_tokens'],
     ['fractional reasoning tokens', { ...good, reasoningTokens: 0.5 }, 'invalid_tokens'],

@@ -3,7 +3,7 @@
  * output, no database; the price period is the one in force at `pricedAt` (the call's time).
  *
  * Token classes (workers/shared/providers/token-usage.ts): the input splits into cache reads, cache
- * writes, audio and the rest; the output into audio, reasoning and the rest. Each part is priced at
+ * writes (five-minute and one-hour), audio and the rest; the output into audio, reasoning and the rest. Each part is priced at
  * its own per-million price where the catalog has one, else at the price of the whole it belongs to
  * (price-types.ts). Tiered prices take the tier of the call's whole input token count.
  *
@@ -56,8 +56,10 @@ export interface UsageToRate {
   outputTokens: number;
   /** The part of `inputTokens` read from the prompt cache, where the provider reports it. */
   cachedInputTokens?: number;
-  /** The part of `inputTokens` written to the prompt cache (not read from it). */
+  /** The part of `inputTokens` written to the prompt cache (not read from it) for the default five minutes. */
   cacheWriteTokens?: number;
+  /** The part of `inputTokens` written to the prompt cache for one hour (apart from `cacheWriteTokens`). */
+  cacheWrite1hTokens?: number;
   /** The part of `inputTokens` that is audio not read from the cache. */
   audioInputTokens?: number;
   /** The part of `outputTokens` that is audio. */
@@ -78,6 +80,7 @@ export interface RatedUsage {
   outputTokens: number;
   cachedInputTokens: number;
   cacheWriteTokens: number;
+  cacheWrite1hTokens: number;
   audioInputTokens: number;
   audioOutputTokens: number;
   reasoningTokens: number;
@@ -124,6 +127,7 @@ interface Tokens {
   plainInput: bigint;
   cachedInput: bigint;
   cacheWrite: bigint;
+  cacheWrite1h: bigint;
   audioInput: bigint;
   plainOutput: bigint;
   reasoning: bigint;
@@ -137,6 +141,8 @@ export function resolvePrice(price: ModelPrice): ResolvedPrice {
     outputPerMillion: price.outputPerMillion,
     cachedInputPerMillion: price.cachedInputPerMillion ?? price.inputPerMillion,
     cacheWritePerMillion: price.cacheWritePerMillion ?? price.inputPerMillion,
+    // A one-hour write is a cache write: without its own price, at the (five-minute) write price.
+    cacheWrite1hPerMillion: price.cacheWrite1hPerMillion ?? price.cacheWritePerMillion ?? price.inputPerMillion,
     audioInputPerMillion: price.audioInputPerMillion ?? price.inputPerMillion,
     audioOutputPerMillion: price.audioOutputPerMillion ?? price.outputPerMillion,
     reasoningPerMillion: price.reasoningPerMillion ?? price.outputPerMillion,
@@ -150,6 +156,7 @@ function costOf(tokens: Tokens, price: ModelPrice): Usd {
       [rates.inputPerMillion, tokens.plainInput],
       [rates.cachedInputPerMillion, tokens.cachedInput],
       [rates.cacheWritePerMillion, tokens.cacheWrite],
+      [rates.cacheWrite1hPerMillion, tokens.cacheWrite1h],
       [rates.audioInputPerMillion, tokens.audioInput],
       [rates.outputPerMillion, tokens.plainOutput],
       [rates.reasoningPerMillion, tokens.reasoning],
@@ -170,11 +177,12 @@ function tokensOf(usage: UsageToRate): Tokens {
   const output = tokenCount(usage.outputTokens, 'output_tokens');
   const cachedInput = tokenCount(usage.cachedInputTokens, 'cached_input_tokens');
   const cacheWrite = tokenCount(usage.cacheWriteTokens, 'cache_write_tokens');
+  const cacheWrite1h = tokenCount(usage.cacheWrite1hTokens, 'cache_write_1h_tokens');
   const audioInput = tokenCount(usage.audioInputTokens, 'audio_input_tokens');
   const audioOutput = tokenCount(usage.audioOutputTokens, 'audio_output_tokens');
   const reasoning = tokenCount(usage.reasoningTokens, 'reasoning_tokens');
   if (cachedInput > input) throw new RatingError('invalid_tokens', 'cached_input_tokens must not exceed input_tokens');
-  if (cachedInput + cacheWrite + audioInput > input) {
+  if (cachedInput + cacheWrite + cacheWrite1h + audioInput > input) {
     throw new RatingError('invalid_tokens', 'cached, cache write and audio input tokens must not exceed input_tokens together');
   }
   if (audioOutput + reasoning > output) {
@@ -182,9 +190,10 @@ function tokensOf(usage: UsageToRate): Tokens {
   }
   return {
     allInput: input,
-    plainInput: input - cachedInput - cacheWrite - audioInput,
+    plainInput: input - cachedInput - cacheWrite - cacheWrite1h - audioInput,
     cachedInput,
     cacheWrite,
+    cacheWrite1h,
     audioInput,
     plainOutput: output - audioOutput - reasoning,
     reasoning,
@@ -219,6 +228,7 @@ export function rateUsage(
     outputTokens: usage.outputTokens,
     cachedInputTokens: usage.cachedInputTokens ?? 0,
     cacheWriteTokens: usage.cacheWriteTokens ?? 0,
+    cacheWrite1hTokens: usage.cacheWrite1hTokens ?? 0,
     audioInputTokens: usage.audioInputTokens ?? 0,
     audioOutputTokens: usage.audioOutputTokens ?? 0,
     reasoningTokens: usage.reasoningTokens ?? 0,

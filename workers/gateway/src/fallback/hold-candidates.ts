@@ -60,6 +60,7 @@ export function combinedBounds(
       worstCaseOutputTokens: Math.max(bounds.worstCaseOutputTokens, fallback.bounds.worstCaseOutputTokens),
       wholeOutputTokens: Math.max(bounds.wholeOutputTokens, fallback.bounds.wholeOutputTokens),
       cacheWriteTokens: Math.max(bounds.cacheWriteTokens, fallback.bounds.cacheWriteTokens),
+      cacheWrite1hTokens: Math.max(bounds.cacheWrite1hTokens, fallback.bounds.cacheWrite1hTokens),
       cuttable: bounds.cuttable && fallback.bounds.cuttable,
     };
   }

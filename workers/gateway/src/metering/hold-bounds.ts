@@ -12,7 +12,7 @@ import {
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { cuttable, firstGrant, quotaSettings } from '#shared/authorize/quota-steps.ts';
 import { modelReasons } from '#shared/rating/model-limits.ts';
-import { hasCacheBreakpoints, refuseUnacceptedFields } from '../providers/accepted-fields.ts';
+import { longestCacheLifetime, refuseUnacceptedFields } from '../providers/accepted-fields.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { worstCaseInputTokens, worstCaseOutputTokens } from './worst-case-tokens.ts';
 
@@ -30,10 +30,19 @@ export interface HoldBounds {
   worstCaseOutputTokens: number;
   /** The request's whole output bound (its max tokens or the model's cap). */
   wholeOutputTokens: number;
-  /** Input tokens the hold prices at the cache-write price (a prompt with cache breakpoints). */
+  /** Input tokens the hold prices at the cache-write price (a prompt with five-minute cache breakpoints only). */
   cacheWriteTokens: number;
+  /** Input tokens the hold prices at the one-hour cache-write price (a prompt with a one-hour breakpoint). */
+  cacheWrite1hTokens: number;
   /** The output can be counted as it arrives: held for a first grant, grown by quota steps (docs/quota.md). */
   cuttable: boolean;
+}
+
+/** The part of the held input a hold prices at a cache-write price: five-minute or one-hour writes. */
+export interface HeldInput {
+  inputTokens: number;
+  cacheWriteTokens: number;
+  cacheWrite1hTokens?: number;
 }
 
 export function holdBounds(
@@ -47,6 +56,12 @@ export function holdBounds(
   const input = worstCaseInputTokens(request, reference);
   const whole = worstCaseOutputTokens(request, reference.provider, catalog);
   const thinking = request.thinking?.type === 'enabled' || request.thinking?.type === 'adaptive';
+  // A prompt with cache breakpoints may be written to the cache whole, at the cache-write price (above
+  // the input price); with a one-hour breakpoint, at the one-hour write price (above the five-minute
+  // one), whatever mix of lifetimes Anthropic then reports.
+  const lifetime = longestCacheLifetime(request);
+  const cacheWriteTokens = lifetime === '5m' ? input : 0;
+  const cacheWrite1hTokens = lifetime === '1h' ? input : 0;
   const isCuttable = cuttable({
     streamed: request.stream === true,
     protocol: reference.entry.protocol,
@@ -54,15 +69,14 @@ export function holdBounds(
     modelReasons: modelReasons(reference.provider, reference.model, catalog),
   });
   const output = isCuttable ? firstGrant(whole, quotaSettings(env)) : whole;
-  // A prompt with cache breakpoints may be written to the cache whole, at the cache-write price (above the input price).
-  const cacheWriteTokens = hasCacheBreakpoints(request) ? input : 0;
   return {
-    ...grantHold(env, reference, { inputTokens: input, cacheWriteTokens }, output, catalog),
+    ...grantHold(env, reference, { inputTokens: input, cacheWriteTokens, cacheWrite1hTokens }, output, catalog),
     worstCaseTokens: input + output,
     worstCaseInputTokens: input,
     worstCaseOutputTokens: output,
     wholeOutputTokens: whole,
     cacheWriteTokens,
+    cacheWrite1hTokens,
     cuttable: isCuttable,
   };
 }
@@ -76,7 +90,7 @@ export function holdBounds(
 export function grantHold(
   env: Env,
   reference: ModelReference,
-  input: { inputTokens: number; cacheWriteTokens: number },
+  input: HeldInput,
   outputTokens: number,
   catalog: PriceCatalog = currentPriceCatalog,
 ): Pick<HoldBounds, 'platform' | 'developerKeyAtCost'> {
@@ -87,7 +101,7 @@ export function grantHold(
 function worstCasePlatformRating(
   env: Env,
   reference: ModelReference,
-  tokens: { inputTokens: number; outputTokens: number; cacheWriteTokens: number },
+  tokens: HeldInput & { outputTokens: number },
   catalog: PriceCatalog = currentPriceCatalog,
 ): RatedUsage | null {
   try {

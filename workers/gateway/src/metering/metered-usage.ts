@@ -5,9 +5,12 @@
  * Adapters hand every provider's usage over in one convention, OpenAI's (what the client sees):
  * `prompt_tokens` counts all input, `completion_tokens` all output, and the details name the parts —
  * `cached_tokens` (cache reads), `cache_write_tokens` (Faucet's name for cache writes, which OpenAI's
- * shape lacks), `audio_tokens`, `reasoning_tokens`. This file is the one mapping from that convention
- * to the token classes. A detail larger than what is left of its total is clamped, so the classes
- * always add up to the totals the provider reported.
+ * shape lacks: every write, as Anthropic's `cache_creation_input_tokens`), `cache_write_1h_tokens`
+ * (the part of those written for one hour, Anthropic's `ephemeral_1h_input_tokens`), `audio_tokens`,
+ * `reasoning_tokens`. This file is the one mapping from that convention to the token classes: the
+ * one-hour writes are their own class, the rest of the writes five-minute ones. A detail larger than
+ * what is left of its total is clamped, so the classes always add up to the totals the provider
+ * reported.
  */
 import { tokenUsage, totalInputTokens, totalOutputTokens, type TokenUsage } from '#shared/providers/token-usage.ts';
 import type { ChatUsage } from '../openai/chat-schemas.ts';
@@ -27,14 +30,16 @@ export function tokenUsageFromOpenAi(reported: ChatUsage): TokenUsage {
     return taken;
   };
   const cachedInput = take(prompt?.cached_tokens);
-  const cacheWrite = take(prompt?.cache_write_tokens);
+  const cacheWrites = take(prompt?.cache_write_tokens);
+  const cacheWrite1h = Math.min(prompt?.cache_write_1h_tokens ?? 0, cacheWrites);
   const audioInput = take(prompt?.audio_tokens);
   const audioOutput = Math.min(completion?.audio_tokens ?? 0, reported.completion_tokens);
   const output = reported.completion_tokens - audioOutput;
   return {
     input: inputLeft,
     cachedInput,
-    cacheWrite,
+    cacheWrite: cacheWrites - cacheWrite1h,
+    cacheWrite1h,
     audioInput,
     output,
     reasoning: Math.min(completion?.reasoning_tokens ?? 0, output),
@@ -67,6 +72,7 @@ export function ratingTokens(usage: MeteredUsage) {
     outputTokens: totalOutputTokens(tokens),
     cachedInputTokens: tokens.cachedInput,
     cacheWriteTokens: tokens.cacheWrite,
+    cacheWrite1hTokens: tokens.cacheWrite1h,
     audioInputTokens: tokens.audioInput,
     audioOutputTokens: tokens.audioOutput,
     reasoningTokens: tokens.reasoning,

@@ -182,11 +182,16 @@ export const usageSchema = z.looseObject({
   prompt_tokens: z.number().int().nonnegative(),
   completion_tokens: z.number().int().nonnegative(),
   total_tokens: z.number().int().nonnegative().optional(),
-  /** Parts of `prompt_tokens`; `cache_write_tokens` is Faucet's (OpenAI has no cache writes), set by adapters whose provider bills them. */
+  /**
+   * Parts of `prompt_tokens`; `cache_write_tokens` (every cache write) and `cache_write_1h_tokens` (the
+   * part of those written for one hour) are Faucet's (OpenAI has no cache writes), set by adapters
+   * whose provider bills them.
+   */
   prompt_tokens_details: z
     .looseObject({
       cached_tokens: tokenCount,
       cache_write_tokens: tokenCount,
+      cache_write_1h_tokens: tokenCount,
       audio_tokens: tokenCount,
     })
     .nullish(),

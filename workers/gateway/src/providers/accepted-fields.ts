@@ -266,12 +266,18 @@ function hasAnthropicFields(request: ChatRequest): boolean {
   );
 }
 
-/** Whether a request asks Anthropic to write its prompt cache: its input may then be billed at the cache-write price. */
-export function hasCacheBreakpoints(request: ChatRequest): boolean {
-  if (request.tools?.some((tool) => tool.cache_control !== undefined)) return true;
-  return request.messages.some(
-    (message) => Array.isArray(message.content) && message.content.some((part) => part.cache_control !== undefined),
-  );
+/**
+ * Whether a request asks Anthropic to write its prompt cache, and for how long at most: `1h` when a
+ * breakpoint asks one hour (its input may then be billed at the one-hour write price), `5m` when
+ * every breakpoint is of the default five minutes (at the cache-write price), null without any.
+ */
+export function longestCacheLifetime(request: ChatRequest): '5m' | '1h' | null {
+  const breakpoints = [
+    ...(request.tools ?? []).map((tool) => tool.cache_control),
+    ...request.messages.flatMap((message) => (Array.isArray(message.content) ? message.content.map((part) => part.cache_control) : [])),
+  ].filter((breakpoint) => breakpoint !== undefined);
+  if (breakpoints.length === 0) return null;
+  return breakpoints.some((breakpoint) => breakpoint.ttl === '1h') ? '1h' : '5m';
 }
 
 /** A thinking budget as an effort: under 4,096 `low`, under 16,384 `medium`, else `high`; adaptive is `medium`. */

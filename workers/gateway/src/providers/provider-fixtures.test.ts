@@ -16,12 +16,14 @@ import { meteredUsage, ratingTokens } from '../metering/metered-usage.ts';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, ChatUsage } from '../openai/chat-schemas.ts';
 import { createAdapter } from './create-adapter.ts';
 import anthropicCacheWrite from './fixtures/anthropic/cache-write.json';
+import anthropicCacheWrite1h from './fixtures/anthropic/cache-write-1h.json';
 import anthropicCached from './fixtures/anthropic/cached.json';
 import anthropic400 from './fixtures/anthropic/error-400.json';
 import anthropic429 from './fixtures/anthropic/error-429.json';
 import anthropic529 from './fixtures/anthropic/error-529.json';
 import anthropicPlain from './fixtures/anthropic/plain.json';
 import anthropicStream from './fixtures/anthropic/stream.sse?raw';
+import anthropicStream1h from './fixtures/anthropic/stream-1h.sse?raw';
 import anthropicToolCall from './fixtures/anthropic/tool-call.json';
 import azureCached from './fixtures/azure/cached.json';
 import azure404 from './fixtures/azure/error-404.json';
@@ -206,6 +208,22 @@ const table: ProviderFixtures[] = [
         body: anthropicStream,
         tokens: { input: 12, cacheWrite: 1_100, cachedInput: 2_048, output: 25 },
         rated: { upstream: '0.00171680', retail: '0.00206016' },
+      },
+      // One-hour writes (`cache_creation`, written by hand in the shape Anthropic documents): 18 × 1 +
+      // 1,000 × 1.25 + 4,000 × 2 (the one-hour write price) + 12 × 5 per million.
+      {
+        kind: 'cache writes',
+        body: anthropicCacheWrite1h,
+        tokens: { input: 18, cacheWrite: 1_000, cacheWrite1h: 4_000, output: 12 },
+        rated: { upstream: '0.00932800', retail: '0.01119360' },
+      },
+      // Streamed: the split comes in message_start and is kept when message_delta leaves it out.
+      // 12 × 1 + 500 × 1.25 + 2,000 × 2 + 25 × 5 per million.
+      {
+        kind: 'stream',
+        body: anthropicStream1h,
+        tokens: { input: 12, cacheWrite: 500, cacheWrite1h: 2_000, output: 25 },
+        rated: { upstream: '0.00476200', retail: '0.00571440' },
       },
     ],
     errors: commonErrors(anthropic400, anthropic429, anthropic529, 400, 529),

@@ -35,7 +35,7 @@ describe('GET /v1/models', () => {
   it('lists routable models in OpenAI list shape with retail prices per million after the 20 % default markup', async () => {
     const body = await listModels();
     expect(body.object).toBe('list');
-    expect(body.catalog_version).toBe('genai-prices@0.1.8+faucet.2');
+    expect(body.catalog_version).toBe('genai-prices@0.1.8+faucet.3');
     const byId = new Map(body.data.map((model) => [model.id, model]));
     expect(byId.get('openai:gpt-4o-mini')).toMatchObject({
       object: 'model',

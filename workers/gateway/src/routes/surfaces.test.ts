@@ -470,7 +470,7 @@ describe('POST /v1/messages', () => {
       expect(answer.json()).toMatchObject({ usage: reported });
       expect(upstream.requests[0]?.body).toMatchObject({
         system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }],
-        messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] }],
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral', ttl: '1h' } }] }],
       });
       await settled(testEnv);
       const [booked] = await sql<{ input_tokens: number; cached_tokens: number; cache_write_tokens: number }>(

@@ -18,7 +18,11 @@ export function callQuota(env: Env, plan: CallPlan, candidate: Candidate, catalo
   if (bounds === null || !bounds.cuttable || plan.routeMode === 'byok') return {};
   // The feature's output cap bounds every grant, as it bounds the first hold.
   const cap = plan.maxOutputTokens ?? bounds.wholeOutputTokens;
-  const input = { inputTokens: bounds.worstCaseInputTokens, cacheWriteTokens: bounds.cacheWriteTokens };
+  const input = {
+    inputTokens: bounds.worstCaseInputTokens,
+    cacheWriteTokens: bounds.cacheWriteTokens,
+    cacheWrite1hTokens: bounds.cacheWrite1hTokens,
+  };
   return {
     quota: {
       granted: Math.min(bounds.worstCaseOutputTokens, cap),

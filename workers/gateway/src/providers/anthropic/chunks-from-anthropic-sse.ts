@@ -137,10 +137,13 @@ export async function* chunksFromAnthropicSse(body: ReadableStream<Uint8Array>, 
 
 /**
  * The merge rule of Anthropic's streamed usage: `message_start` carries the input counts (and an
- * early output count), `message_delta` the final output count and sometimes input counts again. Each
- * count is cumulative, never an increment, so for every field the last value reported wins; fields a
- * later event leaves out or sends as null keep the earlier value.
+ * early output count, and the cache writes split by lifetime in `cache_creation`), `message_delta`
+ * the final output count and sometimes input counts again. Each count is cumulative, never an
+ * increment, so for every field the last value reported wins (the `cache_creation` split as a
+ * whole); fields a later event leaves out or sends as null keep the earlier value.
  */
 function definedFields(usage: AnthropicUsage): AnthropicUsage {
-  return Object.fromEntries(Object.entries(usage).filter(([, value]) => typeof value === 'number'));
+  return Object.fromEntries(
+    Object.entries(usage).filter(([key, value]) => typeof value === 'number' || (key === 'cache_creation' && value != null)),
+  );
 }

@@ -3,11 +3,15 @@ import { z } from 'zod';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatCompletion, ChatUsage, ThinkingBlock } from '../../openai/chat-schemas.ts';
 
+const count = z.number().int().nonnegative().nullish();
+
 export const anthropicUsageSchema = z.looseObject({
-  input_tokens: z.number().int().nonnegative().nullish(),
-  output_tokens: z.number().int().nonnegative().nullish(),
-  cache_creation_input_tokens: z.number().int().nonnegative().nullish(),
-  cache_read_input_tokens: z.number().int().nonnegative().nullish(),
+  input_tokens: count,
+  output_tokens: count,
+  cache_creation_input_tokens: count,
+  cache_read_input_tokens: count,
+  /** The cache writes by lifetime; their sum is `cache_creation_input_tokens`. */
+  cache_creation: z.looseObject({ ephemeral_5m_input_tokens: count, ephemeral_1h_input_tokens: count }).nullish(),
 });
 
 const anthropicMessageSchema = z.looseObject({
@@ -46,11 +50,6 @@ export function openAiFinishReason(stopReason: string | null | undefined): strin
 }
 
 /**
- * Anthropic counts cache reads and writes apart from `input_tokens`; OpenAI's prompt count includes
- * them, so they are added in and named in the details (`cache_write_tokens` is Faucet's name: OpenAI
- * has no cache writes). Thinking is part of `output_tokens` and not reported apart.
- */
-/**
  * The usage, or null when Anthropic (or a server speaking its protocol) reported no input or no
  * output count: an absent count is not a zero, so the call is billed at its bound, marked estimated.
  */
@@ -59,16 +58,30 @@ export function reportedUsage(usage: AnthropicUsage): ChatUsage | null {
   return openAiUsage(usage);
 }
 
+/**
+ * Anthropic counts cache reads and writes apart from `input_tokens`; OpenAI's prompt count includes
+ * them, so they are added in and named in the details (`cache_write_tokens`, every write, and
+ * `cache_write_1h_tokens`, the one-hour part, are Faucet's names: OpenAI has no cache writes). The
+ * one-hour part is named only when Anthropic split the writes (`cache_creation`); it never exceeds the
+ * writes. Thinking is part of `output_tokens` and not reported apart.
+ */
 function openAiUsage(usage: AnthropicUsage): ChatUsage {
   const cacheRead = usage.cache_read_input_tokens ?? 0;
-  const cacheWrite = usage.cache_creation_input_tokens ?? 0;
+  const split = usage.cache_creation;
+  const cacheWrite =
+    usage.cache_creation_input_tokens ??
+    (split == null ? 0 : (split.ephemeral_5m_input_tokens ?? 0) + (split.ephemeral_1h_input_tokens ?? 0));
   const promptTokens = (usage.input_tokens ?? 0) + cacheWrite + cacheRead;
   const completionTokens = usage.output_tokens ?? 0;
   return {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
-    prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite },
+    prompt_tokens_details: {
+      cached_tokens: cacheRead,
+      cache_write_tokens: cacheWrite,
+      ...(split == null ? {} : { cache_write_1h_tokens: Math.min(split.ephemeral_1h_input_tokens ?? 0, cacheWrite) }),
+    },
   };
 }
 

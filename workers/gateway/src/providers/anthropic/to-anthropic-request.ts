@@ -33,14 +33,20 @@ const budgetOfEffort: Record<string, number> = { minimal: 1024, low: 2048, mediu
 /** Anthropic's smallest budget; the budget must stay below `max_tokens`, which counts thinking. */
 const smallestBudget = 1024;
 
-type AnthropicCacheControl = { type: 'ephemeral' };
+type AnthropicCacheControl = { type: 'ephemeral'; ttl?: '5m' | '1h' };
 
 /**
- * A cache breakpoint as Anthropic is sent it: always the five-minute kind, whose write the catalog
- * prices (`cache_write_mtok`); a one-hour write costs more than the call could be billed for.
+ * A cache breakpoint as Anthropic is sent it: as the client set it, its `ttl` (five minutes, or one
+ * hour) included. Each write is priced by its lifetime (the catalog's `cache_write_mtok` and
+ * `cache_write_1h_mtok`), and the hold prices the prompt at the dearer write when one breakpoint is
+ * of an hour (metering/hold-bounds.ts). The `ttl` is generally available: no beta header is sent.
  */
+function anthropicCacheControl(cacheControl: CacheControl): AnthropicCacheControl {
+  return cacheControl.ttl === undefined ? { type: 'ephemeral' } : { type: 'ephemeral', ttl: cacheControl.ttl };
+}
+
 function breakpoint(part: { cache_control?: CacheControl }): { cache_control?: AnthropicCacheControl } {
-  return part.cache_control === undefined ? {} : { cache_control: { type: 'ephemeral' } };
+  return part.cache_control === undefined ? {} : { cache_control: anthropicCacheControl(part.cache_control) };
 }
 
 export function toAnthropicRequest(request: ChatRequest, defaultMaxTokens: number): AnthropicRequest {
@@ -66,9 +72,10 @@ export function toAnthropicRequest(request: ChatRequest, defaultMaxTokens: numbe
         append('assistant', assistantBlocks(message));
         break;
       case 'tool': {
-        const marked = Array.isArray(message.content) && message.content.some((part) => part.cache_control !== undefined);
+        // The tool's parts become one block: it carries the last breakpoint among them (a breakpoint caches up to its end).
+        const marked = Array.isArray(message.content) ? message.content.findLast((part) => part.cache_control !== undefined) : undefined;
         const result = { type: 'tool_result', tool_use_id: message.tool_call_id ?? '', content: messageText(message) };
-        append('user', [marked ? { ...result, cache_control: { type: 'ephemeral' } } : result]);
+        append('user', [{ ...result, ...breakpoint(marked ?? {}) }]);
         break;
       }
       case 'function':

@@ -49,6 +49,7 @@ export function embeddingHoldBounds(
     worstCaseOutputTokens: 0,
     wholeOutputTokens: 0,
     cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
     cuttable: false,
   };
 }

@@ -38,7 +38,8 @@ const betas: Array<{ pattern: RegExp; refused?: string }> = [
   { pattern: /^fine-grained-tool-streaming-\d{4}-\d{2}-\d{2}$/ },
   // Built into Claude 4 models; for older ones the provider's count of output tokens is what is billed.
   { pattern: /^token-efficient-tools-\d{4}-\d{2}-\d{2}$/ },
-  // Five-minute cache writes are priced; a one-hour breakpoint is sent as five minutes (messages-request.ts).
+  // Cache writes are priced by lifetime, five minutes and one hour (`extended-cache-ttl-*`, no longer needed:
+  // the `ttl` is generally available and sent as the client set it, to-anthropic-request.ts).
   { pattern: /^prompt-caching-\d{4}-\d{2}-\d{2}$/ },
   { pattern: /^prompt-caching-scope-\d{4}-\d{2}-\d{2}$/ },
   { pattern: /^extended-cache-ttl-\d{4}-\d{2}-\d{2}$/ },

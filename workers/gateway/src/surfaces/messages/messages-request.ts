@@ -52,9 +52,10 @@ function stringOrBlocks<Block extends z.ZodType>(block: Block) {
 }
 
 /**
- * A prompt-cache breakpoint: carried to an Anthropic model on the part it marks (a one-hour one as
- * the five-minute kind the catalog prices), held at the cache-write price, billed by the classes
- * Anthropic reports (docs/surfaces.md); other providers cache by themselves and do not get it.
+ * A prompt-cache breakpoint: carried to an Anthropic model on the part it marks, with its `ttl`,
+ * held at the cache-write price of its lifetime (the one-hour price when any breakpoint asks one
+ * hour), billed by the classes Anthropic reports (docs/surfaces.md); other providers cache by
+ * themselves and do not get it.
  */
 const cacheControl = closedObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() }).nullish();
 

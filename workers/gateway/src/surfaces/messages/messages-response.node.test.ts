@@ -61,8 +61,47 @@ describe('usage: Anthropic input_tokens excludes the cache reads and writes that
     { input_tokens: 10, output_tokens: 20, cache_creation_input_tokens: 3000, cache_read_input_tokens: 0 },
     { input_tokens: 7, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 50_000 },
     { input_tokens: 100, output_tokens: 9, cache_creation_input_tokens: 250, cache_read_input_tokens: 4000 },
+    {
+      input_tokens: 12,
+      output_tokens: 20,
+      cache_creation_input_tokens: 3000,
+      cache_read_input_tokens: 9000,
+      cache_creation: { ephemeral_5m_input_tokens: 1000, ephemeral_1h_input_tokens: 2000 },
+    },
+    {
+      input_tokens: 5,
+      output_tokens: 1,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+    },
   ])('gives back what Anthropic reported, through the anthropic adapter and back: %j', (anthropic) => {
     expect(messagesUsageOf(reportedUsage(anthropic)!)).toEqual(anthropic);
+  });
+
+  it('splits the writes by lifetime (cache_creation) only where the adapter told the one-hour writes apart, clamped to the writes', () => {
+    expect(
+      messagesUsageOf({
+        prompt_tokens: 1000,
+        completion_tokens: 1,
+        prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 800, cache_write_1h_tokens: 300 },
+      }),
+    ).toEqual({
+      input_tokens: 100,
+      output_tokens: 1,
+      cache_read_input_tokens: 100,
+      cache_creation_input_tokens: 800,
+      cache_creation: { ephemeral_5m_input_tokens: 500, ephemeral_1h_input_tokens: 300 },
+    });
+    const clamped = messagesUsageOf({
+      prompt_tokens: 10,
+      completion_tokens: 0,
+      prompt_tokens_details: { cache_write_tokens: 4, cache_write_1h_tokens: 9 },
+    });
+    expect(clamped.cache_creation).toEqual({ ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 4 });
+    expect(
+      messagesUsageOf({ prompt_tokens: 10, completion_tokens: 0, prompt_tokens_details: { cache_write_tokens: 4 } }),
+    ).not.toHaveProperty('cache_creation');
   });
 });
 

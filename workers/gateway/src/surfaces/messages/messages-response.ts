@@ -13,6 +13,8 @@ export interface MessagesUsage {
   output_tokens: number;
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
+  /** The cache writes by lifetime, as Anthropic reports them: only when the provider told them apart. */
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
 }
 
 export type MessageContentBlock =
@@ -46,7 +48,9 @@ export function messageIdOf(ids: MessageIds): string {
  * OpenAI's `prompt_tokens` includes cache reads (`cached_tokens`) and, from adapters whose provider
  * bills them, cache writes (`cache_write_tokens`); Anthropic's `input_tokens` excludes both. Parts
  * larger than what is left of the prompt are clamped as metering clamps them (metered-usage.ts), so
- * the three input counts always add up to the prompt tokens billed.
+ * the three input counts always add up to the prompt tokens billed. Where the adapter told the
+ * one-hour writes apart (`cache_write_1h_tokens`), the writes are split again into Anthropic's
+ * `cache_creation`, clamped the same way.
  */
 export function messagesUsageOf(usage: ChatUsage): MessagesUsage {
   let left = usage.prompt_tokens;
@@ -57,11 +61,22 @@ export function messagesUsageOf(usage: ChatUsage): MessagesUsage {
   };
   const cacheRead = take(usage.prompt_tokens_details?.cached_tokens);
   const cacheWrite = take(usage.prompt_tokens_details?.cache_write_tokens);
+  const oneHour = usage.prompt_tokens_details?.cache_write_1h_tokens;
+  const split =
+    typeof oneHour === 'number'
+      ? {
+          cache_creation: {
+            ephemeral_5m_input_tokens: cacheWrite - Math.min(oneHour, cacheWrite),
+            ephemeral_1h_input_tokens: Math.min(oneHour, cacheWrite),
+          },
+        }
+      : {};
   return {
     input_tokens: left,
     output_tokens: usage.completion_tokens,
     cache_creation_input_tokens: cacheWrite,
     cache_read_input_tokens: cacheRead,
+    ...split,
   };
 }
 
