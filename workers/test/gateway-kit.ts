@@ -186,6 +186,26 @@ export async function openStream(
   return { response, requestId, finished: () => waitOnExecutionContext(ctx) };
 }
 
+/**
+ * A POST to the gateway as a client sends it (any surface), read whole and kept alive until its work
+ * under waitUntil is done.
+ */
+export async function postToGateway(app: GatewayApp, testEnv: TestEnv, path: string, body: unknown, headers: Record<string, string>) {
+  const ctx = createExecutionContext();
+  const response = await app.fetch(
+    new Request(`http://faucet.test${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    }),
+    testEnv,
+    ctx,
+  );
+  const text = await response.text();
+  await waitOnExecutionContext(ctx);
+  return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) as Record<string, unknown> };
+}
+
 /** Reads the `data:` payloads of a whole SSE body. */
 export function sseData(text: string): string[] {
   return text

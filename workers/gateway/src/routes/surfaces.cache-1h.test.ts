@@ -7,13 +7,12 @@
  * 0.10, five-minute write 1.25, one-hour write 2, output 5 USD per million). Each suite ends with
  * the upstream audit and reconciliation.
  */
-import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { addUsd, applyBasisPoints, formatUsd, parseWireAmount, priceTokensThenRound, type Usd } from '#shared/money/index.ts';
 import { ratingSettingsFor } from '#shared/rating/index.ts';
 import { sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, sseResponse, type FakeUpstream } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayTestEnv, gatewayWith, newRequestId, settled } from '../../../test/gateway-kit.ts';
+import { chat, fundedSession, gatewayTestEnv, gatewayWith, newRequestId, postToGateway, settled } from '../../../test/gateway-kit.ts';
 import { expectBooksAgree } from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
@@ -27,21 +26,8 @@ beforeAll(async () => {
 
 type Body = Record<string, unknown>;
 
-async function post(app: ReturnType<typeof gatewayWith>, path: string, body: unknown, headers: Record<string, string>) {
-  const ctx = createExecutionContext();
-  const response = await app.fetch(
-    new Request(`http://faucet.test${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    }),
-    testEnv,
-    ctx,
-  );
-  const text = await response.text();
-  await waitOnExecutionContext(ctx);
-  return { status: response.status, text, json: () => JSON.parse(text) as Body };
-}
+const post = (app: ReturnType<typeof gatewayWith>, path: string, body: unknown, headers: Record<string, string>) =>
+  postToGateway(app, testEnv, path, body, headers);
 
 const anthropicHeaders = (token: string, requestId: string) => ({
   'x-api-key': token,

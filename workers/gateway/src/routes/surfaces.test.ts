@@ -5,7 +5,6 @@
  * served call is booked once with the provider's tokens (the upstream audit and reconciliation end
  * each suite); each refusal is in the surface's own envelope, sends nothing and holds nothing.
  */
-import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sql, type TestEnv } from '../../../test/harness.ts';
 import {
@@ -23,6 +22,7 @@ import {
   gatewayTestEnv,
   gatewayWith,
   newRequestId,
+  postToGateway,
   settled,
   usageRows,
 } from '../../../test/gateway-kit.ts';
@@ -42,21 +42,8 @@ beforeAll(async () => {
 type Body = Record<string, unknown>;
 
 /** A POST to the gateway as a client sends it, kept alive until its work under waitUntil is done. */
-async function post(app: ReturnType<typeof gatewayWith>, path: string, body: unknown, headers: Record<string, string>) {
-  const ctx = createExecutionContext();
-  const response = await app.fetch(
-    new Request(`http://faucet.test${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    }),
-    testEnv,
-    ctx,
-  );
-  const text = await response.text();
-  await waitOnExecutionContext(ctx);
-  return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) as Body };
-}
+const post = (app: ReturnType<typeof gatewayWith>, path: string, body: unknown, headers: Record<string, string>) =>
+  postToGateway(app, testEnv, path, body, headers);
 
 /** The `event:` / `data:` pairs of an SSE body. */
 function events(text: string): Array<{ event: string | null; data: Body | string }> {

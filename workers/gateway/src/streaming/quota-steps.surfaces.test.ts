@@ -3,10 +3,9 @@
  * quota steps as the balance does, and every surface ends a cut answer in its own protocol's words.
  * Each ends on the upstream audit and reconciliation.
  */
-import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestEnv } from '../../../test/harness.ts';
-import { fundedSession, gatewayTestEnv, gatewayWith, settled, wallet } from '../../../test/gateway-kit.ts';
+import { fundedSession, gatewayTestEnv, gatewayWith, postToGateway, settled, wallet } from '../../../test/gateway-kit.ts';
 import { limitedApp } from '../../../test/limits-kit.ts';
 import { fakeOpenAiKey, send } from '../../../test/provider-keys-kit.ts';
 import { costly, generatingProvider, stream } from '../../../test/quota-kit.ts';
@@ -55,18 +54,10 @@ describe('limits and budgets grant steps as the balance does', () => {
 describe('every surface ends a cut answer in its own words', () => {
   async function post(path: string, token: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
     const provider = generatingProvider();
-    const ctx = createExecutionContext();
-    const response = await gatewayWith({ upstreamFetch: provider.upstream.fetch }).fetch(
-      new Request(`http://faucet.test${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, ...headers },
-        body: JSON.stringify(body),
-      }),
-      testEnv,
-      ctx,
-    );
-    const text = await response.text();
-    await waitOnExecutionContext(ctx);
+    const { text, status } = await postToGateway(gatewayWith({ upstreamFetch: provider.upstream.fetch }), testEnv, path, body, {
+      authorization: `Bearer ${token}`,
+      ...headers,
+    });
     const events = text
       .split('\n\n')
       .map((event) =>
@@ -77,7 +68,7 @@ describe('every surface ends a cut answer in its own words', () => {
       )
       .filter((data): data is string => data !== undefined && data !== '[DONE]')
       .map((data) => JSON.parse(data) as Record<string, any>);
-    return { status: response.status, events, provider };
+    return { status, events, provider };
   }
 
   it('Anthropic Messages: stop_reason "max_tokens", and the faucet object says why', async () => {
