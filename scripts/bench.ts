@@ -2,8 +2,9 @@
  * `npm run bench`: prints the figures the issues ask for — worker bundle sizes, ledger bookings per
  * second, gateway overhead (in workerd beside Portkey, every call decided by its wallet object),
  * developer usage over a million events, request-log pages over a million calls, SDK size, the console's first-view JS,
- * quota steps (holds that grow with the answer: round trips, steps and added latency per step). Each part runs
- * against the embedded PostgreSQL / local stack it starts itself. `npm run bench -- ledger` runs one part.
+ * quota steps (holds that grow with the answer: round trips, steps and added latency per step), the added latency
+ * per surface (Responses, Messages, embeddings) beside Portkey. Each part runs against the embedded
+ * PostgreSQL / local stack it starts itself. `npm run bench -- ledger` runs one part.
  */
 import { measureWorkerBundles } from './bench/bundle-size.ts';
 
@@ -50,6 +51,12 @@ parts.surfaces = async () => {
   console.log('\n== Surface translation (its own cost per call, beside a parse + write of the same body) ==');
   const { runSurfaceTranslationBench } = await import('./bench/surface-translation.ts');
   await runSurfaceTranslationBench();
+};
+
+parts['surface-latency'] = async () => {
+  console.log('\n== Added latency per surface (Responses, Messages, embeddings) beside Portkey ==');
+  const { runSurfaceLatencyBench } = await import('./bench/gateway-surfaces.ts');
+  await runSurfaceLatencyBench();
 };
 
 parts.catalog = async () => {

@@ -49,7 +49,7 @@ async function expectOk(response: Response): Promise<unknown> {
   return response.json();
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 export async function compareLatency(options: LatencyComparison): Promise<void> {
   const { stack, upstream, pipe, portkey, faucet, compared } = options;
@@ -184,7 +184,7 @@ export async function compareLatency(options: LatencyComparison): Promise<void> 
 }
 
 /** A small deterministic generator (mulberry32), so a run's orders can be repeated. */
-function seededRandom(seed: number): () => number {
+export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -196,7 +196,7 @@ function seededRandom(seed: number): () => number {
 }
 
 /** A copy of `items` in random order (Fisher–Yates). */
-function shuffled<T>(items: readonly T[], random: () => number): T[] {
+export function shuffled<T>(items: readonly T[], random: () => number): T[] {
   const copy = [...items];
   for (let index = copy.length - 1; index > 0; index--) {
     const other = Math.floor(random() * (index + 1));

@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path';
 import { generateSecrets, parseEnvFile } from '../lib/dev-vars.ts';
 import { freePort } from '../lib/ports.ts';
 import { repoRoot, startStack, type Stack } from '../lib/stack.ts';
-import { startDelayPipe } from './delay-pipe.ts';
+import { type DelayPipe, startDelayPipe } from './delay-pipe.ts';
 import { runCatalogLatency } from './gateway-catalog.ts';
 import { compareLatency, type FaucetCopy } from './gateway-compare.ts';
 import { startGatewayInMiniflare } from './gateway-miniflare.ts';
@@ -102,7 +102,7 @@ async function measureWranglerDev(stack: Stack, token: string): Promise<void> {
 }
 
 /** The deployed bundle (or another checkout's) in workerd, with its own funded end user. */
-async function startCopy(stack: Stack, label: string, root?: string): Promise<FaucetCopy> {
+export async function startCopy(stack: Stack, label: string, root?: string): Promise<FaucetCopy> {
   const [token] = await createFundedSessions(stack, root ? 'compare' : 'miniflare', 1);
   const gateway = await startGatewayInMiniflare({
     stateDir: join(dirname(stack.workerEnvFile), root ? 'compare' : 'miniflare'),
@@ -131,7 +131,21 @@ async function runThroughput(stack: Stack, upstream: MockUpstream, portkeyUrl: s
   });
 }
 
-export async function runGatewayStackBench(): Promise<void> {
+/** What a bench on the local stack gets: the stack, the mock upstream it calls, the delay pipe to its database. */
+interface BenchStack {
+  stack: Stack;
+  upstream: MockUpstream;
+  pipe: DelayPipe;
+}
+
+/**
+ * `run` against a local stack whose workers reach the database through a delay pipe and whose OpenAI
+ * pool (and `extraWorkerVars`' pools) point at one mock upstream; all stopped and removed after.
+ */
+export async function withBenchStack(
+  extraWorkerVars: (upstream: MockUpstream) => Record<string, string>,
+  run: (bench: BenchStack) => Promise<void>,
+): Promise<void> {
   const tmp = join(repoRoot, '.faucet', 'tmp');
   mkdirSync(tmp, { recursive: true });
   const dir = mkdtempSync(join(tmp, 'gateway-bench-'));
@@ -153,39 +167,49 @@ export async function runGatewayStackBench(): Promise<void> {
       OPENAI_API_KEY: 'sk-bench-not-a-real-key',
       OPENAI_BASE_URL: `http://127.0.0.1:${upstream.port}/v1`,
       UPSTREAM_ALLOW_LOOPBACK: `127.0.0.1:${upstream.port}`,
+      ...extraWorkerVars(upstream),
     },
   });
   proxyTarget.port = stack.proxy.port;
   try {
-    const [wranglerDevToken] = await createFundedSessions(stack, 'stack', 1);
-    if (!onlyLatency) await measureWranglerDev(stack, wranglerDevToken!);
-    const faucet = await startCopy(stack, 'Faucet, workerd (Miniflare), metered');
-    const compared = compareCheckout ? await startCopy(stack, `the same, from ${compareCheckout}`, compareCheckout) : undefined;
-    const portkey = await startPortkey();
-    try {
-      await compareLatency({
-        stack,
-        upstream,
-        pipe,
-        portkey,
-        faucet,
-        wranglerDevToken: wranglerDevToken!,
-        ...(compared ? { compared } : {}),
-      });
-      if (!onlyLatency) await runThroughput(stack, upstream, portkey.url, faucet);
-    } finally {
-      await portkey.stop();
-      await faucet.gateway.stop();
-      await compared?.gateway.stop();
-    }
-    if (!onlyLatency) await runCatalogLatency(stack);
-    if (!onlyLatency && process.env.FAUCET_BENCH_SKIP_RTT !== '1') await runRttKnob({ stack, upstream, pipe });
+    await run({ stack, upstream, pipe });
   } finally {
     await stack.stop();
     await pipe.close();
     await upstream.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+export async function runGatewayStackBench(): Promise<void> {
+  await withBenchStack(
+    () => ({}),
+    async ({ stack, upstream, pipe }) => {
+      const [wranglerDevToken] = await createFundedSessions(stack, 'stack', 1);
+      if (!onlyLatency) await measureWranglerDev(stack, wranglerDevToken!);
+      const faucet = await startCopy(stack, 'Faucet, workerd (Miniflare), metered');
+      const compared = compareCheckout ? await startCopy(stack, `the same, from ${compareCheckout}`, compareCheckout) : undefined;
+      const portkey = await startPortkey();
+      try {
+        await compareLatency({
+          stack,
+          upstream,
+          pipe,
+          portkey,
+          faucet,
+          wranglerDevToken: wranglerDevToken!,
+          ...(compared ? { compared } : {}),
+        });
+        if (!onlyLatency) await runThroughput(stack, upstream, portkey.url, faucet);
+      } finally {
+        await portkey.stop();
+        await faucet.gateway.stop();
+        await compared?.gateway.stop();
+      }
+      if (!onlyLatency) await runCatalogLatency(stack);
+      if (!onlyLatency && process.env.FAUCET_BENCH_SKIP_RTT !== '1') await runRttKnob({ stack, upstream, pipe });
+    },
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -32,16 +32,92 @@ const completion = JSON.stringify({
   usage: { prompt_tokens: 20, completion_tokens: 11, total_tokens: 31 },
 });
 
+/** The other surfaces' answers, by path (gateway-surfaces.ts): each as its API writes it, the same words and usage. */
+const text = 'Metered access lets users pay for what they use.';
+const usage = { input_tokens: 20, output_tokens: 11 };
+const otherAnswers: Record<string, string> = {
+  '/v1/responses': JSON.stringify({
+    id: 'resp_bench',
+    object: 'response',
+    created_at: 1_700_000_000,
+    status: 'completed',
+    model: 'gpt-4o-mini',
+    output: [
+      {
+        type: 'message',
+        id: 'msg_bench',
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text, annotations: [] }],
+      },
+    ],
+    usage: { ...usage, total_tokens: 31 },
+  }),
+  '/v1/messages': JSON.stringify({
+    id: 'msg_bench',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-haiku-4-5',
+    content: [{ type: 'text', text }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage,
+  }),
+  '/v1/embeddings': JSON.stringify({
+    object: 'list',
+    data: [{ object: 'embedding', index: 0, embedding: Array.from({ length: 16 }, (_, index) => index / 16) }],
+    model: 'text-embedding-3-small',
+    usage: { prompt_tokens: 5, total_tokens: 5 },
+  }),
+};
+/** Anthropic's stream of the same Message, with its `event:` names. */
+const messageEvents = [
+  [
+    'message_start',
+    {
+      type: 'message_start',
+      message: {
+        ...JSON.parse(otherAnswers['/v1/messages']!),
+        content: [],
+        stop_reason: null,
+        usage: { input_tokens: 20, output_tokens: 1 },
+      },
+    },
+  ],
+  ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
+  ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }],
+  ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+  ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 11 } }],
+  ['message_stop', { type: 'message_stop' }],
+]
+  .map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+  .join('');
+
+/** The answer to a request at `path` (the chat completion unless another surface's path), streamed when asked on Messages. */
+function answerOf(path: string, body: string): { type: string; text: string } {
+  const answer = otherAnswers[path];
+  if (answer === undefined) return { type: 'application/json', text: completion };
+  if (path === '/v1/messages' && body.includes('"stream":true')) return { type: 'text/event-stream', text: messageEvents };
+  return { type: 'application/json', text: answer };
+}
+
 export async function startMockUpstream(probe: () => number = () => 0): Promise<MockUpstream> {
   let arrival = 0;
   let probed = 0;
   const server: Server = createServer((request, response) => {
     arrival = performance.now();
     probed = probe();
-    request.resume();
+    const path = (request.url ?? '').split('?')[0]!;
+    const chunks: Buffer[] = [];
+    // The chat route's body is not read (as before); another surface's is, for its `stream`.
+    if (path in otherAnswers) request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    else request.resume();
     request.on('end', () => {
-      response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(completion) });
-      response.end(completion);
+      const answer = answerOf(path, Buffer.concat(chunks).toString());
+      // A stream goes chunked, as a provider sends one; a JSON answer with its length.
+      const streamed = answer.type === 'text/event-stream';
+      response.writeHead(200, { 'content-type': answer.type, ...(streamed ? {} : { 'content-length': Buffer.byteLength(answer.text) }) });
+      response.end(answer.text);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -95,12 +171,12 @@ export async function startPortkey(): Promise<Portkey> {
   };
 }
 
-/** Headers that send a Portkey call to the mock upstream as an OpenAI-compatible custom host. */
-export function portkeyHeaders(upstream: MockUpstream): Record<string, string> {
+/** Headers that send a Portkey call to the mock upstream as a custom host of `provider` (OpenAI's by default). */
+export function portkeyHeaders(upstream: MockUpstream, provider: 'openai' | 'anthropic' = 'openai'): Record<string, string> {
   return {
     'content-type': 'application/json',
     authorization: 'Bearer sk-bench-not-a-real-key',
-    'x-portkey-provider': 'openai',
+    'x-portkey-provider': provider,
     'x-portkey-custom-host': `http://127.0.0.1:${upstream.port}/v1`,
   };
 }
