@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatUsd, parseWireAmount } from '../money/index.ts';
 import type { CallRoom } from './decide-call.ts';
-import { asksNext, cuttable, decideQuotaStep, firstGrant, growth, nextGrant, quotaSettings, usableTokens } from './quota-steps.ts';
+import { asksNext, cuttable, decideQuotaStep, firstGrant, nextGrant, quotaSettings, usableTokens } from './quota-steps.ts';
 
 const usd = (amount: string) => parseWireAmount(amount);
 const settings = quotaSettings({});
@@ -169,10 +169,5 @@ describe('a step decided on the room the object holds', () => {
           }
         : decision;
     expect(plain).toEqual(expected);
-  });
-
-  it('a growth is never negative', () => {
-    expect(formatUsd(growth(usd('0.02000000'), usd('0.03000000')))).toBe('0.01000000');
-    expect(formatUsd(growth(usd('0.03000000'), usd('0.02000000')))).toBe('0.00000000');
   });
 });

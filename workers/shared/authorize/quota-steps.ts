@@ -9,7 +9,7 @@
  * bound the tokens the provider produced for them. The grant always stays one step ahead of what was
  * seen (`usableTokens`), which covers what the provider produces between its last chunk and the abort.
  */
-import { compareUsd, subtractUsd, type Usd, zeroUsd } from '../money/index.ts';
+import type { Usd } from '../money/index.ts';
 import { type Env, intSetting } from '../env.ts';
 import { budgetFit, type CallRoom, leaseHolds, refusingLimit } from './decide-call.ts';
 
@@ -112,10 +112,4 @@ export function decideQuotaStep(ask: QuotaStepAsk, room: CallRoom): QuotaStepDec
       : { outcome: 'refused', code: `spend_limit_${limit.period}`, refusedLimit: limit.limitUsd };
   }
   return { outcome: 'granted' };
-}
-
-/** The growth from `held` to `next` (never negative: a step never gives back). */
-export function growth(held: Usd, next: Usd): Usd {
-  const grown = subtractUsd(next, held);
-  return compareUsd(grown, zeroUsd()) > 0 ? grown : zeroUsd();
 }

@@ -11,13 +11,13 @@
  *   the provider bills no failed generation) and the stream ends with an error event;
  * - a call held for a quota (docs/quota.md, quota-meter.ts) whose next step is refused: the upstream is
  *   stopped at once, the answer ends with `finish_reason: "length"` and the `faucet` object says why
- *   (`cut_reason`); it is booked at the provider's input count when it gave one and the output seen plus a step.
+ *   (`cut_reason`); without the provider's count it is booked at the input bound and the output seen plus a step.
  */
 import { databaseUnavailable, isDatabaseUnreachable } from '#shared/database-unreachable.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatCompletionChunk, ChatUsage } from '../openai/chat-schemas.ts';
 import type { FaucetObject } from '../metering/faucet-object.ts';
-import { meteredUsage, tokenUsageFromOpenAi, type MeteredUsage } from '../metering/metered-usage.ts';
+import { meteredUsage, type MeteredUsage } from '../metering/metered-usage.ts';
 import { type QuotaCutReason, QuotaMeter, type QuotaOptions } from './quota-meter.ts';
 import { formatSseDone, formatSseJson } from '#shared/wire/format-sse.ts';
 
@@ -95,8 +95,9 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
 
   /**
    * The provider's count when it gave one. Otherwise upper bounds: input at the hold's bound; output
-   * at the bytes seen when the upstream ended by itself (all it produced passed through here), at
-   * the hold's bound when Faucet cut it (the provider may have produced more than was seen).
+   * at the bytes seen when the upstream ended by itself (all it produced passed through here); when
+   * Faucet cut it (the provider may have produced more than was seen), at the hold's bound, or for a
+   * call held for a quota at the bytes seen plus a step (QuotaMeter.billedOutput).
    */
   const usageSoFar = (): MeteredUsage =>
     meteredUsage(upstreamEnded || reportedWhole ? reported : null, () => ({
@@ -105,19 +106,6 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
         ? Math.min(outputBytes, options.quota?.worst ?? options.bounds.outputTokens)
         : (meter?.billedOutput() ?? options.bounds.outputTokens),
     }));
-
-  /**
-   * A call cut for its quota: the provider's whole count if it came; else its input count when it
-   * gave one early (it does not change), the output seen plus a step (QuotaMeter.billedOutput); else the bounds. Estimated.
-   */
-  const usageAtCut = (): MeteredUsage => {
-    if (reportedWhole) return usageSoFar();
-    const output = meter?.billedOutput() ?? options.bounds.outputTokens;
-    const early = reported as ChatUsage | null;
-    if (early === null || early.prompt_tokens <= 0)
-      return meteredUsage(null, () => ({ inputTokens: options.bounds.inputTokens, outputTokens: output }));
-    return { tokens: tokenUsageFromOpenAi({ ...early, completion_tokens: output, completion_tokens_details: null }), estimated: true };
-  };
 
   /** Settling must finish even if the client disconnects while it runs. */
   const settle = (usage: MeteredUsage, ending: StreamEnding, failure?: unknown): Promise<FaucetObject> => {
@@ -261,7 +249,7 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
       controller.enqueue(formatSseJson({ id, object: 'chat.completion.chunk', created, model, choices }));
     }
     try {
-      const faucet = await settle(usageAtCut(), 'cut');
+      const faucet = await settle(usageSoFar(), 'cut');
       controller.enqueue(formatSseJson(faucetEvent({ ...faucet, cut_reason: reason })));
       controller.enqueue(formatSseDone());
     } catch (error) {

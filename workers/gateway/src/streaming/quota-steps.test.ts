@@ -59,15 +59,24 @@ describe('a small wallet and a big max_tokens', () => {
     expect(provider.upstream.requests).toHaveLength(0);
   });
 
-  it('an answer that fits its money ends by itself, billed exactly what the provider reports, in steps', async () => {
+  it('an answer that fits its money grows in steps with no database round trip, and is billed exactly what the provider reports', async () => {
     const provider = generatingProvider();
     const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
     const session = await fundedSession(testEnv, '1.00000000');
-    const answer = await stream(testEnv, app, session.token, { ...costly, max_tokens: 3_000 });
+    // A first call takes the lease; its settlement is flushed, so nothing is left for an alarm to book.
+    const object = walletObjectOf(session.token);
+    expect((await stream(testEnv, app, session.token, { ...costly, max_tokens: 10 })).status).toBe(200);
+    await object.flush();
+    const before = (await object.snapshot()).statements;
+
+    // 8,000 tokens of 4 bytes: the first grant of 2,048 grows step by step to the whole bound.
+    const answer = await stream(testEnv, app, session.token, { ...costly, max_tokens: 8_000 });
     expect(answer.status).toBe(200);
     expect(answer.finishReasons).toEqual(['length']);
     expect(answer.faucet?.cut_reason).toBeUndefined();
-    expect(answer.faucet).toMatchObject({ estimated: false, output_tokens: 3_000, input_tokens: 12 });
+    expect(answer.faucet).toMatchObject({ estimated: false, output_tokens: 8_000, input_tokens: 12 });
+    // The lease covered every step: not one Postgres statement while the answer streamed.
+    expect((await object.snapshot()).statements).toBe(before);
     await settled(testEnv);
     expect(await wallet(testEnv, session.walletId)).toMatchObject({ held: '0.00000000' });
     await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);

@@ -10,7 +10,7 @@
  */
 import type { WalletQuotaAnswer, WalletQuotaStep } from '#shared/durable-objects.ts';
 import { routeHold } from '#shared/authorize/decide-call.ts';
-import { decideQuotaStep, growth, type QuotaStepDecision } from '#shared/authorize/quota-steps.ts';
+import { decideQuotaStep, type QuotaStepDecision } from '#shared/authorize/quota-steps.ts';
 import { parseDatabaseAmount, usdFromUnits, usdToUnits, zeroUsd } from '#shared/money/index.ts';
 import { callRoom, type StoredCall } from './lease-book.ts';
 import type { LeaseSync } from './lease-sync.ts';
@@ -94,12 +94,11 @@ export class QuotaStep {
       holdUnits,
       budgetUnits,
       outputTokens,
+      // A step never gives back: each amount is at least what the call holds already.
       ask: {
-        leaseGrowth: growth(usdFromUnits(call.reservedUnits), usdFromUnits(holdUnits)),
+        leaseGrowth: usdFromUnits(holdUnits - call.reservedUnits),
         budgetGrowth:
-          keyId === null || budgetUnits === undefined
-            ? null
-            : { keyId, amount: growth(usdFromUnits(call.budgetUnits ?? 0n), usdFromUnits(budgetUnits)) },
+          keyId === null || budgetUnits === undefined ? null : { keyId, amount: usdFromUnits(budgetUnits - (call.budgetUnits ?? 0n)) },
         runsUntil: call.sweepAt,
       },
     };
