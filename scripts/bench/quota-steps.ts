@@ -25,7 +25,7 @@ import { quotaSettings } from '#shared/authorize/quota-steps.ts';
 import type { Env } from '#shared/env.ts';
 import { formatUsd, type Usd } from '#shared/money/index.ts';
 import { sentRequest } from '../../workers/gateway/src/fallback/hold-candidates.ts';
-import { grantHold, holdBounds } from '../../workers/gateway/src/metering/hold-bounds.ts';
+import { grantHold, heldInput, holdBounds } from '../../workers/gateway/src/metering/hold-bounds.ts';
 import { surfaceCallOfChatBody } from '../../workers/gateway/src/routes/chat-surface.ts';
 import { parseModel } from '../../workers/gateway/src/routing/parse-model.ts';
 import { QuotaMeter } from '../../workers/gateway/src/streaming/quota-meter.ts';
@@ -388,11 +388,7 @@ export function printClaudeCodeBalance(): void {
   );
   for (const row of rows) {
     const { bounds, reference } = row;
-    const input = {
-      inputTokens: bounds.worstCaseInputTokens,
-      cacheWriteTokens: bounds.cacheWriteTokens,
-      cacheWrite1hTokens: bounds.cacheWrite1hTokens,
-    };
+    const input = heldInput(bounds);
     const before = grantHold(env, reference, input, bounds.wholeOutputTokens).platform;
     const how = bounds.cuttable
       ? `cuttable: input + a first grant of ${bounds.worstCaseOutputTokens} output tokens`
@@ -403,7 +399,7 @@ export function printClaudeCodeBalance(): void {
   }
   const { bounds } = rows[0]!;
   console.log(
-    `   input bound ${bounds.worstCaseInputTokens} tokens${bounds.cacheWriteTokens > 0 ? ', priced at the cache-write price (the prompt has cache breakpoints)' : ''}${bounds.cacheWrite1hTokens > 0 ? ', priced at the one-hour cache-write price (the prompt has a one-hour breakpoint)' : ''}`,
+    `   input bound ${bounds.worstCaseInputTokens} tokens${bounds.cacheLifetime === '5m' ? ', priced at the cache-write price (the prompt has cache breakpoints)' : ''}${bounds.cacheLifetime === '1h' ? ', priced at the one-hour cache-write price (the prompt has a one-hour breakpoint)' : ''}`,
   );
 }
 

@@ -59,8 +59,7 @@ export function combinedBounds(
       worstCaseInputTokens: Math.max(bounds.worstCaseInputTokens, fallback.bounds.worstCaseInputTokens),
       worstCaseOutputTokens: Math.max(bounds.worstCaseOutputTokens, fallback.bounds.worstCaseOutputTokens),
       wholeOutputTokens: Math.max(bounds.wholeOutputTokens, fallback.bounds.wholeOutputTokens),
-      cacheWriteTokens: Math.max(bounds.cacheWriteTokens, fallback.bounds.cacheWriteTokens),
-      cacheWrite1hTokens: Math.max(bounds.cacheWrite1hTokens, fallback.bounds.cacheWrite1hTokens),
+      cacheLifetime: bounds.cacheLifetime === '1h' ? '1h' : (fallback.bounds.cacheLifetime ?? bounds.cacheLifetime),
       cuttable: bounds.cuttable && fallback.bounds.cuttable,
     };
   }

@@ -12,7 +12,7 @@ import {
 import type { ChatRequest } from '../openai/chat-schemas.ts';
 import { cuttable, firstGrant, quotaSettings } from '#shared/authorize/quota-steps.ts';
 import { modelReasons } from '#shared/rating/model-limits.ts';
-import { longestCacheLifetime, refuseUnacceptedFields } from '../providers/accepted-fields.ts';
+import { type CacheLifetime, longestCacheLifetime, refuseUnacceptedFields } from '../providers/accepted-fields.ts';
 import type { ModelReference } from '../routing/parse-model.ts';
 import { worstCaseInputTokens, worstCaseOutputTokens } from './worst-case-tokens.ts';
 
@@ -30,10 +30,11 @@ export interface HoldBounds {
   worstCaseOutputTokens: number;
   /** The request's whole output bound (its max tokens or the model's cap). */
   wholeOutputTokens: number;
-  /** Input tokens the hold prices at the cache-write price (a prompt with five-minute cache breakpoints only). */
-  cacheWriteTokens: number;
-  /** Input tokens the hold prices at the one-hour cache-write price (a prompt with a one-hour breakpoint). */
-  cacheWrite1hTokens: number;
+  /**
+   * The longest lifetime the request's cache breakpoints ask (null: none): its whole input is held at
+   * that lifetime's write price (`heldInput`).
+   */
+  cacheLifetime: CacheLifetime | null;
   /** The output can be counted as it arrives: held for a first grant, grown by quota steps (docs/quota.md). */
   cuttable: boolean;
 }
@@ -59,9 +60,7 @@ export function holdBounds(
   // A prompt with cache breakpoints may be written to the cache whole, at the cache-write price (above
   // the input price); with a one-hour breakpoint, at the one-hour write price (above the five-minute
   // one), whatever mix of lifetimes Anthropic then reports.
-  const lifetime = longestCacheLifetime(request);
-  const cacheWriteTokens = lifetime === '5m' ? input : 0;
-  const cacheWrite1hTokens = lifetime === '1h' ? input : 0;
+  const cacheLifetime = longestCacheLifetime(request);
   const isCuttable = cuttable({
     streamed: request.stream === true,
     protocol: reference.entry.protocol,
@@ -70,14 +69,23 @@ export function holdBounds(
   });
   const output = isCuttable ? firstGrant(whole, quotaSettings(env)) : whole;
   return {
-    ...grantHold(env, reference, { inputTokens: input, cacheWriteTokens, cacheWrite1hTokens }, output, catalog),
+    ...grantHold(env, reference, heldInput({ worstCaseInputTokens: input, cacheLifetime }), output, catalog),
     worstCaseTokens: input + output,
     worstCaseInputTokens: input,
     worstCaseOutputTokens: output,
     wholeOutputTokens: whole,
-    cacheWriteTokens,
-    cacheWrite1hTokens,
+    cacheLifetime,
     cuttable: isCuttable,
+  };
+}
+
+/** The held input as rating takes it: all of it at the write price of its breakpoints' longest lifetime. */
+export function heldInput(bounds: Pick<HoldBounds, 'worstCaseInputTokens' | 'cacheLifetime'>): HeldInput {
+  const input = bounds.worstCaseInputTokens;
+  return {
+    inputTokens: input,
+    cacheWriteTokens: bounds.cacheLifetime === '5m' ? input : 0,
+    cacheWrite1hTokens: bounds.cacheLifetime === '1h' ? input : 0,
   };
 }
 

@@ -271,7 +271,9 @@ function hasAnthropicFields(request: ChatRequest): boolean {
  * breakpoint asks one hour (its input may then be billed at the one-hour write price), `5m` when
  * every breakpoint is of the default five minutes (at the cache-write price), null without any.
  */
-export function longestCacheLifetime(request: ChatRequest): '5m' | '1h' | null {
+export type CacheLifetime = '5m' | '1h';
+
+export function longestCacheLifetime(request: ChatRequest): CacheLifetime | null {
   const breakpoints = [
     ...(request.tools ?? []).map((tool) => tool.cache_control),
     ...request.messages.flatMap((message) => (Array.isArray(message.content) ? message.content.map((part) => part.cache_control) : [])),

@@ -9,7 +9,7 @@ import { quotaSettings } from '#shared/authorize/quota-steps.ts';
 import { formatUsd } from '#shared/money/index.ts';
 import type { PriceCatalog } from '#shared/rating/index.ts';
 import type { Candidate } from '../fallback/hold-candidates.ts';
-import { grantHold } from '../metering/hold-bounds.ts';
+import { grantHold, heldInput } from '../metering/hold-bounds.ts';
 import type { CallPlan } from '../routing/call-plan.ts';
 import type { QuotaOptions } from './quota-meter.ts';
 
@@ -18,11 +18,7 @@ export function callQuota(env: Env, plan: CallPlan, candidate: Candidate, catalo
   if (bounds === null || !bounds.cuttable || plan.routeMode === 'byok') return {};
   // The feature's output cap bounds every grant, as it bounds the first hold.
   const cap = plan.maxOutputTokens ?? bounds.wholeOutputTokens;
-  const input = {
-    inputTokens: bounds.worstCaseInputTokens,
-    cacheWriteTokens: bounds.cacheWriteTokens,
-    cacheWrite1hTokens: bounds.cacheWrite1hTokens,
-  };
+  const input = heldInput(bounds);
   return {
     quota: {
       granted: Math.min(bounds.worstCaseOutputTokens, cap),

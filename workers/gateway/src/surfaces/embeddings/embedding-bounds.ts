@@ -48,8 +48,7 @@ export function embeddingHoldBounds(
     worstCaseInputTokens: inputTokens,
     worstCaseOutputTokens: 0,
     wholeOutputTokens: 0,
-    cacheWriteTokens: 0,
-    cacheWrite1hTokens: 0,
+    cacheLifetime: null,
     cuttable: false,
   };
 }
