@@ -6,7 +6,7 @@
  * refused for the balance, ending as at max tokens in each surface's own words (chat completions
  * `finish_reason: "length"`, Responses `response.incomplete` for `max_output_tokens`, Messages
  * `stop_reason: "max_tokens"`), its `faucet` object saying why (`cut_reason: "insufficient_balance"`).
- * The same call not streamed still holds its worst case and is refused with 402 before the provider.
+ * The same calls not streamed are read from the provider as a stream and answered whole, cut the same way.
  *
  * The stack's `openai` and `anthropic` pools are the fake upstream (tests/adversarial/fake-openai-upstream.ts),
  * told by `[fake:chunks=…]` to generate far beyond 32,000 tokens, so only the cut can end the answer
@@ -183,20 +183,39 @@ describe('0.05 USD and max_tokens 32,000 through the official openai package', (
     await expectCutAndBilled(callId, faucet, 'chat.completions');
   });
 
-  it('chat completions not streamed: still held for its worst case, so refused 402 insufficient_balance and nothing charged', async () => {
-    const failure = await openai()
+  it('chat completions not streamed: read upstream as a stream, answered whole with finish_reason "length" and the faucet object naming the balance', async () => {
+    const { data: completion, response } = await openai()
       .chat.completions.create({
         model: 'openai:gpt-4o',
         max_tokens: maxTokens,
         messages: [{ role: 'user', content: longStory }],
       })
-      .catch((error: unknown) => error);
-    expect(failure).toBeInstanceOf(OpenAI.APIError);
-    expect(failure).toMatchObject({ status: 402, code: 'insufficient_balance' });
+      .withResponse();
+    expect(response.status).toBe(200);
+    const callId = response.headers.get('x-faucet-call-id') ?? '';
+    expect(callId).not.toBe('');
+    expect(completion.choices).toHaveLength(1);
+    expect(completion.choices[0]?.finish_reason).toBe('length');
+    expect(completion.choices[0]?.message.content?.length).toBeGreaterThan(2_000);
+    expect(completion.choices[0]?.message.content).toMatch(/^(lorem ipsum )+/);
+    const faucet = (completion as unknown as { faucet?: FaucetObject }).faucet;
+    expect(faucet).toMatchObject({ provider: 'openai', model: 'gpt-4o' });
 
-    expect((await user<{ data: unknown[] }>('/v1/user/usage')).data).toEqual([]);
-    const wallet = await user<{ balance_usd: string }>('/v1/user/wallet');
-    expect(wallet.balance_usd).toBe(funded);
+    await expectCutAndBilled(callId, faucet, 'chat.completions');
+  });
+
+  it('Responses not streamed: status "incomplete" for max_output_tokens, the faucet object naming the balance', async () => {
+    const { data: answer, response } = await openai()
+      .responses.create({ model: 'openai:gpt-4o', max_output_tokens: maxTokens, input: longStory })
+      .withResponse();
+    expect(response.status).toBe(200);
+    const callId = response.headers.get('x-faucet-call-id') ?? '';
+    expect(answer).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
+    expect(answer.output_text.length).toBeGreaterThan(2_000);
+    const faucet = (answer as unknown as { faucet?: FaucetObject }).faucet;
+    expect(faucet).toMatchObject({ provider: 'openai', model: 'gpt-4o' });
+
+    await expectCutAndBilled(callId, faucet, 'chat.completions');
   });
 });
 
@@ -228,6 +247,24 @@ describe('0.05 USD and max_tokens 32,000 through the official @anthropic-ai/sdk'
     expect(message.usage.output_tokens).toBe(faucet?.output_tokens);
 
     // The message id names the gateway's call (`msg_<call id>`), sent upstream as `x-client-request-id`.
+    await expectCutAndBilled(message.id.replace(/^msg_/, ''), faucet, 'messages');
+  });
+
+  it('Messages not streamed on Claude without thinking: the whole message with stop_reason "max_tokens" and its faucet object', async () => {
+    const client = new Anthropic({ baseURL: stack.gatewayUrl, apiKey: token, maxRetries: 0 });
+    // An explicit timeout: the SDK refuses a call not streamed whose max_tokens could take over ten minutes.
+    const message = await client.messages.create(
+      { model: 'anthropic:claude-haiku-4-5', max_tokens: maxTokens, messages: [{ role: 'user', content: longStory }] },
+      { timeout: 120_000 },
+    );
+    expect(message.stop_reason).toBe('max_tokens');
+    const [block] = message.content;
+    expect(block?.type).toBe('text');
+    expect(block?.type === 'text' ? block.text.length : 0).toBeGreaterThan(2_000);
+    const faucet = (message as unknown as { faucet?: FaucetObject }).faucet;
+    expect(faucet).toMatchObject({ provider: 'anthropic', model: 'claude-haiku-4-5' });
+    expect(message.usage.output_tokens).toBe(faucet?.output_tokens);
+
     await expectCutAndBilled(message.id.replace(/^msg_/, ''), faucet, 'messages');
   });
 });

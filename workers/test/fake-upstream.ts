@@ -1,6 +1,8 @@
 /**
  * Upstreams played in-process: a FetchFunction that records what the gateway sent and answers from
- * a script, so provider and gateway tests never touch the network.
+ * a script, so provider and gateway tests never touch the network. A script's whole answer to a
+ * request for a stream is sent as that protocol's stream, as a provider streams when asked: the
+ * gateway streams every call it holds for a quota, also one the client did not ask to stream.
  */
 import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
 
@@ -29,7 +31,7 @@ export function fakeUpstream(answer: (request: RecordedRequest, signal: AbortSig
         body: text === '' ? undefined : (JSON.parse(text) as unknown),
       };
       requests.push(recorded);
-      return answer(recorded, request.signal);
+      return honoringStream(recorded, await answer(recorded, request.signal));
     },
   };
 }
@@ -102,4 +104,90 @@ export function openAiChunk(delta: Record<string, unknown>, finishReason: string
     choices: usage ? [] : [{ index: 0, delta, finish_reason: finishReason }],
     ...(usage ? { usage } : {}),
   };
+}
+
+/**
+ * A whole answer (OpenAI's chat completion, Anthropic's message, Gemini's response) scripted for a
+ * request that asked for a stream, sent as its protocol's stream: the same content and usage. Errors,
+ * streams and anything else are sent as scripted.
+ */
+async function honoringStream(request: RecordedRequest, response: Response): Promise<Response> {
+  const body = (request.body ?? {}) as { stream?: unknown; stream_options?: { include_usage?: unknown } };
+  const gemini = request.url.includes(':streamGenerateContent');
+  const json = response.headers.get('content-type')?.includes('application/json') === true;
+  if ((body.stream !== true && !gemini) || response.status !== 200 || !json) return response;
+  const answer = (await response.clone().json()) as Record<string, unknown>;
+  if (answer.object === 'chat.completion')
+    return sseResponse(openAiSse(chunksOfCompletion(answer, body.stream_options?.include_usage === true)));
+  if (answer.type === 'message') return sseResponse(anthropicEventsOf(answer));
+  if (gemini && Array.isArray(answer.candidates)) return sseResponse([`data: ${JSON.stringify(answer)}\n\n`]);
+  return response;
+}
+
+interface WholeChoice {
+  index: number;
+  message: { tool_calls?: Array<Record<string, unknown>> } & Record<string, unknown>;
+  finish_reason: string | null;
+}
+
+/** A chat completion as OpenAI streams it: the message in one delta, then the finish, then the usage (alone when asked). */
+function chunksOfCompletion(completion: Record<string, unknown>, usageAlone: boolean): unknown[] {
+  const { choices, usage, object: _object, ...head } = completion as { choices: WholeChoice[]; usage?: unknown; object: string };
+  const chunk = (fields: Record<string, unknown>) => ({ ...head, object: 'chat.completion.chunk', ...fields });
+  const deltas = choices.map(({ index, message }) => {
+    const { tool_calls: toolCalls, ...rest } = message;
+    const delta =
+      toolCalls === undefined ? rest : { ...rest, tool_calls: toolCalls.map((call, position) => ({ index: position, ...call })) };
+    return { index, delta, finish_reason: null };
+  });
+  const finishes = choices.map(({ index, finish_reason }) => ({ index, delta: {}, finish_reason }));
+  if (usage == null) return [chunk({ choices: deltas }), chunk({ choices: finishes })];
+  if (!usageAlone) return [chunk({ choices: deltas }), chunk({ choices: finishes, usage })];
+  return [chunk({ choices: deltas }), chunk({ choices: finishes }), chunk({ choices: [], usage })];
+}
+
+/** An Anthropic message as Anthropic streams it: each content block whole in one delta, the usage on the first and last events. */
+function anthropicEventsOf(message: Record<string, unknown>): string[] {
+  const {
+    content,
+    stop_reason: stopReason,
+    stop_sequence: stopSequence,
+    usage,
+    ...head
+  } = message as {
+    content: Array<Record<string, unknown>>;
+    stop_reason: string | null;
+    stop_sequence?: string | null;
+    usage?: unknown;
+  };
+  const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+  const events = [event('message_start', { message: { ...head, content: [], stop_reason: null, stop_sequence: null, usage } })];
+  content.forEach((block, index) => {
+    const delta = (value: Record<string, unknown>) => event('content_block_delta', { index, delta: value });
+    if (block.type === 'text') {
+      events.push(
+        event('content_block_start', { index, content_block: { type: 'text', text: '' } }),
+        delta({ type: 'text_delta', text: block.text }),
+      );
+    } else if (block.type === 'tool_use') {
+      events.push(
+        event('content_block_start', { index, content_block: { ...block, input: {} } }),
+        delta({ type: 'input_json_delta', partial_json: JSON.stringify(block.input ?? {}) }),
+      );
+    } else if (block.type === 'thinking') {
+      events.push(
+        event('content_block_start', { index, content_block: { type: 'thinking', thinking: '' } }),
+        delta({ type: 'thinking_delta', thinking: block.thinking }),
+        delta({ type: 'signature_delta', signature: block.signature }),
+      );
+    } else {
+      events.push(event('content_block_start', { index, content_block: block }));
+    }
+    events.push(event('content_block_stop', { index }));
+  });
+  events.push(
+    event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: stopSequence ?? null }, usage }),
+    event('message_stop', {}),
+  );
+  return events;
 }

@@ -27,7 +27,10 @@ export function quotaSettings(env: Pick<Env, 'QUOTA_STEP_TOKENS' | 'QUOTA_ASK_AH
 
 /** What decides whether a call's output can be counted as it arrives, and so cut. */
 export interface CuttableFacts {
-  /** The gateway reads the upstream as a stream (today: the client asked for one). */
+  /**
+   * The gateway reads the upstream as a stream: every chat protocol's adapter can, whether or not the
+   * client asked for a stream (a call not streamed is buffered). Not an upstream that answers whole.
+   */
   streamed: boolean;
   /** The provider's protocol: Anthropic models think only when the request turns thinking on. */
   protocol: string;

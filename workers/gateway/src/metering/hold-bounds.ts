@@ -62,7 +62,8 @@ export function holdBounds(
   // one), whatever mix of lifetimes Anthropic then reports.
   const cacheLifetime = longestCacheLifetime(request);
   const isCuttable = cuttable({
-    streamed: request.stream === true,
+    // Every chat protocol's adapter streams: a call not streamed is read as a stream and answered whole (routes/metered-call.ts).
+    streamed: true,
     protocol: reference.entry.protocol,
     thinking,
     modelReasons: modelReasons(reference.provider, reference.model, catalog),

@@ -11,58 +11,35 @@
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '#shared/app-env.ts';
-import { callLimits, type CallLimits } from '#shared/calls/call-limits.ts';
+import { callLimits } from '#shared/calls/call-limits.ts';
 import { intSetting } from '#shared/env.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { waitUntil } from '#shared/wait-until.ts';
 import type { SqlDatabase } from '#shared/query.ts';
-import type { GatewayDependencies } from '../gateway-dependencies.ts';
-import { estimatedUsage, meteredUsage } from '../metering/metered-usage.ts';
-import { holdBounds } from '../metering/hold-bounds.ts';
-import { callQuota } from '../streaming/call-quota.ts';
-import { capOutputTokens } from '../metering/output-cap.ts';
-import { abandonCall, settleCall, type SettleOptions } from '../metering/settle-call.ts';
 import type { CloudRouteMode } from '#shared/wire/route-modes.ts';
+import { defaultUpstreamTimeoutMs } from '#shared/upstream/outbound-fetch.ts';
+import type { GatewayDependencies } from '../gateway-dependencies.ts';
+import { meteredUsage } from '../metering/metered-usage.ts';
+import { holdBounds } from '../metering/hold-bounds.ts';
+import { capOutputTokens } from '../metering/output-cap.ts';
+import { settleCall } from '../metering/settle-call.ts';
 import { createAdapter } from '../providers/create-adapter.ts';
 import { authorizeOnLease, walletOf } from '../wallet/authorize-on-lease.ts';
-import type { CallPlan } from '../routing/call-plan.ts';
 import { candidateOf, sentRequest, type Candidate } from '../fallback/hold-candidates.ts';
+import { AttemptsFailed, tryCandidates, type Answered } from '../fallback/try-candidates.ts';
 import { authorizeWithRouting, callKeysOf, sessionOf } from './call-start.ts';
-import { AttemptsFailed, tryCandidates, type Answered, type AttemptContext } from '../fallback/try-candidates.ts';
-import type { HoldBounds } from '../metering/hold-bounds.ts';
-import type { CallAttempt } from '#shared/wire/faucet-object.ts';
-import type { FaucetObject } from '../metering/faucet-object.ts';
-import { meteredStream } from '../streaming/metered-stream.ts';
-import { defaultUpstreamTimeoutMs } from '#shared/upstream/outbound-fetch.ts';
-import { failureFacts, type CallLogFacts, type CallOutcome } from '#shared/calls/call-log.ts';
-import type { AnswerIds, ChatSurface, SurfaceCall } from './chat-surface.ts';
-
-interface Call {
-  surface: ChatSurface;
-  read: SurfaceCall;
-  ids: AnswerIds;
-  c: Context<AppEnv>;
-  /** Milliseconds of the authorize statement (incl. opening the connection), for `server-timing`. */
-  authorizeMs: number;
-  /** `performance.now()` when the call started (the request log's total). */
-  startedAt: number;
-  requestId: string;
-  database: SqlDatabase;
-  /** Releases the request's database handle (retained past the response for settlement). */
-  release(): void;
-  plan: CallPlan;
-  /** The model asked for (or its alias's target), then the feature's fallbacks. */
-  candidates: Candidate[];
-  /** What the statement held for (the largest bounds over the candidates). */
-  held: HoldBounds;
-  /** Whether the faucet object lists the attempts: the feature has fallbacks or the model was an alias. */
-  listAttempts: boolean;
-  limits: CallLimits;
-  adapterFor: AttemptContext['adapterFor'];
-  /** How the call is settled: the price catalog it is rated with, and whether a leased settlement may follow the answer. */
-  settling: SettleOptions;
-  defer(work: Promise<unknown>): void;
-}
+import type { ChatSurface, SurfaceCall } from './chat-surface.ts';
+import {
+  attemptContext,
+  attemptPlan,
+  type Call,
+  endUnanswered,
+  logFacts,
+  tenths,
+  unreportedBounds,
+  withAttempts,
+} from './chat-call-parts.ts';
+import { bufferedCall, buffersStream, streamCall } from './metered-call.ts';
 
 /** Serves one model call of `surface`: the handler of each model route. */
 export async function serveChatCall(c: Context<AppEnv>, dependencies: GatewayDependencies, surface: ChatSurface): Promise<Response> {
@@ -155,7 +132,8 @@ export async function serveChatCall(c: Context<AppEnv>, dependencies: GatewayDep
     defer,
   };
   c.header('x-faucet-call-id', callId);
-  return read.stream ? streamCall(call) : completeCall(call);
+  if (read.stream) return streamCall(call);
+  return buffersStream(call) ? bufferedCall(call) : completeCall(call);
 }
 
 /**
@@ -245,136 +223,7 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
   }
 }
 
-async function streamCall(call: Call): Promise<Response> {
-  const { c, requestId, plan } = call;
-  const upstream = new AbortController();
-  const started = Date.now();
-  let answered: Answered<Awaited<ReturnType<ReturnType<Call['adapterFor']>['stream']>>>;
-  try {
-    // An attempt is final once its upstream accepted the stream: what it sends is forwarded as it comes, never retried.
-    answered = await tryCandidates(attemptContext(call, upstream.signal), call.candidates, (adapter, credential, attemptId, candidate) =>
-      adapter.stream({ request: candidate.request, credential, callId: attemptId, signal: upstream.signal }),
-    );
-  } catch (error) {
-    const failed = error instanceof AttemptsFailed ? error : new AttemptsFailed(error, [], call.candidates[0] ?? null);
-    await endUnanswered(call, failed, upstream.signal).finally(call.release);
-    throw failed.error;
-  }
-  const answeringPlan = attemptPlan(call, answered);
-  const firstByteMs = performance.now() - call.startedAt;
-  const streamLog = (outcome: CallOutcome, failure?: unknown) =>
-    logFacts(call, outcome, { attempts: answered.attempts, answeredBy: answered.candidate, firstByteMs, failure });
-  const stream = meteredStream({
-    chunks: answered.value,
-    includeUsage: call.read.includeUsage,
-    bounds: unreportedBounds(call, answered.candidate),
-    requestId,
-    deadlineMs: Math.max(0, call.limits.maxDurationSeconds * 1000 - (Date.now() - started)),
-    drainMs: call.limits.drainMs,
-    settle: (usage, ending, failure) =>
-      settleCall(
-        answeringPlan,
-        answered.candidate.reference,
-        usage,
-        call.settling,
-        streamLog(ending === 'completed' ? 'answered' : ending === 'cut' ? 'cut' : 'upstream_error', failure),
-      )
-        .then((faucet) => withAttempts(call, faucet, answered.attempts))
-        .finally(call.release),
-    abandon: (failure) => abandonCall(plan, streamLog('upstream_error', failure)).finally(call.release),
-    stopUpstream: () => upstream.abort(),
-    ...callQuota(call.c.env, call.plan, answered.candidate, call.settling.catalog),
-    defer: call.defer,
-    onSettleFailure: (error) =>
-      c.var.logger?.error('stream settlement failed', {
-        request_id: requestId,
-        code: FaucetError.isInstance(error) ? error.code : 'internal_error',
-      }),
-  });
-  return call.surface.stream(c, stream, call.read, call.ids, { 'x-request-id': requestId, 'x-faucet-call-id': plan.keys.callId });
-}
-
-function attemptContext(call: Call, signal: AbortSignal): AttemptContext {
-  return {
-    env: call.c.env,
-    database: call.database,
-    plan: call.plan,
-    primaryProvider: call.candidates[0]?.reference.provider ?? '',
-    held: call.held,
-    adapterFor: call.adapterFor,
-    signal,
-    deadlineAt: Date.now() + call.limits.maxDurationSeconds * 1000,
-  };
-}
-
-/** The plan the answering attempt is booked with: its own key (a fallback's on the byok route). */
-function attemptPlan(call: Call, answered: { credentialId: string | null }): CallPlan {
-  return { ...call.plan, providerCredentialId: answered.credentialId };
-}
-
-/** A candidate's worst case in tokens, within the feature's cap: what its unreported usage is billed at. */
-function unreportedBounds(call: Call, candidate: Candidate): { inputTokens: number; outputTokens: number } {
-  const bounds = candidate.bounds ?? call.held;
-  const cap = call.plan.maxOutputTokens ?? bounds.worstCaseOutputTokens;
-  return { inputTokens: bounds.worstCaseInputTokens, outputTokens: Math.min(bounds.worstCaseOutputTokens, cap) };
-}
-
-function withAttempts(call: Call, faucet: FaucetObject, attempts: CallAttempt[]): FaucetObject {
-  return call.listAttempts ? { ...faucet, attempts } : faucet;
-}
-
-/**
- * No attempt gave an answer the gateway could use. A refusal (an HTTP error status) or a
- * connection that never opened means the provider bills nothing: the call is abandoned and its
- * request id freed. A timeout of the last attempt (or the call's deadline) means the provider had
- * the request and may be generating: the call is booked at that attempt's bound, marked estimated,
- * so the platform never pays for an unbilled call (docs/money.md, "The guarantee").
- */
-async function endUnanswered(call: Call, failed: AttemptsFailed, signal: AbortSignal): Promise<void> {
-  const { error, lastTried } = failed;
-  const timedOut = (FaucetError.isInstance(error) && error.code === 'upstream_timeout') || signal.aborted;
-  const log = logFacts(call, 'upstream_error', { attempts: failed.attempts, answeredBy: lastTried, firstByteMs: null, failure: error });
-  if (!timedOut || lastTried === null) {
-    await abandonCall(call.plan, log);
-    return;
-  }
-  const bounds = unreportedBounds(call, lastTried);
-  const unanswered = estimatedUsage(bounds.inputTokens, bounds.outputTokens);
-  await settleCall(call.plan, lastTried.reference, unanswered, call.settling, log).catch((settleError: unknown) => {
-    // Left in flight: the sweeper books it at the same bound after its deadline.
-    call.c.var.logger?.error('booking an unanswered call failed', {
-      code: FaucetError.isInstance(settleError) ? settleError.code : 'internal_error',
-    });
-  });
-}
-
-/** How the call went, for the developer's request log: never what was said. */
-function logFacts(
-  call: Call,
-  outcome: CallOutcome,
-  how: { attempts: CallAttempt[]; answeredBy: Candidate | null; firstByteMs: number | null; failure?: unknown },
-): CallLogFacts {
-  return {
-    surface: call.surface.name,
-    requestedModel: call.read.model,
-    outcome,
-    ...failureFacts(how.failure),
-    stream: call.read.stream,
-    authorizeMs: call.authorizeMs,
-    firstByteMs: how.firstByteMs,
-    totalMs: performance.now() - call.startedAt,
-    attempts: call.listAttempts ? how.attempts : null,
-    provider: how.answeredBy?.reference.provider ?? null,
-    model: how.answeredBy?.reference.model ?? null,
-  };
-}
-
 const encoder = new TextEncoder();
 function utf8Bytes(text: string): number {
   return encoder.encode(text).byteLength;
-}
-
-/** Milliseconds to one decimal, for `server-timing`. */
-function tenths(milliseconds: number): string {
-  return String(Math.round(milliseconds * 10) / 10);
 }

@@ -31,6 +31,9 @@ beforeAll(async () => {
     OPENAI_API_KEY: 'sk-platform-pool-openai',
     ANTHROPIC_API_KEY: 'sk-ant-platform-pool-anthropic',
     CIRCUIT_FAILURES: '1000',
+    // The holds here are the candidates' worst cases: a quota step larger than any bound here grants
+    // the whole bound at once, as a call that cannot be cut is held (docs/quota.md).
+    QUOTA_STEP_TOKENS: '65536',
   });
 });
 

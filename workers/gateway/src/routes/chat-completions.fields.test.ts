@@ -143,7 +143,13 @@ describe('the fields an ordinary OpenAI client sends', () => {
     const response = await chat(gatewayWith({ upstreamFetch: upstream.fetch }), testEnv, session.token, body);
     expect(response.status).toBe(200);
     const { feature: _feature, model: _model, ...openAiFields } = body;
-    expect(upstream.requests[0]?.body).toEqual({ ...openAiFields, model: 'gpt-4o-mini', stream: false });
+    // Read as a stream (held for a quota that grows with the answer), answered whole.
+    expect(upstream.requests[0]?.body).toEqual({
+      ...openAiFields,
+      model: 'gpt-4o-mini',
+      stream: true,
+      stream_options: { include_usage: true },
+    });
   });
 });
 

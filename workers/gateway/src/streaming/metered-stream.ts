@@ -7,8 +7,9 @@
  * - the client goes away: the upstream is read on (not forwarded) for up to `drainMs` to get the
  *   provider's own usage count, then stopped; without that count the booking uses upper bounds;
  * - the call reaches its deadline: the upstream is stopped and the call booked the same way;
- * - the upstream fails mid-stream: what was delivered is booked (nothing delivered: released, as
- *   the provider bills no failed generation) and the stream ends with an error event;
+ * - the upstream fails mid-stream: what was delivered is booked (nothing delivered, or a buffered
+ *   answer the client never got: released, as the provider bills no failed generation) and the
+ *   stream ends with an error event;
  * - a call held for a quota (docs/quota.md, quota-meter.ts) whose next step is refused: the upstream is
  *   stopped at once, the answer ends with `finish_reason: "length"` and the `faucet` object says why
  *   (`cut_reason`); without the provider's count it is booked at the input bound and the output seen plus a step.
@@ -43,6 +44,12 @@ export interface MeteredStreamOptions {
   onSettleFailure(error: unknown): void;
   /** The call is held for a quota that grows with the answer (absent: for its worst case). */
   quota?: QuotaOptions;
+  /**
+   * The client gets the answer whole once it ends (a call not streamed, buffered): an upstream that
+   * fails mid-way delivered the client nothing, so the call is released, as a failed completion is;
+   * one that timed out may still be generating, so what it sent is booked, as for a stream.
+   */
+  buffered?: boolean;
 }
 
 /** `completed`: the upstream ended by itself; `cut`: the client left or the deadline came; `failed`: the upstream broke mid-stream. */
@@ -262,7 +269,9 @@ export function meteredStream(options: MeteredStreamOptions): ReadableStream<Uin
   async function endWithFailure(controller: ReadableStreamDefaultController<Uint8Array>, error: unknown): Promise<void> {
     upstreamEnded = true;
     try {
-      if (outputBytes > 0 || reported !== null) {
+      // A buffered answer's client got nothing, unless the provider may still be generating (a timeout).
+      const delivered = options.buffered !== true || (FaucetError.isInstance(error) && error.code === 'upstream_timeout');
+      if (delivered && (outputBytes > 0 || reported !== null)) {
         controller.enqueue(formatSseJson(faucetEvent(await settle(usageSoFar(), 'failed', error))));
       } else {
         const abandoning = options.abandon(error);

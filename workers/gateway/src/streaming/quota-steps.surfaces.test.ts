@@ -109,4 +109,47 @@ describe('every surface ends a cut answer in its own words', () => {
     expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
     await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
   });
+
+  it('Anthropic Messages not streamed: the whole message ends with stop_reason "max_tokens", its faucet object saying why', async () => {
+    const session = await fundedSession(testEnv, '0.05000000');
+    const provider = generatingProvider();
+    const { text, status } = await postToGateway(
+      gatewayWith({ upstreamFetch: provider.upstream.fetch }),
+      testEnv,
+      '/v1/messages',
+      { model: 'openai:gpt-4o', max_tokens: 32_000, messages: [{ role: 'user', content: 'Write a long story' }] },
+      { authorization: `Bearer ${session.token}`, 'anthropic-version': '2023-06-01' },
+    );
+    expect(status).toBe(200);
+    const message = JSON.parse(text) as Record<string, any>;
+    expect(message).toMatchObject({ type: 'message', stop_reason: 'max_tokens', faucet: { cut_reason: 'insufficient_balance' } });
+    expect(message.content[0].text.length).toBeGreaterThan(2_000);
+    expect(provider.upstream.requests[0]?.body).toMatchObject({ stream: true });
+    await settled(testEnv);
+    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+
+  it('OpenAI Responses not streamed: status "incomplete" for max_output_tokens, its faucet object saying why', async () => {
+    const session = await fundedSession(testEnv, '0.05000000');
+    const provider = generatingProvider();
+    const { text, status } = await postToGateway(
+      gatewayWith({ upstreamFetch: provider.upstream.fetch }),
+      testEnv,
+      '/v1/responses',
+      { model: 'openai:gpt-4o', max_output_tokens: 32_000, input: 'Write a long story' },
+      { authorization: `Bearer ${session.token}` },
+    );
+    expect(status).toBe(200);
+    const response = JSON.parse(text) as Record<string, any>;
+    expect(response).toMatchObject({
+      object: 'response',
+      status: 'incomplete',
+      incomplete_details: { reason: 'max_output_tokens' },
+      faucet: { cut_reason: 'insufficient_balance' },
+    });
+    await settled(testEnv);
+    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
 });

@@ -9,7 +9,17 @@ import { runInDurableObject } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestEnv } from '../../../test/harness.ts';
 import type { RecordedRequest } from '../../../test/fake-upstream.ts';
-import { chat, fundedSession, gatewayTestEnv, gatewayWith, openStream, settled, usageRows, wallet } from '../../../test/gateway-kit.ts';
+import {
+  chat,
+  fundedSession,
+  gatewayTestEnv,
+  gatewayWith,
+  newRequestId,
+  openStream,
+  settled,
+  usageRows,
+  wallet,
+} from '../../../test/gateway-kit.ts';
 import { costly, generatingProvider, stream } from '../../../test/quota-kit.ts';
 import { expectBooksAgree, keptCall, sweepCallNow, unitsOf, walletObjectOf } from '../../../test/wallet-kit.ts';
 
@@ -49,11 +59,62 @@ describe('a small wallet and a big max_tokens', () => {
     await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
   });
 
-  it('the same call not streamed still holds its worst case: refused for the balance, nothing sent', async () => {
+  it('the same call not streamed: read from the provider as a stream, answered whole, cut the same way and billed within the wallet', async () => {
     const provider = generatingProvider();
     const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
     const session = await fundedSession(testEnv, '0.05000000');
-    const response = await chat(app, testEnv, session.token, costly);
+    const requestId = newRequestId();
+    const response = await chat(app, testEnv, session.token, costly, requestId);
+    expect(response.status).toBe(200);
+    const answer = (await response.json()) as {
+      object: string;
+      choices: Array<{ message: { content: string }; finish_reason: string }>;
+      usage?: unknown;
+      faucet: Record<string, any>;
+    };
+    expect(answer.object).toBe('chat.completion');
+    expect(answer.choices).toHaveLength(1);
+    expect(answer.choices[0]?.finish_reason).toBe('length');
+    expect(answer.choices[0]?.message.content.length).toBeGreaterThan(2_000);
+    expect(answer.faucet).toMatchObject({ cut_reason: 'insufficient_balance', estimated: true });
+
+    // Sent as a stream, stopped long before its max tokens.
+    const [request] = provider.upstream.requests as [RecordedRequest];
+    expect(request.body).toMatchObject({ stream: true, max_tokens: 32_000 });
+    expect(provider.generations.get(request)).toMatchObject({ aborted: true });
+    expect(provider.generations.get(request)?.output).toBeLessThan(4_000);
+    // Billed at least what the provider generated: every byte it sent passed through the answer.
+    expect(answer.faucet.output_tokens).toBeGreaterThanOrEqual(provider.generations.get(request)?.output ?? Infinity);
+
+    await settled(testEnv);
+    const after = await wallet(testEnv, session.walletId);
+    expect(unitsOf(after.balance)).toBeGreaterThanOrEqual(0n);
+    expect(after.held).toBe('0.00000000');
+    const [row] = await usageRows(testEnv, requestId);
+    expect(answer.faucet.charge.amount_usd).toBe(row?.retail_usd);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+
+  it('not streamed, an answer that fits is answered whole with the usage the provider reported, and billed exactly that', async () => {
+    const provider = generatingProvider();
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '1.00000000');
+    const response = await chat(app, testEnv, session.token, { ...costly, max_tokens: 3_000 });
+    expect(response.status).toBe(200);
+    const answer = (await response.json()) as { choices: Array<{ finish_reason: string }>; usage: unknown; faucet: Record<string, any> };
+    expect(answer.choices[0]?.finish_reason).toBe('length');
+    expect(answer.usage).toMatchObject({ prompt_tokens: 12, completion_tokens: 3_000 });
+    expect(answer.faucet).toMatchObject({ estimated: false, output_tokens: 3_000 });
+    expect(answer.faucet.cut_reason).toBeUndefined();
+    await settled(testEnv);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+  });
+
+  it('not streamed, a model that reasons out of sight keeps its worst-case hold: refused for the balance, nothing sent', async () => {
+    const provider = generatingProvider();
+    const app = gatewayWith({ upstreamFetch: provider.upstream.fetch });
+    const session = await fundedSession(testEnv, '0.05000000');
+    const response = await chat(app, testEnv, session.token, { ...costly, model: 'openai:o3' });
     expect(response.status).toBe(402);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('insufficient_balance');
     expect(provider.upstream.requests).toHaveLength(0);

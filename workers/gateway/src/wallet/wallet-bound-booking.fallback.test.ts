@@ -30,7 +30,13 @@ import { usdString } from './lease-book.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
-  testEnv = await gatewayTestEnv({ OPENAI_API_KEY: 'sk-platform-pool-test', CALL_SETTLE_GRACE_SECONDS: '1' });
+  testEnv = await gatewayTestEnv({
+    OPENAI_API_KEY: 'sk-platform-pool-test',
+    CALL_SETTLE_GRACE_SECONDS: '1',
+    // Booked at the candidates' worst cases: a quota step larger than any bound here grants the whole
+    // bound at once, as a call that cannot be cut is held (docs/quota.md).
+    QUOTA_STEP_TOKENS: '65536',
+  });
   const stored = await call(api(), testEnv, '/v1/developer/provider-keys', {
     json: { provider: 'openai', api_key: fakeOpenAiKey(), monthly_budget_usd: '100.00000000' },
     token: developerKey,
