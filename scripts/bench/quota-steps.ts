@@ -377,7 +377,7 @@ export function printClaudeCodeBalance(): void {
   const rows = [
     { label: '(a) streamed, thinking enabled (budget_tokens 31999), as Claude Code sends it', thinking: true, stream: true },
     { label: '(b) streamed, without thinking', thinking: false, stream: true },
-    { label: '(c) not streamed, without thinking', thinking: false, stream: false },
+    { label: '(c) not streamed, without thinking (read upstream as a stream, answered whole)', thinking: false, stream: false },
   ].map((row) => ({ ...row, ...claudeCodeHold(env, row) }));
   const usd = (amount: Usd | null) => (amount === null ? 'n/a' : `${formatUsd(amount)} USD`);
   console.log(
@@ -394,7 +394,7 @@ export function printClaudeCodeBalance(): void {
       ? `cuttable: input + a first grant of ${bounds.worstCaseOutputTokens} output tokens`
       : row.thinking
         ? `NOT cuttable (thinking is billed in full, not all of it streamed): keeps the worst case, ${bounds.worstCaseOutputTokens} output tokens`
-        : `not cuttable (not streamed): keeps the worst case, ${bounds.worstCaseOutputTokens} output tokens`;
+        : `not cuttable: keeps the worst case, ${bounds.worstCaseOutputTokens} output tokens`;
     console.log(`${row.label.padEnd(80)} before ${usd(before)}  after ${usd(bounds.platform)}  (${how})`);
   }
   const { bounds } = rows[0]!;
