@@ -10,6 +10,7 @@ interface Pricing {
   completion: string;
   input_cache_read: string;
   input_cache_write: string;
+  input_cache_write_1h: string;
 }
 
 interface Listed {
@@ -54,7 +55,13 @@ describe('GET /v1/models', () => {
 
   it('shows tiered prices, and a class without its own price at its whole one', async () => {
     const sonnet = (await listModels()).data.find((model) => model.id === 'anthropic:claude-sonnet-4-5');
-    expect(sonnet?.pricing).toMatchObject({ prompt: '3.60000000', completion: '18.00000000', input_cache_write: '4.50000000' });
+    // A one-hour write is twice the input price (Anthropic's rule where the data has no price of its own).
+    expect(sonnet?.pricing).toMatchObject({
+      prompt: '3.60000000',
+      completion: '18.00000000',
+      input_cache_write: '4.50000000',
+      input_cache_write_1h: '7.20000000',
+    });
     expect(sonnet?.pricing_tiers).toEqual([
       expect.objectContaining({
         above_input_tokens: 200_000,
@@ -65,6 +72,7 @@ describe('GET /v1/models', () => {
     ]);
     const mini = (await listModels()).data.find((model) => model.id === 'openai:gpt-4o-mini');
     expect(mini?.pricing.input_cache_write).toBe(mini?.pricing.prompt);
+    expect(mini?.pricing.input_cache_write_1h).toBe(mini?.pricing.prompt);
   });
 
   it('applies the configured markup (PLATFORM_MARKUP_BPS), rounding up', async () => {

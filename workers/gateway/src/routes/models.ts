@@ -22,6 +22,8 @@ const pricingSchema = z.object({
   completion: perMillion,
   input_cache_read: perMillion,
   input_cache_write: perMillion,
+  /** A one-hour prompt-cache write (Anthropic's `ttl: "1h"`); `input_cache_write` is the five-minute one. */
+  input_cache_write_1h: perMillion,
   input_audio: perMillion,
   output_audio: perMillion,
   internal_reasoning: perMillion,
@@ -58,12 +60,13 @@ export const modelListSchema = z.object({
 
 type Pricing = z.infer<typeof pricingSchema>;
 
-const classes: Array<[Exclude<keyof Pricing, 'currency' | 'unit'>, PriceClass, PriceClass]> = [
-  // [field, its class, the class it falls back to]
-  ['prompt', 'inputPerMillion', 'inputPerMillion'],
-  ['completion', 'outputPerMillion', 'outputPerMillion'],
+const classes: Array<[Exclude<keyof Pricing, 'currency' | 'unit'>, ...PriceClass[]]> = [
+  // [field, its class, then the classes it falls back to, as rating does (rate-usage.ts)]
+  ['prompt', 'inputPerMillion'],
+  ['completion', 'outputPerMillion'],
   ['input_cache_read', 'cachedInputPerMillion', 'inputPerMillion'],
   ['input_cache_write', 'cacheWritePerMillion', 'inputPerMillion'],
+  ['input_cache_write_1h', 'cacheWrite1hPerMillion', 'cacheWritePerMillion', 'inputPerMillion'],
   ['input_audio', 'audioInputPerMillion', 'inputPerMillion'],
   ['output_audio', 'audioOutputPerMillion', 'outputPerMillion'],
   ['internal_reasoning', 'reasoningPerMillion', 'outputPerMillion'],
@@ -74,8 +77,8 @@ function describe(model: CatalogModel, at: Date, markupBps: number) {
   const retail = (amount: Usd) => formatUsd(addUsd(amount, applyBasisPoints(amount, markupBps, 'up')));
   const pricingAbove = (inputTokens: number): Pricing => {
     const rates = Object.fromEntries(
-      classes.map(([field, own, fallback]) => {
-        const tiered = prices[own] ?? prices[fallback];
+      classes.map(([field, ...chain]) => {
+        const tiered = chain.map((priceClass) => prices[priceClass]).find((price) => price !== undefined);
         let rate = tiered?.base;
         for (const tier of tiered?.tiers ?? []) if (inputTokens > tier.above) rate = tier.price;
         return [field, rate ? retail(rate) : '0.00000000'];
