@@ -68,7 +68,14 @@ describe('every surface ends a cut answer in its own words', () => {
       )
       .filter((data): data is string => data !== undefined && data !== '[DONE]')
       .map((data) => JSON.parse(data) as Record<string, any>);
-    return { status, events, provider };
+    return { status, text, events, provider };
+  }
+
+  /** After a cut: the wallet is not below zero, and the books agree with what the provider generated. */
+  async function expectBooked(walletId: string, provider: ReturnType<typeof generatingProvider>) {
+    await settled(testEnv);
+    expect(unitsOf((await wallet(testEnv, walletId)).balance)).toBeGreaterThanOrEqual(0n);
+    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
   }
 
   it('Anthropic Messages: stop_reason "max_tokens", and the faucet object says why', async () => {
@@ -83,9 +90,7 @@ describe('every surface ends a cut answer in its own words', () => {
     const delta = events.find((event) => event.type === 'message_delta');
     expect(delta).toMatchObject({ delta: { stop_reason: 'max_tokens' }, faucet: { cut_reason: 'insufficient_balance' } });
     expect(events.at(-1)).toMatchObject({ type: 'message_stop' });
-    await settled(testEnv);
-    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
-    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+    await expectBooked(session.walletId, provider);
   });
 
   it('OpenAI Responses: status "incomplete" for max_output_tokens, and the faucet object says why', async () => {
@@ -105,51 +110,39 @@ describe('every surface ends a cut answer in its own words', () => {
         faucet: { cut_reason: 'insufficient_balance' },
       },
     });
-    await settled(testEnv);
-    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
-    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+    await expectBooked(session.walletId, provider);
   });
 
   it('Anthropic Messages not streamed: the whole message ends with stop_reason "max_tokens", its faucet object saying why', async () => {
     const session = await fundedSession(testEnv, '0.05000000');
-    const provider = generatingProvider();
-    const { text, status } = await postToGateway(
-      gatewayWith({ upstreamFetch: provider.upstream.fetch }),
-      testEnv,
+    const { status, text, provider } = await post(
       '/v1/messages',
+      session.token,
       { model: 'openai:gpt-4o', max_tokens: 32_000, messages: [{ role: 'user', content: 'Write a long story' }] },
-      { authorization: `Bearer ${session.token}`, 'anthropic-version': '2023-06-01' },
+      { 'anthropic-version': '2023-06-01' },
     );
     expect(status).toBe(200);
     const message = JSON.parse(text) as Record<string, any>;
     expect(message).toMatchObject({ type: 'message', stop_reason: 'max_tokens', faucet: { cut_reason: 'insufficient_balance' } });
     expect(message.content[0].text.length).toBeGreaterThan(2_000);
     expect(provider.upstream.requests[0]?.body).toMatchObject({ stream: true });
-    await settled(testEnv);
-    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
-    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+    await expectBooked(session.walletId, provider);
   });
 
   it('OpenAI Responses not streamed: status "incomplete" for max_output_tokens, its faucet object saying why', async () => {
     const session = await fundedSession(testEnv, '0.05000000');
-    const provider = generatingProvider();
-    const { text, status } = await postToGateway(
-      gatewayWith({ upstreamFetch: provider.upstream.fetch }),
-      testEnv,
-      '/v1/responses',
-      { model: 'openai:gpt-4o', max_output_tokens: 32_000, input: 'Write a long story' },
-      { authorization: `Bearer ${session.token}` },
-    );
+    const { status, text, provider } = await post('/v1/responses', session.token, {
+      model: 'openai:gpt-4o',
+      max_output_tokens: 32_000,
+      input: 'Write a long story',
+    });
     expect(status).toBe(200);
-    const response = JSON.parse(text) as Record<string, any>;
-    expect(response).toMatchObject({
+    expect(JSON.parse(text)).toMatchObject({
       object: 'response',
       status: 'incomplete',
       incomplete_details: { reason: 'max_output_tokens' },
       faucet: { cut_reason: 'insufficient_balance' },
     });
-    await settled(testEnv);
-    expect(unitsOf((await wallet(testEnv, session.walletId)).balance)).toBeGreaterThanOrEqual(0n);
-    await expectBooksAgree(testEnv, provider.upstream.requests, provider.usageOf);
+    await expectBooked(session.walletId, provider);
   });
 });
