@@ -378,11 +378,17 @@ export const gatewayCalls = pgTable(
     platformFeeBps: integer('platform_fee_bps'),
     /** The feature's fallbacks (`provider:model`) the hold was sized over (migration 0018); null before it or without fallback. */
     fallbackModels: jsonb('fallback_models').$type<string[]>(),
+    /**
+     * The longest lifetime of the prompt's cache breakpoints (`5m`, `1h`; migration 0035): a call
+     * booked at its bound prices its input at that cache-write price, as its hold did. Null: none.
+     */
+    boundCacheLifetime: text('bound_cache_lifetime').$type<'5m' | '1h'>(),
   },
   (table) => [
     check('gateway_calls_status', sql`${table.status} in ('in_flight', 'settled', 'abandoned')`),
     check('gateway_calls_bound_input_tokens_check', sql`${table.boundInputTokens} >= 0`),
     check('gateway_calls_bound_output_tokens_check', sql`${table.boundOutputTokens} >= 0`),
+    check('gateway_calls_bound_cache_lifetime', sql`${table.boundCacheLifetime} in ('5m', '1h')`),
     uniqueIndex('gateway_calls_idempotency').on(table.endUserId, table.clientRequestId).where(sql`${table.status} <> 'abandoned'`),
     index('gateway_calls_in_flight').on(table.deadlineAt).where(sql`${table.status} = 'in_flight'`),
     // Per-end-user limits (migration 0011): the last minute's calls, and the calls in flight.

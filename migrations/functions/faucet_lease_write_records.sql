@@ -36,7 +36,7 @@ declare
     'id', 'money_key', 'client_request_id', 'fingerprint', 'app_id', 'end_user_id', 'feature_key', 'route_mode', 'provider',
     'model', 'provider_credential_id', 'bound_input_tokens', 'bound_output_tokens', 'deadline_at', 'created_at',
     'developer_price_per_mtok_usd', 'open_fee_usd', 'developer_share_bps', 'platform_markup_bps', 'platform_fee_bps',
-    'fallback_models'];
+    'fallback_models', 'bound_cache_lifetime'];
   c_call_required constant text[] := array[
     'id', 'money_key', 'client_request_id', 'fingerprint', 'app_id', 'end_user_id', 'feature_key', 'route_mode', 'provider',
     'model', 'bound_input_tokens', 'bound_output_tokens', 'deadline_at', 'created_at', 'developer_share_bps'];
@@ -115,7 +115,8 @@ begin
         insert into gateway_calls (id, money_key, client_request_id, fingerprint, app_id, end_user_id, feature_key, route_mode,
                                    provider, model, provider_credential_id, bound_input_tokens, bound_output_tokens, status,
                                    deadline_at, created_at, closed_at, developer_price_per_mtok_usd, open_fee_usd,
-                                   developer_share_bps, platform_markup_bps, platform_fee_bps, fallback_models)
+                                   developer_share_bps, platform_markup_bps, platform_fee_bps, fallback_models,
+                                   bound_cache_lifetime)
         select r.id, r.money_key,
                case when r.nth > 1 or exists (
                       select 1 from gateway_calls g
@@ -128,7 +129,7 @@ begin
                case when v_named_calls ? r.id::text then 'settled' else 'in_flight' end, r.deadline_at, r.created_at,
                case when v_named_calls ? r.id::text then now() end,
                r.developer_price_per_mtok_usd, r.open_fee_usd, r.developer_share_bps, r.platform_markup_bps, r.platform_fee_bps,
-               r.fallback_models
+               r.fallback_models, r.bound_cache_lifetime
           from accepted r
          where r.copy = 1
          order by r.ordinality

@@ -54,6 +54,7 @@ function settledCall(options: LeaseFlushOptions, endUserId: string, fingerprint:
     platform_markup_bps: null,
     platform_fee_bps: null,
     fallback_models: null,
+    bound_cache_lifetime: null,
   };
   const booking = bookingElement({
     requestId: record.money_key,

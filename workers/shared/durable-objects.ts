@@ -87,6 +87,8 @@ export interface WalletCallRequest {
     authorizedAt: number;
     /** Every candidate's bounds, for booking the call at its worst case if it is never settled. */
     candidates: Array<{ provider: string; model: string; boundInputTokens: number; boundOutputTokens: number }>;
+    /** The longest lifetime of the prompt's cache breakpoints: its input is booked at that write price at its bound. */
+    cacheLifetime?: '5m' | '1h' | null;
   };
   /** Tests only (ENVIRONMENT=test): the database of the test file, which the object's own environment cannot name. */
   databaseUrl?: string;

@@ -43,6 +43,19 @@ describe('rateAtBound: the one rule for a call never settled', () => {
     expect(formatUsd(reversed.retailUsd)).toBe(formatUsd(rated.retailUsd));
   });
 
+  it('books the input of a prompt with cache breakpoints at the write price of their longest lifetime, as its hold priced it', () => {
+    const candidates = [bound('anthropic', 'claude-sonnet-4-5')];
+    const plain = rateAtBound({ routeMode: 'platform', candidates, pricedAt }, {}, defaultRatingSettings);
+    const fiveMinutes = rateAtBound({ routeMode: 'platform', candidates, pricedAt, cacheLifetime: '5m' }, {}, defaultRatingSettings);
+    const oneHour = rateAtBound({ routeMode: 'platform', candidates, pricedAt, cacheLifetime: '1h' }, {}, defaultRatingSettings);
+    expect(fiveMinutes).toMatchObject({ inputTokens: 1_000, cacheWriteTokens: 1_000, cacheWrite1hTokens: 0 });
+    expect(oneHour).toMatchObject({ inputTokens: 1_000, cacheWriteTokens: 0, cacheWrite1hTokens: 1_000 });
+    // 3.00 / 3.75 / 6.00 USD per million input tokens (plain, five-minute write, one-hour write); 15.00 output.
+    expect(formatUsd(plain.upstreamCostUsd)).toBe('0.06300000');
+    expect(formatUsd(fiveMinutes.upstreamCostUsd)).toBe('0.06375000');
+    expect(formatUsd(oneHour.upstreamCostUsd)).toBe('0.06600000');
+  });
+
   it("never books output past the model's own cap", () => {
     const cap = outputTokenCap('openai', 'gpt-4o-mini');
     const rated = rateAtBound(

@@ -31,6 +31,11 @@ export interface CallAtBound {
   candidates: readonly BoundCandidate[];
   /** When the call was authorized: picks the catalog's price period. */
   pricedAt: Date;
+  /**
+   * The longest lifetime of the prompt's cache breakpoints (null: none): all of the input is booked at
+   * that lifetime's cache-write price, as the hold priced it (the provider may have written all of it).
+   */
+  cacheLifetime?: '5m' | '1h' | null;
 }
 
 export function rateAtBound(call: CallAtBound, pricing: FeaturePricing, settings: RatingSettings): RatedUsage {
@@ -46,6 +51,8 @@ export function rateAtBound(call: CallAtBound, pricing: FeaturePricing, settings
         provider: candidate.provider,
         model: candidate.model,
         inputTokens: candidate.inputTokens,
+        cacheWriteTokens: call.cacheLifetime === '5m' ? candidate.inputTokens : 0,
+        cacheWrite1hTokens: call.cacheLifetime === '1h' ? candidate.inputTokens : 0,
         outputTokens: Math.min(candidate.outputTokens, outputTokenCap(candidate.provider, candidate.model)),
         estimated: true,
         pricedAt: call.pricedAt,

@@ -59,6 +59,7 @@ interface LegacyCall {
   prices: RecordedPrices | null;
   fallbacks?: string[];
   createdAt?: Date;
+  cacheLifetime?: '5m' | '1h';
 }
 
 /**
@@ -75,8 +76,8 @@ async function legacyCallInFlight(session: { endUserId: string }, legacy: Legacy
     `insert into gateway_calls (id, money_key, client_request_id, fingerprint, app_id, end_user_id, feature_key, route_mode, provider,
                                 model, provider_credential_id, bound_input_tokens, bound_output_tokens, deadline_at, created_at,
                                 developer_price_per_mtok_usd, open_fee_usd, developer_share_bps, platform_markup_bps, platform_fee_bps,
-                                fallback_models)
-     select $1, $2, $3, $4, a.id, $5, $6, $7, $8, $9, $10, $11, $12, now() - interval '1 hour', $13, $14, $15, $16, $17, $18, $19
+                                fallback_models, bound_cache_lifetime)
+     select $1, $2, $3, $4, a.id, $5, $6, $7, $8, $9, $10, $11, $12, now() - interval '1 hour', $13, $14, $15, $16, $17, $18, $19, $21
        from apps a where a.public_app_id = $20`,
     [
       id,
@@ -99,6 +100,7 @@ async function legacyCallInFlight(session: { endUserId: string }, legacy: Legacy
       legacy.prices?.platformFeeBps ?? null,
       legacy.fallbacks === undefined ? null : JSON.stringify(legacy.fallbacks),
       demoPublicAppId,
+      legacy.cacheLifetime ?? null,
     ],
   );
   const [held] = await sql<{ outcome: string }>(testEnv, 'select outcome from faucet_reserve_hold($1, $2, $3, 3600)', [
@@ -210,6 +212,31 @@ describe('the sweeper books a legacy in_flight row at its bound, once', () => {
     expect(await sweep()).toEqual({ booked: 0, abandoned: 0 });
     expect(await usageRows(testEnv, requestId)).toHaveLength(1);
     expect((await withDatabase(reconcileLedger)).ok).toBe(true);
+  });
+
+  it('a prompt with cache breakpoints: its input at the write price of their longest lifetime, as the hold priced it', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const sonnet = { provider: 'anthropic', model: 'claude-sonnet-4-5' };
+    const plain = rated('platform', sonnet, tokens, noFeaturePrices, atAuthorization);
+    const requestId = await legacyCallInFlight(session, {
+      routeMode: 'platform',
+      featureKey: 'chat',
+      ...sonnet,
+      ...tokens,
+      cacheLifetime: '1h',
+      hold: '0.01000000',
+      prices: { ...noFeaturePrices, developerShareBps: 5_000, platformMarkupBps: 2_000, platformFeeBps: 1_000 },
+    });
+    expect(await sweep()).toEqual({ booked: 1, abandoned: 0 });
+    // 120 input tokens at 6.00 USD per million (a one-hour write), 400 output at 15.00: 0.00672, not 0.00636 at 3.00.
+    expect(plain.upstream_cost_usd).toBe('0.00636000');
+    expect(await booking(requestId)).toMatchObject({ upstream_cost_usd: '0.00672000' });
+    const [row] = await sql<{ cache_write_1h_tokens: number }>(
+      testEnv,
+      'select cache_write_1h_tokens from usage_events where client_request_id = $1',
+      [requestId],
+    );
+    expect(row?.cache_write_1h_tokens).toBe(120);
   });
 
   it("platform: at the markup and the app's channel share recorded at authorization, not the sweep's", async () => {

@@ -55,6 +55,7 @@ interface StaleCall {
   platform_fee_bps: number | null;
   /** The fallbacks (`provider:model`) the call was authorized with; null: none recorded. */
   fallback_models: string[] | null;
+  bound_cache_lifetime: '5m' | '1h' | null;
 }
 
 export async function sweepStaleCalls(db: SqlDatabase, env: Env, limit = 200): Promise<SweepResult> {
@@ -68,7 +69,7 @@ export async function sweepStaleCalls(db: SqlDatabase, env: Env, limit = 200): P
                (case when g.developer_share_bps is null then f.developer_price_per_mtok_usd else g.developer_price_per_mtok_usd end)
                  ::numeric(20, 8)::text as developer_price_per_mtok_usd,
                (case when g.developer_share_bps is null then f.open_fee_usd else g.open_fee_usd end)::numeric(20, 8)::text as open_fee_usd,
-               g.platform_markup_bps, g.platform_fee_bps, g.fallback_models
+               g.platform_markup_bps, g.platform_fee_bps, g.fallback_models, g.bound_cache_lifetime
           from gateway_calls g join apps a on a.id = g.app_id
           left join app_features f on f.app_id = g.app_id and f.feature_key = g.feature_key
          where g.status = 'in_flight' and g.deadline_at + make_interval(secs => ${settleGraceSeconds}::integer) < now()
@@ -98,6 +99,7 @@ export async function sweepStaleCalls(db: SqlDatabase, env: Env, limit = 200): P
         })),
         // The catalog's price period when the call was authorized (a time-of-day price may have changed since).
         pricedAt: new Date(call.created_at),
+        cacheLifetime: call.bound_cache_lifetime,
       },
       pricing,
       settings,

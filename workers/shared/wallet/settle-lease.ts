@@ -52,6 +52,8 @@ export interface LeasedCallRecord {
   platformMarkupBps: number | null;
   platformFeeBps: number | null;
   fallbackModels: string[] | null;
+  /** The prompt's longest cache-breakpoint lifetime: booked at that write price at its bound (null: none). */
+  boundCacheLifetime?: '5m' | '1h' | null;
 }
 
 export interface SettleLeaseInput {
@@ -295,6 +297,7 @@ function callRecord(call: LeasedCallRecord): CallRecordColumns {
     platform_markup_bps: call.platformMarkupBps,
     platform_fee_bps: call.platformFeeBps,
     fallback_models: call.fallbackModels,
+    bound_cache_lifetime: call.boundCacheLifetime ?? null,
   };
 }
 

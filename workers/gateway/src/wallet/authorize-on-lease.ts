@@ -89,6 +89,7 @@ export async function authorizeOnLease(
         boundInputTokens: (candidate.bounds ?? bounds).worstCaseInputTokens,
         boundOutputTokens: (candidate.bounds ?? bounds).worstCaseOutputTokens,
       })),
+      cacheLifetime: bounds.cacheLifetime,
     },
     // Only the tests' objects need it (each test file has a database of its own, named by the test
     // harness's bindings, which only the test configuration has — a test may set ENVIRONMENT to

@@ -180,6 +180,7 @@ export class AuthorizeStep {
         platform_markup_bps: call.platformMarkupBps,
         platform_fee_bps: call.platformFeeBps,
         fallback_models: request.fallbacks,
+        bound_cache_lifetime: call.cacheLifetime ?? null,
       },
       rating: {
         developerShareBps: context.developerShareBps,
@@ -193,6 +194,7 @@ export class AuthorizeStep {
         appId: context.appId as string,
         endUserId,
         candidates: call.candidates,
+        cacheLifetime: call.cacheLifetime ?? null,
         routeMode: route,
         providerCredentialId: key?.id ?? null,
       },

@@ -34,6 +34,7 @@ export function boundBooking(env: Env, call: StoredCall): WalletSettlement {
         outputTokens: Math.min(candidate.boundOutputTokens, rating.maxOutputTokens ?? candidate.boundOutputTokens),
       })),
       pricedAt: new Date(rating.authorizedAt),
+      cacheLifetime: rating.cacheLifetime ?? null,
     },
     featurePricing,
     settings,

@@ -43,6 +43,8 @@ export interface StoredCall {
     appId: string;
     endUserId: string;
     candidates: Array<{ provider: string; model: string; boundInputTokens: number; boundOutputTokens: number }>;
+    /** The prompt's longest cache-breakpoint lifetime (absent on calls stored before it was kept: none). */
+    cacheLifetime?: '5m' | '1h' | null;
     /** Absent on calls stored before the byok route was leased: platform. */
     routeMode?: LeasedRoute;
     /** On the byok route the end user's key the call used, on the developer_key route the developer's. */

@@ -21,6 +21,7 @@ beforeAll(async () => {
   testEnv = await gatewayTestEnv({
     OPENAI_API_KEY: 'sk-platform-pool-test',
     DEEPSEEK_API_KEY: 'sk-deepseek-pool-test',
+    ANTHROPIC_API_KEY: 'sk-ant-pool-test',
     CALL_SETTLE_GRACE_SECONDS: '1',
   });
   const stored = await call(api(), testEnv, '/v1/developer/provider-keys', {
@@ -256,5 +257,40 @@ describe('a call never settled is booked by its wallet object at the prices it w
       );
     expect(costAt(authorizedAt)).not.toBe(costAt(now));
     expect(row!.upstream_cost_usd).toBe(costAt(authorizedAt));
+  });
+
+  it('books the input of a prompt with a one-hour cache breakpoint at the one-hour write price its hold was sized at', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const cached = { type: 'text', text: 'A long shared context. '.repeat(200), cache_control: { type: 'ephemeral', ttl: '1h' } };
+    const { requestId, callId, kept, authorized } = await callLeftInFlight(session.token, {
+      model: 'anthropic:claude-sonnet-4-5',
+      route_mode: 'platform',
+      messages: [{ role: 'user', content: [cached, { type: 'text', text: 'Summarize it.' }] }],
+    });
+    expect(kept.record.bound_cache_lifetime).toBe('1h');
+    expect(kept.rating.cacheLifetime).toBe('1h');
+
+    await sweep(session.token, callId);
+    const [row] = await sql<{ retail_usd: string; input_tokens: number; cache_write_1h_tokens: number; lifetime: string }>(
+      testEnv,
+      `select u.retail_usd::text, u.input_tokens, u.cache_write_1h_tokens, g.bound_cache_lifetime as lifetime
+         from usage_events u join gateway_calls g on g.money_key = u.request_id where u.client_request_id = $1`,
+      [requestId],
+    );
+    // All of the input at the one-hour write price: exactly what was held, never the plain input price below it.
+    expect(row).toMatchObject({ input_tokens: authorized.input, cache_write_1h_tokens: authorized.input, lifetime: '1h' });
+    expect(row?.retail_usd).toBe(authorized.hold);
+
+    // At the plain input price it would have booked less than the provider may have charged
+    // (the stale-call sweeper books by the same rule from the column: sweep-stale-calls.test.ts).
+    const plainInput = rateUsage({
+      routeMode: 'platform',
+      provider: 'anthropic',
+      model: 'claude-sonnet-4-5',
+      inputTokens: authorized.input,
+      outputTokens: authorized.output,
+      estimated: true,
+    }).retailUsd;
+    expect(formatUsd(plainInput)).not.toBe(authorized.hold);
   });
 });
