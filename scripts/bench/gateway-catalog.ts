@@ -49,6 +49,17 @@ const completion = JSON.stringify({
   usage: { prompt_tokens: 14, completion_tokens: 1, total_tokens: 15 },
 });
 
+/** The same answer streamed, as a provider streams when asked (a call held for a quota is read as a stream). */
+const completionEvents = (() => {
+  const { choices, usage, ...head } = JSON.parse(completion);
+  const chunk = (fields: object) => `data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', ...fields })}\n\n`;
+  return [
+    chunk({ choices: [{ index: 0, delta: choices[0].message, finish_reason: null }] }),
+    chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage }),
+    'data: [DONE]\n\n',
+  ].join('');
+})();
+
 /**
  * The gateway's entry with another catalog and the in-isolate upstream, written at run time beside
  * the bundle (a module in the repo that nothing imports would only serve this benchmark).
@@ -66,7 +77,8 @@ function writeEntry(dir: string, catalog: 'full' | 'reference'): string {
       `import { referenceCatalog } from ${from('scripts/bench/catalog-lookup.ts')};`,
       `export { WalletObject } from ${from('workers/gateway/src/wallet/wallet-object.ts')};`,
       `const completion = ${JSON.stringify(completion)};`,
-      `const answerAtOnce = async () => new Response(completion, { headers: { 'content-type': 'application/json' } });`,
+      `const completionEvents = ${JSON.stringify(completionEvents)};`,
+      "const answerAtOnce = async (request) => (await request.text()).includes('\"stream\":true') ? new Response(completionEvents, { headers: { 'content-type': 'text/event-stream' } }) : new Response(completion, { headers: { 'content-type': 'application/json' } });",
       `export default createGatewayApp({ upstreamFetch: answerAtOnce, priceCatalog: ${priceCatalog} });`,
       '',
     ].join('\n'),

@@ -93,11 +93,47 @@ const messageEvents = [
   .map(([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
   .join('');
 
-/** The answer to a request at `path` (the chat completion unless another surface's path), streamed when asked on Messages. */
+/** The chat completion as OpenAI streams it: the message, the finish, the usage, `[DONE]`. */
+const completionEvents = (() => {
+  const { choices, usage: chatUsage, ...head } = JSON.parse(completion);
+  const chunk = (fields: object) => `data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', ...fields })}\n\n`;
+  return [
+    chunk({ choices: [{ index: 0, delta: choices[0].message, finish_reason: null }] }),
+    chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }),
+    chunk({ choices: [], usage: chatUsage }),
+    'data: [DONE]\n\n',
+  ].join('');
+})();
+
+/** The Responses answer as OpenAI streams it: created, the text, completed. */
+const responseEvents = (() => {
+  const response = JSON.parse(otherAnswers['/v1/responses']!);
+  const location = { item_id: 'msg_bench', output_index: 0, content_index: 0 };
+  return [
+    ['response.created', { response: { ...response, status: 'in_progress', output: [], usage: null } }],
+    ['response.output_item.added', { output_index: 0, item: { ...response.output[0], status: 'in_progress', content: [] } }],
+    ['response.content_part.added', { ...location, part: { type: 'output_text', text: '', annotations: [] } }],
+    ['response.output_text.delta', { ...location, delta: text }],
+    ['response.output_text.done', { ...location, text }],
+    ['response.content_part.done', { ...location, part: response.output[0].content[0] }],
+    ['response.output_item.done', { output_index: 0, item: response.output[0] }],
+    ['response.completed', { response }],
+  ]
+    .map(([type, data], index) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: index, ...(data as object) })}\n\n`)
+    .join('');
+})();
+
+/**
+ * The answer to a request at `path` (the chat completion unless another surface's path), streamed when
+ * asked, as a provider streams: Faucet reads a call it holds for a quota as a stream (docs/quota.md).
+ */
 function answerOf(path: string, body: string): { type: string; text: string } {
+  const streamed = body.includes('"stream":true');
   const answer = otherAnswers[path];
-  if (answer === undefined) return { type: 'application/json', text: completion };
-  if (path === '/v1/messages' && body.includes('"stream":true')) return { type: 'text/event-stream', text: messageEvents };
+  if (answer === undefined)
+    return streamed ? { type: 'text/event-stream', text: completionEvents } : { type: 'application/json', text: completion };
+  if (path === '/v1/messages' && streamed) return { type: 'text/event-stream', text: messageEvents };
+  if (path === '/v1/responses' && streamed) return { type: 'text/event-stream', text: responseEvents };
   return { type: 'application/json', text: answer };
 }
 
@@ -109,9 +145,8 @@ export async function startMockUpstream(probe: () => number = () => 0): Promise<
     probed = probe();
     const path = (request.url ?? '').split('?')[0]!;
     const chunks: Buffer[] = [];
-    // The chat route's body is not read (as before); another surface's is, for its `stream`.
-    if (path in otherAnswers) request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    else request.resume();
+    // Every body is read, for its `stream`.
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const answer = answerOf(path, Buffer.concat(chunks).toString());
       // A stream goes chunked, as a provider sends one; a JSON answer with its length.

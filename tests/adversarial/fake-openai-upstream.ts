@@ -1,6 +1,7 @@
 /**
  * A fake upstream on loopback for the local stack, one port for two providers (UPSTREAM_ALLOW_LOOPBACK
- * allows exactly one): OpenAI's `POST /v1/chat/completions` (OPENAI_BASE_URL), plain and SSE, and
+ * allows exactly one): OpenAI's `POST /v1/chat/completions` (OPENAI_BASE_URL), plain and SSE, its
+ * `POST /v1/responses` (fake-openai-responses.ts: where the Responses surface goes natively), and
  * Anthropic's `POST /v1/messages` (ANTHROPIC_BASE_URL; thinking, tool use and prompt caching as
  * fake-anthropic-messages.ts describes). It keeps the provider's side of the books — every call it
  * accepted, by the `x-client-request-id` the gateway sent, with the API that answered it and the
@@ -35,6 +36,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { imageTokenBound } from '#shared/providers/provider-catalog.ts';
 import { answerMessages, type MessagesBody, type PromptCache, sendAnthropicError } from './fake-anthropic-messages.ts';
+import { answerResponses, type ResponsesBody } from './fake-openai-responses.ts';
 import {
   type AnsweredCall,
   behaviourOf,
@@ -229,6 +231,7 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
   const routes: Record<string, (request: IncomingMessage, response: ServerResponse, body: unknown) => Promise<void>> = {
     '/v1/chat/completions': (request, response, body) => chat(request, response, body as Body),
     '/v1/messages': (request, response, body) => answerMessages(request, response, body as MessagesBody, books, promptCache),
+    '/v1/responses': (request, response, body) => answerResponses(request, response, body as ResponsesBody, books),
   };
 
   const server: Server = createServer((request, response) => {

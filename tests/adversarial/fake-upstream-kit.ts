@@ -8,7 +8,7 @@ export interface AnsweredCall {
   /** The `x-client-request-id` the gateway sent (its call id); null when it sent none. */
   callId: string | null;
   /** Which of the fake's APIs answered it. */
-  api: 'chat.completions' | 'messages';
+  api: 'chat.completions' | 'responses' | 'messages';
   model: string;
   stream: boolean;
   /** Every input token billed; for Messages the sum of `input_tokens` and the cache writes and reads. */

@@ -180,7 +180,7 @@ describe('0.05 USD and max_tokens 32,000 through the official openai package', (
     const faucet = (final as unknown as { faucet?: FaucetObject }).faucet;
     expect(faucet).toMatchObject({ provider: 'openai', model: 'gpt-4o' });
 
-    await expectCutAndBilled(callId, faucet, 'chat.completions');
+    await expectCutAndBilled(callId, faucet, 'responses');
   });
 
   it('chat completions not streamed: read upstream as a stream, answered whole with finish_reason "length" and the faucet object naming the balance', async () => {
@@ -215,7 +215,7 @@ describe('0.05 USD and max_tokens 32,000 through the official openai package', (
     const faucet = (answer as unknown as { faucet?: FaucetObject }).faucet;
     expect(faucet).toMatchObject({ provider: 'openai', model: 'gpt-4o' });
 
-    await expectCutAndBilled(callId, faucet, 'chat.completions');
+    await expectCutAndBilled(callId, faucet, 'responses');
   });
 });
 

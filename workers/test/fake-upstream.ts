@@ -2,9 +2,17 @@
  * Upstreams played in-process: a FetchFunction that records what the gateway sent and answers from
  * a script, so provider and gateway tests never touch the network. A script's whole answer to a
  * request for a stream is sent as that protocol's stream, as a provider streams when asked: the
- * gateway streams every call it holds for a quota, also one the client did not ask to stream.
+ * gateway streams every call it holds for a quota, also one the client did not ask to stream. A
+ * script written in chat terms answers OpenAI's Responses API (`…/responses`, where the Responses
+ * surface goes natively) in that API's words, by the gateway's own Responses translation.
  */
 import type { FetchFunction } from '#shared/upstream/outbound-fetch.ts';
+import { formatSseEvent } from '#shared/wire/format-sse.ts';
+import { SseDecoder } from '#shared/wire/sse.ts';
+import type { ChatCompletion, ChatCompletionChunk } from '../gateway/src/openai/chat-schemas.ts';
+import type { ResponsesRequest } from '../gateway/src/surfaces/responses/responses-request.ts';
+import { responseOfChatCompletion } from '../gateway/src/surfaces/responses/responses-response.ts';
+import { ResponsesStreamTranslator } from '../gateway/src/surfaces/responses/responses-stream.ts';
 
 export interface RecordedRequest {
   url: string;
@@ -31,7 +39,8 @@ export function fakeUpstream(answer: (request: RecordedRequest, signal: AbortSig
         body: text === '' ? undefined : (JSON.parse(text) as unknown),
       };
       requests.push(recorded);
-      return honoringStream(recorded, await answer(recorded, request.signal));
+      const answered = await honoringStream(recorded, await answer(recorded, request.signal));
+      return /\/responses(\?|$)/.test(recorded.url) ? inResponsesTerms(recorded, answered) : answered;
     },
   };
 }
@@ -190,4 +199,72 @@ function anthropicEventsOf(message: Record<string, unknown>): string[] {
     event('message_stop', {}),
   );
   return events;
+}
+
+/**
+ * A chat answer scripted for a request to the Responses API, in that API's words: a whole completion
+ * as a response object, a chat stream as Responses events (cancelling it cancels the script's stream,
+ * so a test sees the gateway stop reading). Errors and answers already in Responses terms pass as they are.
+ */
+async function inResponsesTerms(request: RecordedRequest, response: Response): Promise<Response> {
+  const body = request.body as ResponsesRequest;
+  const ids = { callId: crypto.randomUUID(), createdAt: 1_700_000_000 };
+  const type = response.headers.get('content-type') ?? '';
+  if (response.status !== 200) return response;
+  if (type.includes('application/json')) {
+    const answer = (await response.clone().json()) as ChatCompletion;
+    if (answer.object !== 'chat.completion') return response;
+    return new Response(JSON.stringify(responseOfChatCompletion(answer, body, ids)), { headers: { 'content-type': 'application/json' } });
+  }
+  if (!type.includes('text/event-stream') || response.body === null) return response;
+  const translator = new ResponsesStreamTranslator(body, ids);
+  const reader = response.body.getReader();
+  const sse = new SseDecoder();
+  const text = new TextDecoder();
+  /** Decided by the first bytes: a script already in Responses events passes as it is. */
+  let mode: 'translate' | 'pass' | undefined;
+  const events = new ReadableStream<Uint8Array>({
+    // Loops until it has enqueued something: a pull that returns empty-handed may not be called again.
+    async pull(controller) {
+      let sent = false;
+      const send = (list: Array<{ type: string }>) => {
+        for (const event of list) controller.enqueue(formatSseEvent(event.type, event));
+        if (list.length > 0) sent = true;
+      };
+      while (!sent) {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          return;
+        }
+        if (mode === undefined) {
+          mode = /"type":"response\./.test(text.decode(value, { stream: false })) ? 'pass' : 'translate';
+          if (mode === 'translate') send(translator.start());
+        }
+        if (mode === 'pass') {
+          controller.enqueue(value);
+          return;
+        }
+        for (const { event, raw } of sse.push(text.decode(value, { stream: true }))) {
+          if (event.data === '[DONE]') {
+            send(translator.finish());
+            continue;
+          }
+          let chunk: ChatCompletionChunk;
+          try {
+            chunk = JSON.parse(event.data) as ChatCompletionChunk;
+          } catch {
+            controller.enqueue(new TextEncoder().encode(raw));
+            sent = true;
+            continue;
+          }
+          send(translator.push(chunk));
+        }
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(events, { headers: { 'content-type': 'text/event-stream' } });
 }

@@ -43,6 +43,11 @@ export interface OpenAiDialect {
   reasoningInCompletion: boolean;
   /** OpenAI's own `x-client-request-id` header (the upstream audit's correlation); other upstreams get none. */
   sendsClientRequestId: boolean;
+  /**
+   * It serves OpenAI's Responses API (`<root>/responses`; Azure's v1 API at `<root>/v1/responses`): the
+   * Responses surface is sent there as the client wrote it, not translated through chat (OpenAI, Azure).
+   */
+  responsesApi: boolean;
 }
 
 export interface ProviderEntry {
@@ -73,6 +78,7 @@ const openAiDialect: OpenAiDialect = {
   streamUsage: 'include_usage',
   reasoningInCompletion: true,
   sendsClientRequestId: false,
+  responsesApi: false,
 };
 
 export const providerCatalog = {
@@ -81,7 +87,7 @@ export const providerCatalog = {
     baseUrl: 'https://api.openai.com/v1',
     poolKeySecret: 'OPENAI_API_KEY',
     poolBaseUrlSetting: 'OPENAI_BASE_URL',
-    dialect: { ...openAiDialect, sendsClientRequestId: true },
+    dialect: { ...openAiDialect, sendsClientRequestId: true, responsesApi: true },
   },
   anthropic: {
     protocol: 'anthropic',
@@ -139,7 +145,7 @@ export const providerCatalog = {
     baseUrl: '',
     poolKeySecret: 'AZURE_OPENAI_API_KEY',
     poolBaseUrlSetting: 'AZURE_OPENAI_BASE_URL',
-    dialect: { ...openAiDialect, url: 'azure_deployment', auth: 'api_key' },
+    dialect: { ...openAiDialect, url: 'azure_deployment', auth: 'api_key', responsesApi: true },
   },
   // Any OpenAI-compatible server with a public address; only the fields every such server takes.
   custom: {

@@ -26,6 +26,11 @@ export interface ProviderCall {
   callId?: string;
   /** Aborted when the client goes away; adapters stop the upstream exchange. */
   signal?: AbortSignal;
+  /**
+   * The Responses surface's request as the client sent it (Faucet's own fields removed): an adapter
+   * whose upstream serves the Responses API sends it there natively; every other adapter sends `request`.
+   */
+  responses?: Record<string, unknown>;
 }
 
 export interface ProviderAdapter {

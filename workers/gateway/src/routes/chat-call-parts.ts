@@ -55,6 +55,11 @@ export function attemptContext(call: Call, signal: AbortSignal): AttemptContext 
   };
 }
 
+/** The Responses request an adapter sends natively where its upstream serves that API (providers/provider.ts). */
+export function nativeOf(call: Call): { responses?: Record<string, unknown> } {
+  return call.read.responses === undefined ? {} : { responses: call.read.responses };
+}
+
 /** The plan the answering attempt is booked with: its own key (a fallback's on the byok route). */
 export function attemptPlan(call: Call, answered: { credentialId: string | null }): CallPlan {
   return { ...call.plan, providerCredentialId: answered.credentialId };

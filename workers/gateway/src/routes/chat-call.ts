@@ -35,6 +35,7 @@ import {
   type Call,
   endUnanswered,
   logFacts,
+  nativeOf,
   tenths,
   unreportedBounds,
   withAttempts,
@@ -174,7 +175,7 @@ async function upstreamAndSettle(call: Call): Promise<Response> {
     let answered: Answered<Awaited<ReturnType<ReturnType<Call['adapterFor']>['complete']>>>;
     try {
       answered = await tryCandidates(attemptContext(call, signal), call.candidates, (adapter, credential, attemptId, candidate) =>
-        adapter.complete({ request: candidate.request, credential, callId: attemptId, signal }),
+        adapter.complete({ request: candidate.request, credential, callId: attemptId, signal, ...nativeOf(call) }),
       );
     } catch (error) {
       const failed = error instanceof AttemptsFailed ? error : new AttemptsFailed(error, [], call.candidates[0] ?? null);

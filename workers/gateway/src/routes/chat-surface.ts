@@ -23,6 +23,11 @@ export interface SurfaceCall {
   stream: boolean;
   /** The metered stream passes the usage chunk on (chat's `stream_options.include_usage`; the translating surfaces need it). */
   includeUsage: boolean;
+  /**
+   * The Responses surface's request without Faucet's fields: sent as it is to an upstream that serves
+   * the Responses API (OpenAI, Azure), whose events the surface then answers with unchanged.
+   */
+  responses?: Record<string, unknown>;
 }
 
 /** What names an answer: the gateway's call id, the client's request id, when the call started (Unix seconds). */

@@ -18,6 +18,7 @@ import {
   type Call,
   endUnanswered,
   logFacts,
+  nativeOf,
   tenths,
   unreportedBounds,
   withAttempts,
@@ -79,7 +80,7 @@ async function meteredAnswer(
   try {
     // An attempt is final once its upstream accepted the stream: what it sends is forwarded as it comes, never retried.
     answered = await tryCandidates(attemptContext(call, upstream.signal), call.candidates, (adapter, credential, attemptId, candidate) =>
-      adapter.stream({ request: candidate.request, credential, callId: attemptId, signal: upstream.signal }),
+      adapter.stream({ request: candidate.request, credential, callId: attemptId, signal: upstream.signal, ...nativeOf(call) }),
     );
   } catch (error) {
     const failed = error instanceof AttemptsFailed ? error : new AttemptsFailed(error, [], call.candidates[0] ?? null);

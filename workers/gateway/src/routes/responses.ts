@@ -4,6 +4,9 @@
  * (surfaces/responses/: what cannot be honoured — built-in tools, stored state — is refused 400), and
  * the answer is written back as a response object, or as its typed stream events, with the `faucet`
  * object on the final response. Nothing is stored: `previous_response_id` and `store: true` are refused.
+ * To OpenAI and Azure the request goes natively, to their Responses API (`store: false`), and their
+ * response or events come back unchanged (providers/openai-compatible/responses-native.ts); the chat
+ * translation still bounds the hold and serves every other provider.
  */
 import type { ServiceApp } from '#shared/app.ts';
 import { bearerToken } from '#shared/auth/bearer.ts';
@@ -23,6 +26,7 @@ const responses: ChatSurface = {
   token: (c) => bearerToken(c),
   async read(c) {
     const body = parseResponsesBody(await readJsonBody(c));
+    const { feature: _feature, route_mode: _route, ...native } = body;
     return {
       body,
       model: body.model,
@@ -32,10 +36,15 @@ const responses: ChatSurface = {
       stream: body.stream === true,
       // The translator reads the usage chunk for `response.completed`.
       includeUsage: true,
+      responses: native,
     };
   },
-  answer: (c, completion, call, ids, headers) =>
-    c.json(responseOfChatCompletion(completion, call.body as ResponsesBody, ids), 200, headers),
+  answer(c, completion, call, ids, headers) {
+    // Answered natively (OpenAI, Azure): the upstream's response as it is, with the faucet object.
+    const native = completion.responses_response;
+    if (typeof native === 'object' && native !== null) return c.json({ ...native, faucet: completion.faucet }, 200, headers);
+    return c.json(responseOfChatCompletion(completion, call.body as ResponsesBody, ids), 200, headers);
+  },
   stream: (_c, metered, call, ids, headers) =>
     new Response(responsesEventStream(metered, new ResponsesStreamTranslator(call.body as ResponsesBody, ids)), {
       status: 200,

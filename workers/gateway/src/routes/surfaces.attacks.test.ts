@@ -812,8 +812,9 @@ describe('a tool loop: each turn is one upstream call, booked once with its own 
   /** The provider calls the tool first, then answers from its result. */
   const toolThenAnswer = () =>
     fakeUpstream((recorded) => {
-      const sent = recorded.body as { messages: Array<{ role: string }> };
-      return sent.messages.at(-1)?.role === 'tool'
+      // Chat (Messages), or the Responses API natively (Responses to OpenAI).
+      const sent = recorded.body as { messages?: Array<{ role: string }>; input?: Array<{ type?: string }> };
+      return sent.messages?.at(-1)?.role === 'tool' || sent.input?.at(-1)?.type === 'function_call_output'
         ? jsonResponse(openAiCompletion('It says hello.', usageOf(secondTurn)))
         : jsonResponse(toolCallCompletion('call_1', 'read_file', { path: 'a.txt' }, firstTurn));
     });
@@ -853,13 +854,12 @@ describe('a tool loop: each turn is one upstream call, booked once with its own 
       responses.headers(session.token, second),
     );
     expect(answered.json()).toMatchObject({ output: [{ type: 'message', content: [{ type: 'output_text', text: 'It says hello.' }] }] });
-    expect(sentMessages(upstream, 1).slice(1)).toEqual([
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } }],
-      },
-      { role: 'tool', tool_call_id: 'call_1', content: 'hello' },
+    // To OpenAI natively: the call and its output go upstream as the client wrote them.
+    expect(upstream.requests[1]?.url).toBe('https://api.openai.com/v1/responses');
+    expect((upstream.requests[1]?.body as { input?: unknown } | undefined)?.input).toEqual([
+      ask,
+      { type: 'function_call', call_id: 'call_1', name: 'read_file', arguments: '{"path":"a.txt"}' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'hello' },
     ]);
 
     expect(await bookedOnce(first)).toMatchObject({ input_tokens: 30, output_tokens: 12, estimated: false });

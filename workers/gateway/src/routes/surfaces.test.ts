@@ -104,16 +104,47 @@ describe('POST /v1/responses', () => {
     });
     expect(body.output).toMatchObject([{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'hello' }] }]);
     expect(body.faucet).toMatchObject({ request_id: requestId, route_mode: 'platform', charge: { currency: 'USD' } });
-    // Sent upstream as chat: the instructions as a system message, the output cap as max_completion_tokens.
-    expect(upstream.requests[0]?.body).toMatchObject({
+    // Sent to OpenAI natively, as written (read as a stream: the call is held for a quota), never stored there.
+    expect(upstream.requests[0]?.url).toBe('https://api.openai.com/v1/responses');
+    expect(upstream.requests[0]?.body).toEqual({
       model: 'gpt-4o-mini',
-      max_completion_tokens: 50,
+      instructions: 'Be brief.',
+      input: 'Say hello',
+      max_output_tokens: 50,
+      stream: true,
+      store: false,
+    });
+    await expectBilledAsReported(requestId, upstream, { input: 11, output: 7 });
+  });
+
+  it('to a provider without the Responses API: translated through chat, the instructions as a system message', async () => {
+    const session = await fundedSession(testEnv);
+    const upstream = answering();
+    const requestId = newRequestId();
+    const answer = await post(
+      gatewayWith({ upstreamFetch: upstream.fetch }),
+      '/v1/responses',
+      { ...ask, model: 'mistral:mistral-small-latest' },
+      { authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.json()).toMatchObject({
+      object: 'response',
+      status: 'completed',
+      output: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'hello' }] }],
+      usage: { input_tokens: 11, output_tokens: 7, total_tokens: 18 },
+    });
+    expect(upstream.requests[0]?.url).toBe('https://api.mistral.ai/v1/chat/completions');
+    expect(upstream.requests[0]?.body).toMatchObject({
+      model: 'mistral-small-latest',
+      max_tokens: 50,
       messages: [
         { role: 'system', content: 'Be brief.' },
         { role: 'user', content: 'Say hello' },
       ],
     });
-    await expectBilledAsReported(requestId, upstream, { input: 11, output: 7 });
+    // Mistral gets no x-client-request-id, so no upstream audit here: its booking is the reported count.
+    expect(answer.json().faucet).toMatchObject({ request_id: requestId, input_tokens: 11, output_tokens: 7, estimated: false });
   });
 
   it('streams its typed events, ending on response.completed with the usage and the faucet object; booked once', async () => {

@@ -14,6 +14,7 @@ import { pickAcceptedFields } from '../accepted-fields.ts';
 import type { ProviderAdapter, ProviderCall, ProviderContext } from '../provider.ts';
 import { chunksFromOpenAiSse } from './chunks-from-openai-sse.ts';
 import { normalizeChunk, normalizeUsage } from './normalize-usage.ts';
+import { chunksFromResponsesSse, completionOfResponse, nativeResponsesBody, responsesUrl } from './responses-native.ts';
 
 const label = 'The upstream provider';
 
@@ -22,7 +23,11 @@ export function createOpenAiCompatibleAdapter(
   context: ProviderContext,
   dialect: OpenAiDialect = providerCatalog.openai.dialect,
 ): ProviderAdapter {
-  async function post(call: ProviderCall, body: Record<string, unknown>): Promise<Response> {
+  async function post(
+    call: ProviderCall,
+    body: Record<string, unknown>,
+    url = chatCompletionsUrl(call.credential.baseUrl, call.request.model, dialect),
+  ): Promise<Response> {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: body.stream === true ? 'text/event-stream' : 'application/json',
@@ -33,7 +38,7 @@ export function createOpenAiCompatibleAdapter(
     }
     if (call.callId !== undefined && dialect.sendsClientRequestId) headers['x-client-request-id'] = call.callId;
     const response = await outboundFetch(
-      chatCompletionsUrl(call.credential.baseUrl, call.request.model, dialect),
+      url,
       { method: 'POST', headers, body: JSON.stringify(body) },
       {
         fetch: context.fetch,
@@ -48,8 +53,16 @@ export function createOpenAiCompatibleAdapter(
     return response;
   }
 
+  /** The Responses surface's call, where the upstream serves that API: sent as the client wrote it (responses-native.ts). */
+  const nativeResponses = (call: ProviderCall, stream: boolean) =>
+    call.responses !== undefined && dialect.responsesApi
+      ? post(call, nativeResponsesBody(call.responses, call.request, stream), responsesUrl(call.credential.baseUrl, dialect))
+      : null;
+
   return {
     async complete(call) {
+      const native = nativeResponses(call, false);
+      if (native !== null) return completionOfResponse(await readBodyJson(await native), label);
       const { stream_options: _ignored, ...request } = upstreamRequest(call.request, dialect);
       const response = await post(call, { ...request, stream: false });
       const parsed = chatCompletionSchema.safeParse(await readBodyJson(response));
@@ -57,6 +70,12 @@ export function createOpenAiCompatibleAdapter(
       return { ...parsed.data, usage: normalizeUsage(parsed.data.usage, dialect) };
     },
     async stream(call) {
+      const native = nativeResponses(call, true);
+      if (native !== null) {
+        const response = await native;
+        if (response.body === null) throw new FaucetError('upstream_error', `${label} sent no stream.`);
+        return chunksFromResponsesSse(response.body, label);
+      }
       const { stream_options: requested, ...request } = upstreamRequest(call.request, dialect);
       // Usage is always needed for metering: asked for where the upstream sends it only when asked.
       const body =

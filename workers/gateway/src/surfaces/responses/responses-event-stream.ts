@@ -2,14 +2,19 @@
  * Puts the Responses translator after the metered stream: reads the metered stream's SSE (chat
  * chunks, its `faucet.usage` event, then `[DONE]` or an error envelope) and sends Responses SSE. The
  * metered stream still counts and settles the chat chunks; a client that goes away cancels the
- * metered stream through this one, so the call is still drained and booked there.
+ * metered stream through this one, so the call is still drained and booked there. A call answered
+ * natively (its chunks carry the upstream's Responses events) is relayed, not translated
+ * (native-responses-relay.ts).
  */
 import type { ErrorCode } from '#shared/wire/errors.ts';
 import { formatSseEvent } from '#shared/wire/format-sse.ts';
 import { SseDecoder } from '#shared/wire/sse.ts';
 import type { FaucetObject } from '../../metering/faucet-object.ts';
 import { chatCompletionChunkSchema } from '../../openai/chat-schemas.ts';
+import { NativeResponsesRelay } from './native-responses-relay.ts';
 import type { ResponsesStreamEvent, ResponsesStreamTranslator, StreamFailure } from './responses-stream.ts';
+
+type SentEvent = { type: string; sequence_number?: number };
 
 /**
  * The metered stream's SSE (chat chunks, its `faucet.usage` event, `[DONE]` or an error envelope) as
@@ -24,21 +29,33 @@ export function responsesEventStream(
   const decoder = new TextDecoder();
   const sse = new SseDecoder();
   let faucet: FaucetObject | undefined;
+  /** Set by the first chunk that carries an upstream Responses event. */
+  let relay: NativeResponsesRelay | null = null;
   let started = false;
   let ended = false;
+  /** A translated stream opens with the translator's `response.created` and `.in_progress`; a relayed one with the upstream's. */
+  const begin = (native: boolean): ResponsesStreamEvent[] => {
+    if (started) return [];
+    started = true;
+    if (native) relay = new NativeResponsesRelay();
+    return native ? [] : translator.start();
+  };
+  const finish = (): SentEvent[] => (relay === null ? [...begin(false), ...translator.finish(faucet)] : relay.finish(faucet));
+  const fail = (failure: StreamFailure): SentEvent[] =>
+    relay === null ? [...begin(false), ...translator.fail(failure, faucet)] : relay.fail(failure, faucet);
 
   /** One event of the metered stream: what to send for it, and whether it ended the stream. */
-  const translate = (data: string): ResponsesStreamEvent[] => {
+  const translate = (data: string): SentEvent[] => {
     if (data === '[DONE]') {
       ended = true;
-      return translator.finish(faucet);
+      return finish();
     }
     let value: unknown;
     try {
       value = JSON.parse(data);
     } catch {
       ended = true;
-      return translator.fail(upstreamFailure('The stream sent an event that is not JSON.'), faucet);
+      return fail(upstreamFailure('The stream sent an event that is not JSON.'));
     }
     const fields = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
     if (fields.object === 'faucet.usage') {
@@ -48,27 +65,26 @@ export function responsesEventStream(
     if (typeof fields.error === 'object' && fields.error !== null) {
       ended = true;
       const error = fields.error as Partial<StreamFailure>;
-      return translator.fail(
-        { code: error.code ?? 'upstream_error', message: error.message ?? 'The upstream stream failed.', request_id: error.request_id },
-        faucet,
-      );
+      return fail({
+        code: error.code ?? 'upstream_error',
+        message: error.message ?? 'The upstream stream failed.',
+        request_id: error.request_id,
+      });
     }
+    const upstreamEvent = fields.responses_event as SentEvent | undefined;
+    const opening = begin(upstreamEvent !== undefined);
+    if (relay !== null) return upstreamEvent === undefined ? [] : (relay as NativeResponsesRelay).push(upstreamEvent);
     const chunk = chatCompletionChunkSchema.safeParse(value);
     if (!chunk.success) {
       ended = true;
-      return translator.fail(upstreamFailure('The stream sent a chunk that is not a chat completion chunk.'), faucet);
+      return [...opening, ...fail(upstreamFailure('The stream sent a chunk that is not a chat completion chunk.'))];
     }
-    return translator.push(chunk.data);
+    return [...opening, ...translator.push(chunk.data)];
   };
 
   return new ReadableStream<Uint8Array>({
     // Loops until it has enqueued something: a pull that returns empty-handed may not be called again.
     async pull(controller) {
-      if (!started) {
-        started = true;
-        for (const event of translator.start()) controller.enqueue(formatSseEvent(event.type, event));
-        return;
-      }
       while (!ended) {
         let step: ReadableStreamReadResult<Uint8Array>;
         try {
@@ -76,11 +92,11 @@ export function responsesEventStream(
         } catch {
           step = { done: true, value: undefined };
         }
-        const events: ResponsesStreamEvent[] = [];
+        const events: SentEvent[] = [];
         if (step.done) {
           // Closed without `[DONE]` or an error envelope: the metered stream always ends with one of them.
           ended = true;
-          events.push(...translator.fail(upstreamFailure('The upstream stream ended early.'), faucet));
+          events.push(...fail(upstreamFailure('The upstream stream ended early.')));
         } else {
           for (const { event } of sse.push(decoder.decode(step.value, { stream: true }))) {
             if (!ended) events.push(...translate(event.data));
