@@ -117,9 +117,8 @@ describe('POST /v1/chat/completions on the platform route', () => {
       response_format: { type: 'text' },
       logit_bias: { '50256': -100 },
       max_tokens: 20,
-      // Held for a quota that grows with the answer: read as a stream (docs/quota.md), answered whole.
-      stream: true,
-      stream_options: { include_usage: true },
+      // Its first quota covers its 20 output tokens: held for them, answered whole by the provider.
+      stream: false,
     });
   });
 

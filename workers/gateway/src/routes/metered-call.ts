@@ -32,11 +32,16 @@ export async function streamCall(call: Call): Promise<Response> {
 }
 
 /**
- * Whether a call not streamed is read from its upstream as a stream: when it is held for a quota (its
- * output can be counted as it arrives; not on the byok route, whose hold does not grow with tokens).
+ * Whether a call not streamed is read from its upstream as a stream: when it is held for a quota that
+ * may have to grow (its output can be counted as it arrives, and its first grant is less than its
+ * whole bound within the feature's cap; not on the byok route, whose hold does not grow with tokens).
+ * A call whose first grant already covers its whole output is held for it and answered whole.
  */
 export function buffersStream(call: Call): boolean {
-  return !call.read.stream && call.held.cuttable && call.plan.routeMode !== 'byok';
+  const { held, plan } = call;
+  const cap = plan.maxOutputTokens ?? Number.POSITIVE_INFINITY;
+  const grows = Math.min(held.worstCaseOutputTokens, cap) < Math.min(held.wholeOutputTokens, cap);
+  return !call.read.stream && held.cuttable && grows && plan.routeMode !== 'byok';
 }
 
 /**

@@ -104,14 +104,14 @@ describe('POST /v1/responses', () => {
     });
     expect(body.output).toMatchObject([{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'hello' }] }]);
     expect(body.faucet).toMatchObject({ request_id: requestId, route_mode: 'platform', charge: { currency: 'USD' } });
-    // Sent to OpenAI natively, as written (read as a stream: the call is held for a quota), never stored there.
+    // Sent to OpenAI natively, as written, never stored there (its 50 output tokens fit its first quota: not streamed).
     expect(upstream.requests[0]?.url).toBe('https://api.openai.com/v1/responses');
     expect(upstream.requests[0]?.body).toEqual({
       model: 'gpt-4o-mini',
       instructions: 'Be brief.',
       input: 'Say hello',
       max_output_tokens: 50,
-      stream: true,
+      stream: false,
       store: false,
     });
     await expectBilledAsReported(requestId, upstream, { input: 11, output: 7 });
