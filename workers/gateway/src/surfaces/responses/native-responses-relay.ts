@@ -8,7 +8,7 @@
  */
 import type { FaucetObject } from '../../metering/faucet-object.ts';
 import { responsesUsageOf } from './responses-response.ts';
-import type { StreamFailure } from './responses-stream.ts';
+import { errorEventOf, responseErrorOf, type StreamFailure } from './responses-stream.ts';
 
 type Event = { type: string; sequence_number?: number } & Record<string, unknown>;
 type Item = { type?: string; content?: Array<Record<string, unknown>>; arguments?: string } & Record<string, unknown>;
@@ -56,20 +56,11 @@ export class NativeResponsesRelay {
     if (this.ended) return [];
     this.ended = true;
     const response = this.snapshot('failed', {
-      error: { code: failure.code === 'rate_limited' ? 'rate_limit_exceeded' : 'server_error', message: failure.message },
+      error: responseErrorOf(failure),
       usage: responsesUsageOf(null, faucet) ?? null,
       ...(faucet === undefined ? {} : { faucet }),
     });
-    return [
-      this.number({ type: 'response.failed', response }),
-      this.number({
-        type: 'error',
-        code: failure.code,
-        message: failure.message,
-        param: null,
-        ...(failure.request_id === undefined ? {} : { request_id: failure.request_id }),
-      }),
-    ];
+    return [this.number({ type: 'response.failed', response }), this.number(errorEventOf(failure))];
   }
 
   /** Keeps the response and its output as the events describe them. */

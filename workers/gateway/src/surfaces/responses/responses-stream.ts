@@ -20,6 +20,7 @@ import {
   type OutputRefusal,
   type OutputText,
   outputItemId,
+  type ResponseError,
   type ResponseIds,
   type ResponseObject,
   responseObject,
@@ -72,6 +73,22 @@ export interface StreamFailure {
   code: string;
   message: string;
   request_id?: string;
+}
+
+/** A failure as a failed response's `error`, in OpenAI's codes. */
+export function responseErrorOf(failure: StreamFailure): ResponseError {
+  return { code: failure.code === 'rate_limited' ? 'rate_limit_exceeded' : 'server_error', message: failure.message };
+}
+
+/** The `error` event that follows `response.failed`: Faucet's code and the request id. */
+export function errorEventOf(failure: StreamFailure) {
+  return {
+    type: 'error' as const,
+    code: failure.code,
+    message: failure.message,
+    param: null,
+    ...(failure.request_id === undefined ? {} : { request_id: failure.request_id }),
+  };
 }
 
 export class ResponsesStreamTranslator {
@@ -164,21 +181,8 @@ export class ResponsesStreamTranslator {
     if (this.ended) return [];
     this.ended = true;
     for (const state of this.output) state.item.status = state.item.status === 'in_progress' ? 'incomplete' : state.item.status;
-    const response = this.snapshot('failed', {
-      error: { code: failure.code === 'rate_limited' ? 'rate_limit_exceeded' : 'server_error', message: failure.message },
-      usage: responsesUsageOf(this.usage, faucet),
-      faucet,
-    });
-    return [
-      this.number({ type: 'response.failed', response }),
-      this.number({
-        type: 'error',
-        code: failure.code,
-        message: failure.message,
-        param: null,
-        ...(failure.request_id === undefined ? {} : { request_id: failure.request_id }),
-      }),
-    ];
+    const response = this.snapshot('failed', { error: responseErrorOf(failure), usage: responsesUsageOf(this.usage, faucet), faucet });
+    return [this.number({ type: 'response.failed', response }), this.number(errorEventOf(failure))];
   }
 
   private textDelta(kind: 'output_text' | 'refusal', delta: string, events: ResponsesStreamEvent[]): void {
