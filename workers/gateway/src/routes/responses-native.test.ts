@@ -9,6 +9,7 @@ import { sql, type TestEnv } from '../../../test/harness.ts';
 import { fakeUpstream, jsonResponse, sseResponse } from '../../../test/fake-upstream.ts';
 import { fundedSession, gatewayTestEnv, gatewayWith, newRequestId, postToGateway, settled, wallet } from '../../../test/gateway-kit.ts';
 import { upstreamEvents, upstreamResponse, upstreamSse, upstreamUsage } from '../../../test/responses-kit.ts';
+import { send as sendToApi } from '../../../test/provider-keys-kit.ts';
 import { expectBooksAgree } from '../../../test/wallet-kit.ts';
 
 let testEnv: TestEnv;
@@ -142,5 +143,45 @@ describe('the Responses API to OpenAI, natively', () => {
     expect(row?.n).toBe('0');
     // The provider bills no failed generation: the hold is released and the balance whole.
     expect(await wallet(testEnv, session.walletId)).toMatchObject({ balance: '1.00000000', held: '0.00000000' });
+  });
+
+  it("to Azure with an end user's own key: its v1 Responses API at the registered resource, with that key; booked on it", async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const azureKey = `az${crypto.randomUUID().replaceAll('-', '')}`;
+    const stored = await sendToApi(testEnv, '/v1/user/provider-keys', {
+      json: {
+        provider: 'azure',
+        api_key: azureKey,
+        base_url: 'https://contoso-user.openai.azure.com/openai?api-version=2025-01-01-preview',
+      },
+      token: session.token,
+    });
+    expect(stored.status).toBe(201);
+    const upstream = fakeUpstream(() => jsonResponse(upstreamResponse('completed', 'gpt-4o-mini')));
+    const requestId = newRequestId();
+    const answer = await postToGateway(
+      gatewayWith({ upstreamFetch: upstream.fetch }),
+      testEnv,
+      '/v1/responses',
+      { model: 'azure:gpt-4o-mini', route_mode: 'byok', input: 'Hi', max_output_tokens: 50 },
+      { authorization: `Bearer ${session.token}`, 'x-request-id': requestId },
+    );
+    expect(answer.status).toBe(200);
+    expect(upstream.requests.map((request) => request.url)).toEqual(['https://contoso-user.openai.azure.com/openai/v1/responses']);
+    expect(upstream.requests[0]?.headers['api-key']).toBe(azureKey);
+    expect(upstream.requests[0]?.headers.authorization).toBeUndefined();
+    // The deployment is the model, as on Azure's chat route; the answer is Azure's response as it is.
+    expect(upstream.requests[0]?.body).toEqual({ model: 'gpt-4o-mini', input: 'Hi', max_output_tokens: 50, stream: false, store: false });
+    const { faucet, ...response } = answer.json();
+    expect(response).toEqual(upstreamResponse('completed', 'gpt-4o-mini'));
+    expect(faucet).toMatchObject({ route_mode: 'byok', provider: 'azure', model: 'gpt-4o-mini' });
+    expect(JSON.stringify(answer.json())).not.toContain(azureKey);
+    await settled(testEnv);
+    const [row] = await sql<{ provider_credential_id: string; provider: string }>(
+      testEnv,
+      'select provider_credential_id::text, provider from usage_events where client_request_id = $1',
+      [requestId],
+    );
+    expect(row).toEqual({ provider_credential_id: stored.body.id, provider: 'azure' });
   });
 });
