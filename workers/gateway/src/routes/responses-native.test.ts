@@ -33,8 +33,11 @@ async function send(upstream: ReturnType<typeof fakeUpstream>, body: Record<stri
   return { answer, requestId, session };
 }
 
-/** The booking of the call: OpenAI's counts, its cached input and reasoning apart. */
-async function booked(requestId: string) {
+/**
+ * The call is booked once at the usage OpenAI reported, its cached input and reasoning apart (30 in,
+ * 10 of them cached; 20 out, 5 of them reasoning), and the upstream audit and reconciliation agree.
+ */
+async function expectBookedAsOpenAiReported(requestId: string, upstream: ReturnType<typeof fakeUpstream>) {
   await settled(testEnv);
   const rows = await sql<{
     input_tokens: number;
@@ -47,8 +50,8 @@ async function booked(requestId: string) {
     'select input_tokens, cached_tokens, output_tokens, reasoning_tokens, estimated from usage_events where client_request_id = $1',
     [requestId],
   );
-  expect(rows).toHaveLength(1);
-  return rows[0];
+  expect(rows).toEqual([{ input_tokens: 30, cached_tokens: 10, output_tokens: 20, reasoning_tokens: 5, estimated: false }]);
+  await expectBooksAgree(testEnv, upstream.requests, () => reported);
 }
 
 describe('the Responses API to OpenAI, natively', () => {
@@ -96,14 +99,7 @@ describe('the Responses API to OpenAI, natively', () => {
     expect(final?.response.id).toBe('resp_upstream_1');
     expect(final?.response.faucet).toMatchObject({ request_id: requestId, provider: 'openai', model: 'gpt-4o-mini', estimated: false });
 
-    expect(await booked(requestId)).toEqual({
-      input_tokens: 30,
-      cached_tokens: 10,
-      output_tokens: 20,
-      reasoning_tokens: 5,
-      estimated: false,
-    });
-    await expectBooksAgree(testEnv, upstream.requests, () => reported);
+    await expectBookedAsOpenAiReported(requestId, upstream);
   });
 
   it("not streamed, on a model that reasons: OpenAI's response as it is, with the faucet object", async () => {
@@ -121,14 +117,7 @@ describe('the Responses API to OpenAI, natively', () => {
     const { faucet, ...response } = answer.json();
     expect(response).toEqual(upstreamResponse('completed', 'o4-mini-2025-04-16'));
     expect(faucet).toMatchObject({ request_id: requestId, model: 'o4-mini', input_tokens: 30, output_tokens: 20, estimated: false });
-    expect(await booked(requestId)).toEqual({
-      input_tokens: 30,
-      cached_tokens: 10,
-      output_tokens: 20,
-      reasoning_tokens: 5,
-      estimated: false,
-    });
-    await expectBooksAgree(testEnv, upstream.requests, () => reported);
+    await expectBookedAsOpenAiReported(requestId, upstream);
   });
 
   it('an error event mid-stream: response.failed then error, in the Responses words; nothing delivered, nothing booked', async () => {
