@@ -206,8 +206,9 @@ export class AuthorizeStep {
     state.meta.lastActivity = Date.now();
     // Durable before the gateway calls the upstream (the output gate holds the answer until written).
     // One key: the call's record carries its request id's claim until it leaves the storage, and the
-    // last activity is kept with the next flush (a restart loses at most that second of it).
-    await state.ctx.storage.put(`call:${call.id}`, stored);
+    // last activity is kept with the next flush (a restart loses at most that second of it). The
+    // settlements waiting for a write go in the same one.
+    await state.ctx.storage.put(state.withSettled({ [`call:${call.id}`]: stored }));
     await this.alarms.schedule();
     return {
       outcome: 'authorized',

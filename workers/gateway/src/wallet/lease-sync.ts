@@ -192,11 +192,13 @@ export class LeaseSync {
     // and the new lease is kept, together.
     for (const row of pendingLogs) state.logs.delete(row.id);
     await state.ctx.storage.delete([...flushed.map((call) => `call:${call.id}`), ...pendingLogs.map((row) => `log:${row.id}`)]);
-    await state.ctx.storage.put({
-      meta: state.meta,
-      ...Object.fromEntries(refused.map((call) => [`call:${call.id}`, call])),
-      ...Object.fromEntries(flushed.map((call) => [`claim:${call.clientRequestId}`, claimUntil(call)])),
-    });
+    await state.ctx.storage.put(
+      state.withSettled<unknown>({
+        meta: state.meta,
+        ...Object.fromEntries(refused.map((call) => [`call:${call.id}`, call])),
+        ...Object.fromEntries(flushed.map((call) => [`claim:${call.clientRequestId}`, claimUntil(call)])),
+      }),
+    );
     if (result.tracedApps.length > 0) await this.queueTraces(logs, result.tracedApps);
     if (result.webhookEvents || logs.some(reachedSpendLimit)) await this.wakeWebhookRelay();
     if (state.hasUnflushed()) await this.scheduleAlarm();

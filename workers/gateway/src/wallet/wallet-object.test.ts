@@ -255,11 +255,15 @@ describe('a call the lease covers', () => {
     await expectBooksAgree(testEnv, fake.requests);
   });
 
-  it('settlements survive a restart of the object and are booked once', async () => {
+  it('settlements survive a restart of the object and are booked once, also those that waited to share a write', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const fake = upstream();
     const gateway = gatewayWith({ upstreamFetch: fake.fetch });
-    for (let index = 0; index < 3; index++) expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    // Two calls at once (a settlement written with the other's authorization or beside the other's
+    // settlement), then one alone (its settlement written on its own): each answered once durable.
+    const together = await Promise.all([chat(gateway, testEnv, session.token, body), chat(gateway, testEnv, session.token, body)]);
+    expect(together.map((response) => response.status)).toEqual([200, 200]);
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
     const object = objectOf(session.token);
     // Evict the object: its memory is gone; a new instance loads its storage (blockConcurrencyWhile).
     await runInDurableObject(object, async (_instance, state) => {

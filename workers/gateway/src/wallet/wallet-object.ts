@@ -95,13 +95,16 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       ...(settlement.log === undefined ? {} : { log: logRowOf(call.record, settlement.log) }),
     };
     state.calls.set(callId, settled);
-    await this.ctx.storage.put(`call:${callId}`, settled);
     if (intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000) === 0) {
       // Write-through: booked before the gateway answers (for tests and operators who want it).
+      await this.ctx.storage.put(`call:${callId}`, settled);
       await this.leases.sync(0n);
       return;
     }
+    // Durable before this answer leaves, in a write shared with the calls and settlements around it.
+    const written = state.writeSettled(callId);
     await this.alarms.schedule();
+    await written;
   }
 
   async abandon(callId: string, log?: CallLogFacts): Promise<void> {

@@ -16,6 +16,11 @@ import { budgetCommittedUnits, type Lease, type StoredCall, totalCommitted } fro
 
 /** How long a claimed x-request-id stays claimed after its call. */
 const claimTtlMs = 24 * 3600_000;
+/**
+ * The longest a settlement waits for a write the object makes anyway (the next call's
+ * authorization, a flush) before it is written on its own: settlements close together share one.
+ */
+const settlementWriteMs = 10;
 
 interface Meta {
   wallet: string | null;
@@ -33,6 +38,10 @@ export class WalletState {
   readonly revoked = new Set<string>();
   /** Request-log rows of calls that left no booking (abandoned, refused), kept (`log:<id>`) until a flush writes them. */
   readonly logs = new Map<string, CallLogRow>();
+  /** Settled calls whose record is newer in memory than in storage, and who waits for it to be written. */
+  private readonly unwritten = new Set<string>();
+  private waitingForWrite: Array<() => void> = [];
+  private writeTimer: ReturnType<typeof setTimeout> | null = null;
   /** Postgres statements this instance has run (the snapshot shows them: tests, the benchmark, operators). */
   statements = 0;
   readonly logger: Logger;
@@ -77,6 +86,43 @@ export class WalletState {
     if (this.logs.size > 0) return true;
     for (const call of this.calls.values()) if (call.state === 'settled') return true;
     return false;
+  }
+
+  /**
+   * A settled call's record is written with the object's next write (a call's authorization, a
+   * flush) or on its own within `settlementWriteMs`, whichever comes first: one storage commit for
+   * settlements and calls close together instead of one each. Resolves once that write is issued,
+   * so the caller's answer — the gateway's settlement acknowledged — leaves only once the record is
+   * durable (the object's output gate holds it until the commit is confirmed).
+   */
+  writeSettled(callId: string): Promise<void> {
+    this.unwritten.add(callId);
+    const issued = new Promise<void>((resolve) => this.waitingForWrite.push(resolve));
+    this.writeTimer ??= setTimeout(() => {
+      this.writeTimer = null;
+      const entries = this.withSettled({});
+      if (Object.keys(entries).length > 0) void this.ctx.storage.put(entries);
+    }, settlementWriteMs);
+    return issued;
+  }
+
+  /**
+   * `entries` to put, with the records of the settled calls not written yet (a call flushed
+   * meanwhile has left the storage with the flush's delete). Call it in the very expression that
+   * puts them: those waiting on the write are released when it is issued.
+   */
+  withSettled<T>(entries: Record<string, T | StoredCall>): Record<string, T | StoredCall> {
+    for (const callId of this.unwritten) {
+      const call = this.calls.get(callId);
+      if (call !== undefined) entries[`call:${callId}`] = call;
+    }
+    this.unwritten.clear();
+    if (this.writeTimer !== null) clearTimeout(this.writeTimer);
+    this.writeTimer = null;
+    const waiting = this.waitingForWrite;
+    this.waitingForWrite = [];
+    for (const release of waiting) release();
+    return entries;
   }
 
   /** Keeps a request-log row of a call that leaves no booking, for the next flush to write. */
