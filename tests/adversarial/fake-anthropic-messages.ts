@@ -32,7 +32,7 @@ import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { imageTokenBound } from '#shared/providers/provider-catalog.ts';
 import {
-  type AnsweredCall,
+  acceptCall,
   type Behaviour,
   behaviourOf,
   type FakeUpstreamBooks,
@@ -289,26 +289,18 @@ export async function answerMessages(
   const failure = refusalStatus(behaviour, model, books);
   if (failure !== null) return refuse(failure, 'fake upstream failure');
 
-  let clientGone = false;
-  response.on('close', () => {
-    if (!response.writableFinished) clientGone = true;
-  });
   const usage = inputUsage(body, cache);
-  const record: AnsweredCall = {
+  const accepted = acceptCall(response, books, {
     callId,
     api: 'messages',
     model,
     stream: body.stream === true,
     inputTokens: usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens,
-    outputTokens: 0,
-    ending: 'completed',
-  };
-  // Accepted: the prompt is processed and billed, whatever happens next.
-  books.answered.push(record);
-  books.inFlight += 1;
+  });
+  const { record } = accepted;
   try {
     await sleep(behaviour.delayMs);
-    if (clientGone) {
+    if (accepted.gone()) {
       record.ending = 'client_gone';
       return;
     }
@@ -344,7 +336,7 @@ export async function answerMessages(
           break generation;
         }
         await sleep(behaviour.everyMs);
-        if (clientGone) {
+        if (accepted.gone()) {
           record.ending = 'client_gone';
           return;
         }
@@ -369,7 +361,7 @@ export async function answerMessages(
       if (planned.type === 'tool_use') block.input = JSON.parse(json) as unknown;
       send('content_block_stop', { index });
     }
-    if (clientGone) {
+    if (accepted.gone()) {
       record.ending = 'client_gone';
       return;
     }

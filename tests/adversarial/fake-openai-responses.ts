@@ -6,15 +6,7 @@
  * The input is counted as a provider would: instructions, each input item's text, the tools.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  type AnsweredCall,
-  behaviourOf,
-  type FakeUpstreamBooks,
-  pieces,
-  providerTokens,
-  refusalStatus,
-  sleep,
-} from './fake-upstream-kit.ts';
+import { acceptCall, behaviourOf, type FakeUpstreamBooks, pieces, providerTokens, refusalStatus, sleep } from './fake-upstream-kit.ts';
 
 export interface ResponsesBody {
   model?: string;
@@ -59,21 +51,14 @@ export async function answerResponses(
     response.end(JSON.stringify({ error: { message: 'fake upstream failure', type: 'server_error', code: null, param: null } }));
     return;
   }
-  let clientGone = false;
-  response.on('close', () => {
-    if (!response.writableFinished) clientGone = true;
-  });
-  const record: AnsweredCall = {
+  const accepted = acceptCall(response, books, {
     callId,
     api: 'responses',
     model: body.model ?? '',
     stream: body.stream === true,
     inputTokens: inputTokensOf(body),
-    outputTokens: 0,
-    ending: 'completed',
-  };
-  books.answered.push(record);
-  books.inFlight += 1;
+  });
+  const { record } = accepted;
   try {
     await sleep(behaviour.delayMs);
     const limit = body.max_output_tokens ?? 16_384;
@@ -128,8 +113,8 @@ export async function answerResponses(
     });
 
     if (!record.stream) {
-      while (!clientGone && nextPiece() !== null) await sleep(behaviour.everyMs);
-      if (clientGone) {
+      while (!accepted.gone() && nextPiece() !== null) await sleep(behaviour.everyMs);
+      if (accepted.gone()) {
         record.ending = 'client_gone';
         return;
       }
@@ -139,7 +124,7 @@ export async function answerResponses(
       return;
     }
 
-    if (clientGone) {
+    if (accepted.gone()) {
       record.ending = 'client_gone';
       return;
     }
@@ -154,12 +139,12 @@ export async function answerResponses(
     send('response.content_part.added', { ...location, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
     for (;;) {
       await sleep(behaviour.everyMs);
-      if (clientGone) break;
+      if (accepted.gone()) break;
       const piece = nextPiece();
       if (piece === null) break;
       send('response.output_text.delta', { ...location, delta: piece, logprobs: [] });
     }
-    if (clientGone) {
+    if (accepted.gone()) {
       record.ending = 'client_gone';
       return;
     }

@@ -38,13 +38,14 @@ import { imageTokenBound } from '#shared/providers/provider-catalog.ts';
 import { answerMessages, type MessagesBody, type PromptCache, sendAnthropicError } from './fake-anthropic-messages.ts';
 import { answerResponses, type ResponsesBody } from './fake-openai-responses.ts';
 import {
+  acceptCall,
   type AnsweredCall,
   behaviourOf,
   type FakeUpstreamBooks,
   pieces,
   providerTokens,
-  type RefusedCall,
   refusalStatus,
+  type RefusedCall,
   sleep,
 } from './fake-upstream-kit.ts';
 
@@ -125,22 +126,14 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
       );
       return;
     }
-    let clientGone = false;
-    response.on('close', () => {
-      if (!response.writableFinished) clientGone = true;
-    });
-    const record: AnsweredCall = {
+    const accepted = acceptCall(response, books, {
       callId,
       api: 'chat.completions',
       model: body.model ?? '',
       stream: body.stream === true,
       inputTokens: inputTokensOf(body),
-      outputTokens: 0,
-      ending: 'completed',
-    };
-    // Accepted: the prompt is processed and billed, whatever happens next.
-    answered.push(record);
-    books.inFlight += 1;
+    });
+    const { record } = accepted;
     try {
       await sleep(behaviour.delayMs);
       const limit = body.max_completion_tokens ?? body.max_tokens ?? 16_384;
@@ -167,8 +160,8 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
       });
 
       if (!record.stream) {
-        while (!clientGone && nextPiece() !== null) await sleep(behaviour.everyMs);
-        if (clientGone) {
+        while (!accepted.gone() && nextPiece() !== null) await sleep(behaviour.everyMs);
+        if (accepted.gone()) {
           record.ending = 'client_gone';
           return;
         }
@@ -185,7 +178,7 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
         return;
       }
 
-      if (clientGone) {
+      if (accepted.gone()) {
         record.ending = 'client_gone';
         return;
       }
@@ -201,12 +194,12 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
       send(chunk({ role: 'assistant', content: '' }));
       for (;;) {
         await sleep(behaviour.everyMs);
-        if (clientGone) break;
+        if (accepted.gone()) break;
         const piece = nextPiece();
         if (piece === null) break;
         send(chunk({ content: piece }));
       }
-      if (clientGone) {
+      if (accepted.gone()) {
         record.ending = 'client_gone';
         return;
       }

@@ -1,8 +1,9 @@
 /**
- * What the fake upstream's two APIs (OpenAI chat completions, Anthropic Messages) share: the
- * provider's books (the log of answered and refused calls), its token count, and the behaviour
- * markers a prompt carries (listed in fake-openai-upstream.ts).
+ * What the fake upstream's APIs (OpenAI chat completions and Responses, Anthropic Messages) share:
+ * the provider's books (the log of answered and refused calls, a call accepted into them), its token
+ * count, and the behaviour markers a prompt carries (listed in fake-openai-upstream.ts).
  */
+import type { ServerResponse } from 'node:http';
 
 export interface AnsweredCall {
   /** The `x-client-request-id` the gateway sent (its call id); null when it sent none. */
@@ -116,3 +117,22 @@ export function refusalStatus(behaviour: Behaviour, model: string, books: FakeUp
 }
 
 export const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+
+/**
+ * A call the fake accepts: its record joins the books now (the prompt is processed and billed,
+ * whatever happens next) with no output yet, and `gone()` tells whether its client has left.
+ */
+export function acceptCall(
+  response: ServerResponse,
+  books: FakeUpstreamBooks,
+  call: Omit<AnsweredCall, 'outputTokens' | 'ending'>,
+): { record: AnsweredCall; gone(): boolean } {
+  let gone = false;
+  response.on('close', () => {
+    if (!response.writableFinished) gone = true;
+  });
+  const record: AnsweredCall = { ...call, outputTokens: 0, ending: 'completed' };
+  books.answered.push(record);
+  books.inFlight += 1;
+  return { record, gone: () => gone };
+}

@@ -1,22 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { formatSseDone, formatSseJson } from '#shared/wire/format-sse.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
-import type { FaucetObject } from '../metering/faucet-object.ts';
 import type { MeteredUsage } from '../metering/metered-usage.ts';
 import type { ChatCompletionChunk } from '../openai/chat-schemas.ts';
 import { bufferedAnswer, CompletionBuilder } from './buffered-answer.ts';
 import { meteredStream } from './metered-stream.ts';
+import { faucetFixture } from '../../../test/faucet-fixture.ts';
 
-const faucet: FaucetObject = {
-  request_id: 'req_1',
-  route_mode: 'platform',
-  provider: 'openai',
-  model: 'gpt-4o-mini',
-  input_tokens: 20,
-  output_tokens: 9,
-  estimated: false,
-  charge: { currency: 'USD', amount_usd: '0.000009', upstream_cost_usd: '0.000007' },
-};
+const faucet = faucetFixture({ provider: 'openai', model: 'gpt-4o-mini', input_tokens: 20, output_tokens: 9 });
 
 type Choice = ChatCompletionChunk['choices'][number];
 

@@ -18,6 +18,7 @@ import { requestForProtocol } from '../accepted-fields.ts';
 import { chunksFromAnthropicSse } from './chunks-from-anthropic-sse.ts';
 import { fromAnthropicResponse } from './from-anthropic-response.ts';
 import { toAnthropicRequest } from './to-anthropic-request.ts';
+import { faucetFixture } from '../../../../test/faucet-fixture.ts';
 
 const signature = 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds';
 const tool = { name: 'Read', description: 'Read a file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } };
@@ -131,16 +132,7 @@ const anthropicTurn = [
   { type: 'message_stop' },
 ];
 
-const faucet: FaucetObject = {
-  request_id: 'req_1',
-  route_mode: 'platform',
-  provider: 'anthropic',
-  model: 'claude-sonnet-4-5',
-  input_tokens: 40,
-  output_tokens: 61,
-  estimated: false,
-  charge: { currency: 'USD', amount_usd: '0.00100000', upstream_cost_usd: '0.00090000' },
-};
+const faucet = faucetFixture({ provider: 'anthropic', model: 'claude-sonnet-4-5', input_tokens: 40, output_tokens: 61 });
 
 function upstreamBody(events: unknown[]): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();

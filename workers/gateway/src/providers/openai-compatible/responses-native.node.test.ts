@@ -5,6 +5,7 @@ import { upstreamEvents, upstreamResponse, upstreamSse } from '../../../../test/
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
 import { NativeResponsesRelay } from '../../surfaces/responses/native-responses-relay.ts';
 import { chunksFromResponsesSse, completionOfResponse, nativeResponsesBody, responsesUrl } from './responses-native.ts';
+import { faucetFixture } from '../../../../test/faucet-fixture.ts';
 
 const label = 'The upstream provider';
 
@@ -128,16 +129,7 @@ describe('what comes back, in chat terms for the metered stream', () => {
 });
 
 describe('the relay of those events to the client', () => {
-  const faucet = {
-    request_id: 'req_1',
-    route_mode: 'platform' as const,
-    provider: 'openai',
-    model: 'gpt-4o-mini',
-    input_tokens: 30,
-    output_tokens: 20,
-    estimated: false,
-    charge: { currency: 'USD' as const, amount_usd: '0.00001500', upstream_cost_usd: '0.00001250' },
-  };
+  const faucet = faucetFixture({ provider: 'openai', model: 'gpt-4o-mini', input_tokens: 30, output_tokens: 20 });
 
   it('passes each event on, numbered in order, and holds the final one until the faucet object is known', () => {
     const relay = new NativeResponsesRelay();

@@ -1,20 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletion } from '../../openai/chat-schemas.ts';
-import type { FaucetObject } from '../../metering/faucet-object.ts';
 import { fromAnthropicResponse, reportedUsage } from '../../providers/anthropic/from-anthropic-response.ts';
 import { messageOfChatCompletion, messagesUsageOf, stopReasonOf } from './messages-response.ts';
+import { faucetFixture } from '../../../../test/faucet-fixture.ts';
 
-const faucet: FaucetObject = {
-  request_id: 'req_1',
-  feature: 'chat',
-  route_mode: 'platform',
-  provider: 'anthropic',
-  model: 'claude-sonnet-4-5',
-  input_tokens: 12,
-  output_tokens: 5,
-  estimated: false,
-  charge: { currency: 'USD', amount_usd: '0.000111', upstream_cost_usd: '0.000100' },
-};
+const faucet = faucetFixture({ feature: 'chat', provider: 'anthropic', model: 'claude-sonnet-4-5', input_tokens: 12, output_tokens: 5 });
 
 function completion(message: Record<string, unknown>, finishReason: string | null, usage?: ChatCompletion['usage']): ChatCompletion {
   return {

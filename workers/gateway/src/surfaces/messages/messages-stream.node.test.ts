@@ -2,21 +2,12 @@ import { describe, expect, it, vi } from 'vitest';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { SseDecoder } from '#shared/wire/sse.ts';
 import type { ChatCompletionChunk, ChatUsage } from '../../openai/chat-schemas.ts';
-import type { FaucetObject } from '../../metering/faucet-object.ts';
 import { chunksFromAnthropicSse } from '../../providers/anthropic/chunks-from-anthropic-sse.ts';
 import { meteredStream } from '../../streaming/metered-stream.ts';
 import { MessagesStreamTranslator, messagesEventStream } from './messages-stream.ts';
+import { faucetFixture } from '../../../../test/faucet-fixture.ts';
 
-const faucet: FaucetObject = {
-  request_id: 'req_1',
-  route_mode: 'platform',
-  provider: 'anthropic',
-  model: 'claude-sonnet-4-5',
-  input_tokens: 1300,
-  output_tokens: 9,
-  estimated: false,
-  charge: { currency: 'USD', amount_usd: '0.000200', upstream_cost_usd: '0.000180' },
-};
+const faucet = faucetFixture({ provider: 'anthropic', model: 'claude-sonnet-4-5', input_tokens: 1300, output_tokens: 9 });
 const usage: ChatUsage = {
   prompt_tokens: 1300,
   completion_tokens: 9,
