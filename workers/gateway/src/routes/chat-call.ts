@@ -39,7 +39,7 @@ import {
   tenths,
   unreportedBounds,
   withAttempts,
-} from './chat-call-parts.ts';
+} from './authorized-call.ts';
 import { bufferedCall, buffersStream, streamCall } from './metered-call.ts';
 
 /** Serves one model call of `surface`: the handler of each model route. */

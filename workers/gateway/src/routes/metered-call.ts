@@ -22,7 +22,7 @@ import {
   tenths,
   unreportedBounds,
   withAttempts,
-} from './chat-call-parts.ts';
+} from './authorized-call.ts';
 
 /** The client asked for a stream: the metered stream in the surface's words. */
 export async function streamCall(call: Call): Promise<Response> {
