@@ -92,6 +92,8 @@ export async function compareLatency(options: LatencyComparison): Promise<void> 
       portkey: () =>
         post(`${portkey.url}/v1/chat/completions`, portkeyHeaders(upstream), { model: 'gpt-4o-mini', max_tokens: 64, messages }),
       proxyFloor: () => post(proxyFloor.url, { 'content-type': 'application/json' }, { model: 'gpt-4o-mini', max_tokens: 64, messages }),
+      writeFloor: () =>
+        post(`${proxyFloor.url}/write`, { 'content-type': 'application/json' }, { model: 'gpt-4o-mini', max_tokens: 64, messages }),
       objectsFloor: () =>
         post(`${proxyFloor.url}/objects`, { 'content-type': 'application/json' }, { model: 'gpt-4o-mini', max_tokens: 64, messages }),
       miniflareHealth: health(faucet.gateway.url),
@@ -139,6 +141,7 @@ export async function compareLatency(options: LatencyComparison): Promise<void> 
       ...(compared ? ([['compared', compared.label]] as const) : []),
       ['portkey', 'Portkey (Node, no metering)'],
       ['proxyFloor', 'info: a 10-line workerd proxy (floor)'],
+      ['writeFloor', 'info: that + 1 confirmed write before'],
       ['objectsFloor', 'info: that + 2 object calls, 2 writes'],
       ['miniflareEntry', "info: Faucet via Miniflare's entry worker"],
       ['wranglerDev', 'info: Faucet under wrangler dev'],
@@ -178,6 +181,10 @@ export async function compareLatency(options: LatencyComparison): Promise<void> 
       );
     }
     console.log(`   for information, under wrangler dev: ${(addedP50('wranglerDev') / addedP50('portkey')).toFixed(2)} × Portkey's`);
+    // What is left for Faucet's own work when a call's reservation must be durable before the upstream.
+    console.log(
+      `   the workerd proxy with one confirmed write before the upstream (no other work): ${(addedP50('writeFloor') / addedP50('portkey')).toFixed(2)} × Portkey's; Faucet's own work above it ${(addedP50('miniflare') - addedP50('writeFloor')).toFixed(2)} ms, the write ${(addedP50('writeFloor') - addedP50('proxyFloor')).toFixed(2)} ms`,
+    );
   } finally {
     await proxyFloor.stop();
   }

@@ -141,7 +141,10 @@ async function runInMiniflare(persistence: string, workers: WorkerOptions[], ins
  * the two Durable Object calls a leased call makes around it, each writing a record of a call's size
  * to the object's storage (SQLite-backed, persisted to disk as the gateway's are), the answer held
  * until the write is confirmed, as Faucet's `authorize` and `settle` do: the price of keeping a call's
- * reservation and settlement durable next to the user, with nothing else of Faucet's work.
+ * reservation and settlement durable next to the user, with nothing else of Faucet's work. `/write`
+ * makes only the first of them, before the upstream (Faucet sends its settlement after the answer):
+ * the least a call whose reservation is durable before the upstream can add. `?wallet=<name>` picks
+ * the object (one per client in the throughput floor, as Faucet's end users each have theirs).
  */
 export async function startProxyFloorInMiniflare(upstreamUrl: string, stateDir: string): Promise<MiniflareGateway> {
   return runInMiniflare(join(stateDir, 'proxy-floor-state'), [
@@ -165,14 +168,15 @@ export async function startProxyFloorInMiniflare(upstreamUrl: string, stateDir: 
         const fields = (count, prefix) => Object.fromEntries(Array.from({ length: count }, (_, i) => [prefix + i, prefix + '-' + i]));
         export default {
           async fetch(request, env) {
-            const objects = new URL(request.url).pathname === '/objects';
+            const url = new URL(request.url);
             const body = await request.text();
             const id = crypto.randomUUID();
-            const calls = objects ? env.CALLS.get(env.CALLS.idFromName('one-wallet')) : null;
+            const wallet = url.searchParams.get('wallet') ?? 'one-wallet';
+            const calls = url.pathname === '/' ? null : env.CALLS.get(env.CALLS.idFromName(wallet));
             if (calls) await calls.begin({ id, record: fields(21, 'field'), rating: fields(11, 'rating') });
             const answer = await fetch(env.UPSTREAM_URL, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
             const text = await answer.text();
-            if (calls) await calls.end(id, fields(35, 'booking'));
+            if (calls && url.pathname === '/objects') await calls.end(id, fields(35, 'booking'));
             return new Response(text, { status: answer.status, headers: { 'content-type': 'application/json' } });
           },
         };`,

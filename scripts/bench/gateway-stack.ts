@@ -18,7 +18,7 @@ import { repoRoot, startStack, type Stack } from '../lib/stack.ts';
 import { type DelayPipe, startDelayPipe } from './delay-pipe.ts';
 import { runCatalogLatency } from './gateway-catalog.ts';
 import { compareLatency, type FaucetCopy } from './gateway-compare.ts';
-import { startGatewayInMiniflare } from './gateway-miniflare.ts';
+import { startGatewayInMiniflare, startProxyFloorInMiniflare } from './gateway-miniflare.ts';
 import { runRttKnob } from './gateway-rtt.ts';
 import { measureThroughput } from './gateway-throughput.ts';
 import { portkeyHeaders, startMockUpstream, startPortkey, type MockUpstream } from './portkey.ts';
@@ -123,12 +123,18 @@ async function runThroughput(stack: Stack, upstream: MockUpstream, portkeyUrl: s
       { authorization: `Bearer ${token}` },
       chatBody('openai:gpt-4o-mini', stack.featureKey),
     );
-  await measureThroughput({
-    direct: () => post(`http://127.0.0.1:${upstream.port}/v1/chat/completions`, {}, chatBody('gpt-4o-mini')),
-    portkey: () => post(`${portkeyUrl}/v1/chat/completions`, portkeyHeaders(upstream), chatBody('gpt-4o-mini')),
-    faucetManyUsers: (client) => faucetCall(tokens[client % tokens.length]!),
-    faucetHotUser: () => faucetCall(faucet.token),
-  });
+  const floor = await startProxyFloorInMiniflare(`http://127.0.0.1:${upstream.port}/v1/chat/completions`, dirname(stack.workerEnvFile));
+  try {
+    await measureThroughput({
+      direct: () => post(`http://127.0.0.1:${upstream.port}/v1/chat/completions`, {}, chatBody('gpt-4o-mini')),
+      portkey: () => post(`${portkeyUrl}/v1/chat/completions`, portkeyHeaders(upstream), chatBody('gpt-4o-mini')),
+      faucetManyUsers: (client) => faucetCall(tokens[client % tokens.length]!),
+      faucetHotUser: () => faucetCall(faucet.token),
+      writeFloor: (client) => post(`${floor.url}/write?wallet=client-${client}`, {}, chatBody('gpt-4o-mini')),
+    });
+  } finally {
+    await floor.stop();
+  }
 }
 
 /** What a bench on the local stack gets: the stack, the mock upstream it calls, the delay pipe to its database. */

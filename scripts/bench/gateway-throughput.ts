@@ -9,6 +9,7 @@
  * failed call counts by its status (or `network`) and not as a call served.
  */
 import { loadavg } from 'node:os';
+import { cpuBetween, cpuGroups, cpuSnapshot, type CpuGroup } from './process-cpu.ts';
 
 const CONCURRENCY = [16, 64] as const;
 const CALLS_PER_CLIENT = 10;
@@ -21,10 +22,20 @@ interface Tally {
   served: number;
   seconds: number;
   errors: Map<string, number>;
+  /** CPU milliseconds every process on the machine used while the route ran, by group. */
+  cpu: Record<CpuGroup, number>;
 }
+
+const newTally = (): Tally => ({
+  served: 0,
+  seconds: 0,
+  errors: new Map(),
+  cpu: Object.fromEntries(cpuGroups.map((group) => [group, 0])) as Record<CpuGroup, number>,
+});
 
 async function runClients(route: Route, clients: number, tally: Tally, callsPerClient = CALLS_PER_CLIENT): Promise<void> {
   const started = performance.now();
+  const cpuBefore = cpuSnapshot();
   await Promise.all(
     Array.from({ length: clients }, async (_, client) => {
       for (let index = 0; index < callsPerClient; index++) {
@@ -42,6 +53,8 @@ async function runClients(route: Route, clients: number, tally: Tally, callsPerC
     }),
   );
   tally.seconds += (performance.now() - started) / 1000;
+  const cpu = cpuBetween(cpuBefore, cpuSnapshot());
+  for (const group of cpuGroups) tally.cpu[group] += cpu[group];
 }
 
 /** The error envelope's code, when the body is one. */
@@ -60,6 +73,8 @@ export interface ThroughputRoutes {
   faucetManyUsers: Route;
   /** Faucet with every client on one end user's session. */
   faucetHotUser: Route;
+  /** The workerd proxy of a few lines with one confirmed object write per call before the upstream, an object per client. */
+  writeFloor: Route;
 }
 
 const labels: Record<keyof ThroughputRoutes, string> = {
@@ -67,6 +82,7 @@ const labels: Record<keyof ThroughputRoutes, string> = {
   portkey: 'Portkey (Node, no metering)',
   faucetManyUsers: 'Faucet, workerd, many end users',
   faucetHotUser: 'Faucet, workerd, one hot end user',
+  writeFloor: 'floor: workerd proxy + 1 confirmed write',
 };
 
 export async function measureThroughput(routes: ThroughputRoutes): Promise<void> {
@@ -75,10 +91,10 @@ export async function measureThroughput(routes: ThroughputRoutes): Promise<void>
     `-- throughput beside @portkey-ai/gateway: concurrent clients, ${CALLS_PER_CLIENT} sequential calls each, ${ROUNDS} rounds per point (routes in a rotating order), the same mock upstream; load average ${loadavg()[0]!.toFixed(1)}`,
   );
   // Warm-up, one call per client on every route: Faucet's wallets take their leases, connections open.
-  const warmUp = { served: 0, seconds: 0, errors: new Map<string, number>() };
+  const warmUp = newTally();
   for (const name of names) await runClients(routes[name], Math.max(...CONCURRENCY), warmUp, 1);
   for (const clients of CONCURRENCY) {
-    const tallies = Object.fromEntries(names.map((name) => [name, { served: 0, seconds: 0, errors: new Map() } as Tally]));
+    const tallies = Object.fromEntries(names.map((name) => [name, newTally()]));
     for (let round = 0; round < ROUNDS; round++) {
       for (let offset = 0; offset < names.length; offset++) {
         const name = names[(round + offset) % names.length]!;
@@ -93,6 +109,14 @@ export async function measureThroughput(routes: ThroughputRoutes): Promise<void>
       console.log(
         `${String(clients).padStart(2)} clients  ${labels[name].padEnd(40)} ${String(Math.round(rate(name))).padStart(5)} calls/s  errors ${failed} of ${tally.served + failed}${kinds ? ` (${kinds})` : ''}`,
       );
+    }
+    // Where each call's CPU went, every process on the machine counted (2 CPUs shared by all of them).
+    for (const name of ['portkey', 'writeFloor', 'faucetManyUsers', 'faucetHotUser'] as const) {
+      const tally = tallies[name]!;
+      const perCall = (group: CpuGroup) => tally.cpu[group] / Math.max(1, tally.served);
+      const total = cpuGroups.reduce((sum, group) => sum + perCall(group), 0);
+      const parts = cpuGroups.filter((group) => perCall(group) >= 0.05).map((group) => `${group} ${perCall(group).toFixed(2)}`);
+      console.log(`${String(clients).padStart(2)} clients  CPU per call, ${labels[name]}: ${total.toFixed(2)} ms (${parts.join(', ')})`);
     }
     for (const name of ['faucetManyUsers', 'faucetHotUser'] as const) {
       const ratio = rate(name) / rate('portkey');
