@@ -101,10 +101,10 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       await this.leases.sync(0n);
       return;
     }
-    // Durable before this answer leaves, in a write shared with the calls and settlements around it.
-    const written = state.writeSettled(callId);
+    // Durable before this answer leaves, in a write shared with the calls and settlements around it;
+    // the flush's alarm is set once that write is issued, in the same commit.
+    await state.writeSettled(callId);
     await this.alarms.schedule();
-    await written;
   }
 
   async abandon(callId: string, log?: CallLogFacts): Promise<void> {
