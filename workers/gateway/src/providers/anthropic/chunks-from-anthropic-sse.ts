@@ -11,6 +11,7 @@ import { FaucetError } from '#shared/wire/errors.ts';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
 import { parseSse } from '#shared/wire/sse.ts';
 import { anthropicUsageSchema, openAiFinishReason, reportedUsage, type AnthropicUsage } from './from-anthropic-response.ts';
+import { upstreamEventJson } from '../upstream-event.ts';
 
 const eventSchema = z.discriminatedUnion('type', [
   z.looseObject({
@@ -66,12 +67,7 @@ export async function* chunksFromAnthropicSse(body: ReadableStream<Uint8Array>, 
   });
 
   for await (const raw of parseSse(body)) {
-    let value: unknown;
-    try {
-      value = JSON.parse(raw.data);
-    } catch (error) {
-      throw new FaucetError('upstream_error', 'Anthropic streamed an event that is not JSON.', { cause: error });
-    }
+    const value = upstreamEventJson(raw.data, 'Anthropic');
     const parsed = eventSchema.safeParse(value);
     if (!parsed.success) continue; // Event types added later by Anthropic are skipped, as its docs ask.
     const event = parsed.data;

@@ -11,6 +11,7 @@ import { FaucetError } from '#shared/wire/errors.ts';
 import { parseSse } from '#shared/wire/sse.ts';
 import type { ChatCompletionChunk } from '../../openai/chat-schemas.ts';
 import { answerOf, geminiResponseSchema, openAiFinishReason, reportedUsage, type GeminiUsage } from './from-gemini-response.ts';
+import { upstreamEventJson } from '../upstream-event.ts';
 
 export async function* chunksFromGeminiSse(
   body: ReadableStream<Uint8Array>,
@@ -32,12 +33,7 @@ export async function* chunksFromGeminiSse(
   });
 
   for await (const event of parseSse(body)) {
-    let value: unknown;
-    try {
-      value = JSON.parse(event.data);
-    } catch (error) {
-      throw new FaucetError('upstream_error', 'Google streamed an event that is not JSON.', { cause: error });
-    }
+    const value = upstreamEventJson(event.data, 'Google');
     if (typeof value === 'object' && value !== null && 'error' in value) {
       throw new FaucetError('upstream_error', 'Google reported an error mid-stream.');
     }

@@ -1,6 +1,7 @@
 import { FaucetError } from '#shared/wire/errors.ts';
 import { chatCompletionChunkSchema, type ChatCompletionChunk } from '../../openai/chat-schemas.ts';
 import { parseSse } from '#shared/wire/sse.ts';
+import { upstreamEventJson } from '../upstream-event.ts';
 
 /**
  * Reads an OpenAI-style SSE body into chunks, until `[DONE]`. A body that ends without `[DONE]` and
@@ -11,12 +12,7 @@ export async function* chunksFromOpenAiSse(body: ReadableStream<Uint8Array>, lab
   let finishedChoice = false;
   for await (const event of parseSse(body)) {
     if (event.data === '[DONE]') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(event.data);
-    } catch (error) {
-      throw new FaucetError('upstream_error', `${label} streamed an event that is not JSON.`, { cause: error });
-    }
+    const value = upstreamEventJson(event.data, label);
     if (typeof value === 'object' && value !== null && 'error' in value) {
       throw new FaucetError('upstream_error', `${label} reported an error mid-stream.`);
     }

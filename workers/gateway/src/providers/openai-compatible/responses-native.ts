@@ -12,6 +12,7 @@ import type { OpenAiDialect } from '#shared/providers/provider-catalog.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
 import { parseSse } from '#shared/wire/sse.ts';
 import type { ChatCompletion, ChatCompletionChunk, ChatRequest, ChatUsage } from '../../openai/chat-schemas.ts';
+import { upstreamEventJson } from '../upstream-event.ts';
 
 /** Where a dialect's Responses API lives: the API root's `responses` (Azure's v1 API under its resource root). */
 export function responsesUrl(baseUrl: string, dialect: OpenAiDialect): string {
@@ -135,12 +136,7 @@ export async function* chunksFromResponsesSse(body: ReadableStream<Uint8Array>, 
   let calledTools = false;
   for await (const sse of parseSse(body)) {
     if (sse.data === '[DONE]') break;
-    let value: unknown;
-    try {
-      value = JSON.parse(sse.data);
-    } catch (error) {
-      throw new FaucetError('upstream_error', `${label} streamed an event that is not JSON.`, { cause: error });
-    }
+    const value = upstreamEventJson(sse.data, label);
     const parsed = eventSchema.safeParse(value);
     if (!parsed.success) throw new FaucetError('upstream_error', `${label} streamed an unexpected event shape.`);
     const event = parsed.data;
