@@ -35,6 +35,7 @@ import {
   acceptCall,
   type Behaviour,
   behaviourOf,
+  callIdOf,
   type FakeUpstreamBooks,
   pieces,
   providerTokens,
@@ -273,8 +274,7 @@ export async function answerMessages(
   books: FakeUpstreamBooks,
   cache: PromptCache,
 ): Promise<void> {
-  const header = request.headers['x-client-request-id'];
-  const callId = typeof header === 'string' ? header : null;
+  const callId = callIdOf(request);
   const model = typeof body.model === 'string' ? body.model : '';
   const refuse = (status: number, message: string) => {
     books.refused.push({ callId, api: 'messages', model, status });

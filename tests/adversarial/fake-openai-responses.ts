@@ -6,7 +6,7 @@
  * The input is counted as a provider would: instructions, each input item's text, the tools.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { acceptCall, behaviourOf, type FakeUpstreamBooks, pieces, providerTokens, refusalStatus, sleep } from './fake-upstream-kit.ts';
+import { admitOpenAiCall, behaviourOf, type FakeUpstreamBooks, pieces, providerTokens, sleep } from './fake-upstream-kit.ts';
 
 export interface ResponsesBody {
   model?: string;
@@ -42,22 +42,13 @@ export async function answerResponses(
   books: FakeUpstreamBooks,
 ): Promise<void> {
   const behaviour = behaviourOf([body.instructions ?? '', ...inputTexts(body)].join('\n'));
-  const header = request.headers['x-client-request-id'];
-  const callId = typeof header === 'string' ? header : null;
-  const status = refusalStatus(behaviour, body.model ?? '', books);
-  if (status !== null) {
-    books.refused.push({ callId, api: 'responses', model: body.model ?? '', status });
-    response.writeHead(status, { 'content-type': 'application/json' });
-    response.end(JSON.stringify({ error: { message: 'fake upstream failure', type: 'server_error', code: null, param: null } }));
-    return;
-  }
-  const accepted = acceptCall(response, books, {
-    callId,
+  const accepted = admitOpenAiCall(request, response, books, behaviour, {
     api: 'responses',
     model: body.model ?? '',
     stream: body.stream === true,
     inputTokens: inputTokensOf(body),
   });
+  if (accepted === null) return;
   const { record } = accepted;
   try {
     await sleep(behaviour.delayMs);

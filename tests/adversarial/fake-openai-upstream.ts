@@ -38,13 +38,12 @@ import { imageTokenBound } from '#shared/providers/provider-catalog.ts';
 import { answerMessages, type MessagesBody, type PromptCache, sendAnthropicError } from './fake-anthropic-messages.ts';
 import { answerResponses, type ResponsesBody } from './fake-openai-responses.ts';
 import {
-  acceptCall,
+  admitOpenAiCall,
   type AnsweredCall,
   behaviourOf,
   type FakeUpstreamBooks,
   pieces,
   providerTokens,
-  refusalStatus,
   type RefusedCall,
   sleep,
 } from './fake-upstream-kit.ts';
@@ -115,24 +114,13 @@ export async function startFakeOpenAiUpstream(options: { port?: number } = {}): 
 
   async function chat(request: IncomingMessage, response: ServerResponse, body: Body): Promise<void> {
     const behaviour = behaviourOf((body.messages ?? []).map(textOf).join('\n'));
-    const header = request.headers['x-client-request-id'];
-    const callId = typeof header === 'string' ? header : null;
-    const status = refusalStatus(behaviour, body.model ?? '', books);
-    if (status !== null) {
-      books.refused.push({ callId, api: 'chat.completions', model: body.model ?? '', status });
-      response.writeHead(status, { 'content-type': 'application/json', ...(status === 429 ? { 'retry-after': '1' } : {}) });
-      response.end(
-        JSON.stringify({ error: { message: 'fake upstream failure', type: status === 429 ? 'rate_limit_error' : 'server_error' } }),
-      );
-      return;
-    }
-    const accepted = acceptCall(response, books, {
-      callId,
+    const accepted = admitOpenAiCall(request, response, books, behaviour, {
       api: 'chat.completions',
       model: body.model ?? '',
       stream: body.stream === true,
       inputTokens: inputTokensOf(body),
     });
+    if (accepted === null) return;
     const { record } = accepted;
     try {
       await sleep(behaviour.delayMs);

@@ -3,7 +3,7 @@
  * the provider's books (the log of answered and refused calls, a call accepted into them), its token
  * count, and the behaviour markers a prompt carries (listed in fake-openai-upstream.ts).
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export interface AnsweredCall {
   /** The `x-client-request-id` the gateway sent (its call id); null when it sent none. */
@@ -135,4 +135,32 @@ export function acceptCall(
   books.answered.push(record);
   books.inFlight += 1;
   return { record, gone: () => gone };
+}
+
+/** The call id the gateway sent with an upstream request (`x-client-request-id`), when it sent one. */
+export function callIdOf(request: IncomingMessage): string | null {
+  const header = request.headers['x-client-request-id'];
+  return typeof header === 'string' ? header : null;
+}
+
+/**
+ * An OpenAI-protocol call (chat completions, Responses) the fake is sent: refused as its prompt's
+ * markers say (refusalStatus) — logged, answered in OpenAI's error envelope, a 429 with
+ * `retry-after` — and then null; else accepted into the books (acceptCall).
+ */
+export function admitOpenAiCall(
+  request: IncomingMessage,
+  response: ServerResponse,
+  books: FakeUpstreamBooks,
+  behaviour: Behaviour,
+  call: Omit<AnsweredCall, 'callId' | 'outputTokens' | 'ending'>,
+): ReturnType<typeof acceptCall> | null {
+  const callId = callIdOf(request);
+  const status = refusalStatus(behaviour, call.model, books);
+  if (status === null) return acceptCall(response, books, { callId, ...call });
+  books.refused.push({ callId, api: call.api, model: call.model, status });
+  response.writeHead(status, { 'content-type': 'application/json', ...(status === 429 ? { 'retry-after': '1' } : {}) });
+  const type = status === 429 ? 'rate_limit_error' : 'server_error';
+  response.end(JSON.stringify({ error: { message: 'fake upstream failure', type, code: null, param: null } }));
+  return null;
 }
