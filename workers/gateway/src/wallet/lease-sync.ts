@@ -193,7 +193,7 @@ export class LeaseSync {
     for (const row of pendingLogs) state.logs.delete(row.id);
     await state.ctx.storage.delete([...flushed.map((call) => `call:${call.id}`), ...pendingLogs.map((row) => `log:${row.id}`)]);
     await state.ctx.storage.put(
-      state.withSettled<unknown>({
+      state.withSettled({
         meta: state.meta,
         ...Object.fromEntries(refused.map((call) => [`call:${call.id}`, call])),
         ...Object.fromEntries(flushed.map((call) => [`claim:${call.clientRequestId}`, claimUntil(call)])),

@@ -111,7 +111,7 @@ export class WalletState {
    * meanwhile has left the storage with the flush's delete). Call it in the very expression that
    * puts them: those waiting on the write are released when it is issued.
    */
-  withSettled<T>(entries: Record<string, T | StoredCall>): Record<string, T | StoredCall> {
+  withSettled(entries: Record<string, unknown>): Record<string, unknown> {
     for (const callId of this.unwritten) {
       const call = this.calls.get(callId);
       if (call !== undefined) entries[`call:${callId}`] = call;
