@@ -76,24 +76,25 @@ describe('outboundFetch', () => {
         new Response(
           new ReadableStream<Uint8Array>({
             async start(controller) {
-              // Each piece within the 60 ms timeout; all of them together take several times it.
+              // Each piece well within the 400 ms timeout (wide, so a loaded CI machine cannot stretch a
+              // 50 ms sleep past it); all of them together take longer than it.
               for (let index = 0; index < pieces; index++) {
-                await sleep(30);
+                await sleep(50);
                 controller.enqueue(encoder.encode(`${index},`));
               }
               if (!thenStall) controller.close();
             },
           }),
         );
-    const whole = await outboundFetch('https://api.openai.com/v1', post, { fetch: streamed(8, false), timeoutMs: 60 });
-    expect(await readBodyText(whole)).toBe('0,1,2,3,4,5,6,7,');
+    const whole = await outboundFetch('https://api.openai.com/v1', post, { fetch: streamed(12, false), timeoutMs: 400 });
+    expect(await readBodyText(whole)).toBe('0,1,2,3,4,5,6,7,8,9,10,11,');
 
-    const stalled = await outboundFetch('https://api.openai.com/v1', post, { fetch: streamed(4, true), timeoutMs: 60 });
+    const stalled = await outboundFetch('https://api.openai.com/v1', post, { fetch: streamed(4, true), timeoutMs: 400 });
     const started = Date.now();
     const failure = await failureOf(readBodyText(stalled));
     expect(failure.code).toBe('upstream_timeout');
-    // Timed out after the last piece's 60 ms, not at the first deadline.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(4 * 30);
+    // Timed out 400 ms after the last piece, not at the first deadline.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4 * 50 + 400 - 20);
   });
 
   describe('buffered (a completion read whole)', () => {
@@ -202,8 +203,9 @@ describe('outboundFetch', () => {
     it('reads a compressed answer piece by piece, each within the timeout', async () => {
       const parts = [bytes('{"a":'), bytes('1,"b":'), bytes('"é"'), bytes('}')];
       const response = await outboundFetch('https://api.openai.com/v1', post, {
-        fetch: declared(trickle(parts, 30), 64, { 'content-encoding': 'gzip' }),
-        timeoutMs: 100,
+        // Each piece 120 ms apart, well within the 400 ms timeout; all four together take longer than it.
+        fetch: declared(trickle(parts, 120), 64, { 'content-encoding': 'gzip' }),
+        timeoutMs: 400,
         buffered: true,
       });
       expect(await readBodyText(response)).toBe('{"a":1,"b":"é"}');
