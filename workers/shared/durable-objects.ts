@@ -54,6 +54,12 @@ export interface MetricsObject extends Rpc.DurableObjectBranded {
 export interface WalletCallRequest {
   /** The object's name (from the token): the object checks it against the session's end user. */
   wallet: string;
+  /**
+   * Settlements of this wallet's earlier calls answered in the gateway's isolate and not sent yet
+   * ([call id, settlement]): the object takes them before it judges this call and answers only once
+   * they are durable, so they need no message of their own (wallet/unsent-settlements.ts).
+   */
+  settlements?: [string, WalletSettlement][];
   /** How the request log names the call should it be refused: the API it came by, the model it named. */
   log?: { surface: CallSurface; requestedModel: string; stream: boolean };
   tokenHash: string;

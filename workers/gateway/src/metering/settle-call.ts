@@ -79,9 +79,10 @@ export async function settleCall(
   let settlement: WalletSettlement | undefined;
   const settlementOnce = () =>
     (settlement ??= { booking: bookingElement(input), retailUsd: formatUsd(rated.retailUsd), ...(log === undefined ? {} : { log }) });
-  const sent = options.background === undefined ? () => undefined : keepUnsent(wallet.name, plan.keys.callId, settlementOnce);
-  const send = () => {
-    sent();
+  const ownTurn = options.background === undefined ? async () => true : keepUnsent(wallet.name, plan.keys.callId, settlementOnce);
+  const send = async () => {
+    // Carried meanwhile by a later call's `authorize` that the object answered: the object has it.
+    if (!(await ownTurn())) return;
     // Once more on a fresh stub: one broken by the object's restart stays broken.
     const settle = (stub: typeof wallet.stub) => stub.settle(plan.keys.callId, settlementOnce());
     return settle(wallet.stub).catch(() => settle(wallet.fresh()));

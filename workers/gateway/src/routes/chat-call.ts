@@ -138,13 +138,19 @@ export async function serveChatCall(c: Context<AppEnv>, dependencies: GatewayDep
 }
 
 /**
- * Resolves in a later turn of the event loop than the one that returns the answer, so the runtime
- * writes the answer first. A message to the wallet object sent in the answer's own turn had the
- * object take it (and write it to its storage) on the isolate's thread before the answer was
- * written: about 1 ms of a call in workerd (docs/edge.md).
+ * How long an answered call's settlement waits for a later call of its wallet from this isolate to
+ * carry it in its `authorize` (wallet/unsent-settlements.ts) before it is sent on its own.
+ */
+const settlementGraceMs = 10;
+
+/**
+ * Resolves `settlementGraceMs` after the turn of the event loop that returns the answer, so the
+ * runtime writes the answer first (a message to the wallet object sent in the answer's own turn had
+ * the object take it on the isolate's thread before the answer was written: about 1 ms of a call in
+ * workerd, docs/edge.md), and a busy wallet's next call can carry the settlement.
  */
 function afterTheAnswer(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
+  return new Promise((resolve) => setTimeout(resolve, settlementGraceMs));
 }
 
 /** `route_mode: "local"` runs on the user's machine: refused here, whatever the surface. */

@@ -6,7 +6,7 @@
  * `unavailable` when the call needed Postgres and it could not be reached (503, retry-after).
  */
 import type { Env } from '#shared/env.ts';
-import type { WalletCallRequest, WalletObjectContract } from '#shared/durable-objects.ts';
+import type { WalletCallDecision, WalletCallRequest, WalletObjectContract } from '#shared/durable-objects.ts';
 import { walletOfToken } from '#shared/auth/session-token.ts';
 import { databaseUnavailable } from '#shared/database-unreachable.ts';
 import { FaucetError } from '#shared/wire/errors.ts';
@@ -55,48 +55,50 @@ export async function authorizeOnLease(
   const pool = platformPoolCredential(env, reference);
   const settings = ratingSettingsFor(env, null);
   const pricedAt = new Date();
-  // Settlements of this wallet's calls answered here and not yet sent go first (E-order: same stub).
-  for (const [callId, settlement] of takeUnsent(wallet.name)) {
-    wallet.stub.settle(callId, settlement).catch(() => undefined);
-  }
-  const decision = await wallet.stub.authorize({
-    wallet: wallet.name,
-    ...(input.log === undefined ? {} : { log: input.log }),
-    tokenHash: input.tokenHash,
-    featureKey: input.featureKey ?? null,
-    requestedRoute: input.requestedRoute ?? null,
-    provider: reference.provider,
-    model: reference.model,
-    alias: input.routing.alias,
-    fallbacks: input.routing.fallbacks,
-    platformHold: bounds.platform === null ? null : formatUsd(bounds.platform),
-    catalogCost: bounds.developerKeyAtCost === null ? null : formatUsd(bounds.developerKeyAtCost),
-    poolAvailable: pool !== null,
-    call: {
-      id: keys.callId,
-      moneyKey: keys.moneyKey,
-      clientRequestId: keys.clientRequestId,
-      fingerprint: keys.fingerprint,
-      boundInputTokens: bounds.worstCaseInputTokens,
-      boundOutputTokens: bounds.worstCaseOutputTokens,
-      maxDurationSeconds: keys.maxDurationSeconds,
-      platformMarkupBps: settings.platformMarkupBps,
-      platformFeeBps: settings.platformFeeBps,
-      authorizedAt: pricedAt.getTime(),
-      candidates: input.candidates.map((candidate) => ({
-        provider: candidate.reference.provider,
-        model: candidate.reference.model,
-        boundInputTokens: (candidate.bounds ?? bounds).worstCaseInputTokens,
-        boundOutputTokens: (candidate.bounds ?? bounds).worstCaseOutputTokens,
-      })),
-      cacheLifetime: bounds.cacheLifetime,
-    },
-    // Only the tests' objects need it (each test file has a database of its own, named by the test
-    // harness's bindings, which only the test configuration has — a test may set ENVIRONMENT to
-    // production to test what production does); in production the object reads its own DATABASE_URL
-    // and the secret never leaves the worker's environment.
-    databaseUrl: env.ENVIRONMENT === 'test' || 'TEST_DATABASE_URL_PREFIX' in env ? env.DATABASE_URL : undefined,
-  });
+  // Settlements of this wallet's calls answered here and not yet sent ride along: the object takes
+  // them before it judges this call.
+  const carried = takeUnsent(wallet.name);
+  const decision = await carried.riding<WalletCallDecision>(
+    wallet.stub.authorize({
+      wallet: wallet.name,
+      ...(carried.settlements.length === 0 ? {} : { settlements: carried.settlements }),
+      ...(input.log === undefined ? {} : { log: input.log }),
+      tokenHash: input.tokenHash,
+      featureKey: input.featureKey ?? null,
+      requestedRoute: input.requestedRoute ?? null,
+      provider: reference.provider,
+      model: reference.model,
+      alias: input.routing.alias,
+      fallbacks: input.routing.fallbacks,
+      platformHold: bounds.platform === null ? null : formatUsd(bounds.platform),
+      catalogCost: bounds.developerKeyAtCost === null ? null : formatUsd(bounds.developerKeyAtCost),
+      poolAvailable: pool !== null,
+      call: {
+        id: keys.callId,
+        moneyKey: keys.moneyKey,
+        clientRequestId: keys.clientRequestId,
+        fingerprint: keys.fingerprint,
+        boundInputTokens: bounds.worstCaseInputTokens,
+        boundOutputTokens: bounds.worstCaseOutputTokens,
+        maxDurationSeconds: keys.maxDurationSeconds,
+        platformMarkupBps: settings.platformMarkupBps,
+        platformFeeBps: settings.platformFeeBps,
+        authorizedAt: pricedAt.getTime(),
+        candidates: input.candidates.map((candidate) => ({
+          provider: candidate.reference.provider,
+          model: candidate.reference.model,
+          boundInputTokens: (candidate.bounds ?? bounds).worstCaseInputTokens,
+          boundOutputTokens: (candidate.bounds ?? bounds).worstCaseOutputTokens,
+        })),
+        cacheLifetime: bounds.cacheLifetime,
+      },
+      // Only the tests' objects need it (each test file has a database of its own, named by the test
+      // harness's bindings, which only the test configuration has — a test may set ENVIRONMENT to
+      // production to test what production does); in production the object reads its own DATABASE_URL
+      // and the secret never leaves the worker's environment.
+      databaseUrl: env.ENVIRONMENT === 'test' || 'TEST_DATABASE_URL_PREFIX' in env ? env.DATABASE_URL : undefined,
+    }),
+  );
   if (decision.outcome === 'unavailable') throw databaseUnavailable();
   if (decision.outcome === 'routing_changed') throw new RoutingChanged(decision.routing);
   if (decision.outcome === 'refused') {

@@ -62,6 +62,9 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
   }
 
   async authorize(request: WalletCallRequest): Promise<WalletCallDecision> {
+    // Settlements the gateway had not sent yet ride along: taken before this call is judged (it finds
+    // those calls settled), and durable before it is answered — in its own write when it makes one.
+    const carried = (request.settlements ?? []).map(([callId, settlement]) => this.settle(callId, settlement));
     try {
       return await this.authorizeStep.decide(request);
     } catch (error) {
@@ -69,6 +72,11 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       // was reserved for it. Answered as an outcome: an error need not keep its cause across the RPC.
       if (isDatabaseUnreachable(error)) return { outcome: 'unavailable' };
       throw error;
+    } finally {
+      if (carried.length > 0) {
+        this.state.writeUnwritten();
+        await Promise.all(carried);
+      }
     }
   }
 

@@ -100,10 +100,15 @@ export class WalletState {
     const issued = new Promise<void>((resolve) => this.waitingForWrite.push(resolve));
     this.writeTimer ??= setTimeout(() => {
       this.writeTimer = null;
-      const entries = this.withSettled({});
-      if (Object.keys(entries).length > 0) void this.ctx.storage.put(entries);
+      this.writeUnwritten();
     }, settlementWriteMs);
     return issued;
+  }
+
+  /** Writes the settled records waiting for a write now, in a write of their own. */
+  writeUnwritten(): void {
+    const entries = this.withSettled({});
+    if (Object.keys(entries).length > 0) void this.ctx.storage.put(entries);
   }
 
   /**

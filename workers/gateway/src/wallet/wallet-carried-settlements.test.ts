@@ -1,0 +1,136 @@
+/**
+ * A settlement rides on the next call's `authorize` (wallet/unsent-settlements.ts): a call of the same
+ * wallet that follows an answer within the grace carries that answer's settlement to the object, which
+ * takes it before judging the new call and answers only once it is durable; the answered call then
+ * sends no message of its own. Written as the failure: an `authorize` that never reaches the object
+ * leaves each settlement it carried to its own call, so none is lost to the bound booking.
+ */
+import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { WalletObjectContract } from '#shared/durable-objects.ts';
+import type { Env } from '#shared/env.ts';
+import { sql, type TestEnv } from '../../../test/harness.ts';
+import { fundedSession, gatewayWith, newRequestId } from '../../../test/gateway-kit.ts';
+import { answeringUpstream, expectBooksAgree, leasedTestEnv, platformCall, walletObjectOf } from '../../../test/wallet-kit.ts';
+
+let testEnv: TestEnv;
+beforeAll(async () => {
+  testEnv = await leasedTestEnv();
+});
+
+type Stub = Pick<WalletObjectContract, 'authorize' | 'abandon' | 'settle'>;
+
+/** The test env with every wallet object's stub passed through `wrap` (which sees the real one). */
+function withStubs(wrap: (stub: Stub) => Stub): TestEnv {
+  const objects = testEnv.WALLET as DurableObjectNamespace<WalletObjectContract>;
+  const wrapped = {
+    idFromName: (name: string) => objects.idFromName(name),
+    get: (id: DurableObjectId) => {
+      const stub = objects.get(id);
+      return wrap({
+        authorize: (request) => stub.authorize(request),
+        abandon: (callId, log) => stub.abandon(callId, log),
+        settle: (callId, settlement) => stub.settle(callId, settlement),
+      });
+    },
+  };
+  return { ...testEnv, WALLET: wrapped as unknown as Env['WALLET'] };
+}
+
+function platformCallRequest(token: string): Request {
+  return new Request('http://faucet.test/v1/chat/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-request-id': newRequestId() },
+    body: JSON.stringify(platformCall),
+  });
+}
+
+const chargeOf = async (response: Response) =>
+  ((await response.json()) as { faucet: { charge: { amount_usd: string } } }).faucet.charge.amount_usd;
+
+const bookedRetails = async (endUserId: string) =>
+  (
+    await sql<{ retail_usd: string }>(testEnv, 'select retail_usd::text from usage_events where end_user_id = $1 order by created_at', [
+      endUserId,
+    ])
+  ).map((row) => row.retail_usd);
+
+describe('a settlement carried by the next call of its wallet', () => {
+  it('reaches the object in that call’s authorize, sends no message of its own, and is booked once at its charge', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const fake = answeringUpstream();
+    const settles: string[] = [];
+    const carried: string[] = [];
+    const env = withStubs((stub) => ({
+      ...stub,
+      authorize: (request) => {
+        carried.push(...(request.settlements ?? []).map(([callId]) => callId));
+        return stub.authorize(request);
+      },
+      settle: (callId, settlement) => {
+        settles.push(callId);
+        return stub.settle(callId, settlement);
+      },
+    }));
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    const firstCtx = createExecutionContext();
+    const first = await gateway.fetch(platformCallRequest(session.token), env, firstCtx);
+    expect(first.status).toBe(200);
+    const firstId = first.headers.get('x-faucet-call-id') as string;
+    // Within the grace: the second call's authorize carries the first call's settlement.
+    const secondCtx = createExecutionContext();
+    const second = await gateway.fetch(platformCallRequest(session.token), env, secondCtx);
+    expect(second.status).toBe(200);
+    const secondId = second.headers.get('x-faucet-call-id') as string;
+    const charges = [await chargeOf(first), await chargeOf(second)];
+    await waitOnExecutionContext(firstCtx);
+    await waitOnExecutionContext(secondCtx);
+    expect(carried).toEqual([firstId]);
+    // Only the second call's settlement went as a message of its own (no later call carried it).
+    expect(settles).toEqual([secondId]);
+    const object = walletObjectOf(session.token);
+    expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 2 });
+    await object.flush();
+    expect(await bookedRetails(session.endUserId)).toEqual(charges);
+    await expectBooksAgree(testEnv, [...fake.requests]);
+  });
+
+  it('is sent by its own call when the authorize that carried it never reached the object: booked at its charge, not at its bound', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const fake = answeringUpstream();
+    const settles: string[] = [];
+    let authorizes = 0;
+    const env = withStubs((stub) => ({
+      ...stub,
+      authorize: (request) => {
+        authorizes += 1;
+        // The second call's message is lost on its way, settlements and all.
+        if (authorizes === 2) return Promise.reject(new Error('the authorize never reached the object'));
+        return stub.authorize(request);
+      },
+      settle: (callId, settlement) => {
+        settles.push(callId);
+        return stub.settle(callId, settlement);
+      },
+    }));
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    const firstCtx = createExecutionContext();
+    const first = await gateway.fetch(platformCallRequest(session.token), env, firstCtx);
+    expect(first.status).toBe(200);
+    const firstId = first.headers.get('x-faucet-call-id') as string;
+    const charge = await chargeOf(first);
+    const secondCtx = createExecutionContext();
+    const second = await gateway.fetch(platformCallRequest(session.token), env, secondCtx);
+    expect(second.status).toBeGreaterThanOrEqual(500);
+    await waitOnExecutionContext(firstCtx);
+    await waitOnExecutionContext(secondCtx);
+    expect(settles).toEqual([firstId]);
+    const object = walletObjectOf(session.token);
+    expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 1, unflushedUsd: charge });
+    await object.flush();
+    expect(await bookedRetails(session.endUserId)).toEqual([charge]);
+    // The second call never reached the upstream.
+    expect(fake.requests).toHaveLength(1);
+    await expectBooksAgree(testEnv, [...fake.requests]);
+  });
+});
