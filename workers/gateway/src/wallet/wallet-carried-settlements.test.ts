@@ -7,7 +7,7 @@
  */
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { WalletObjectContract } from '#shared/durable-objects.ts';
+import type { WalletCallRequest, WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
 import { sql, type TestEnv } from '../../../test/harness.ts';
 import { fundedSession, gatewayWith, newRequestId } from '../../../test/gateway-kit.ts';
@@ -20,21 +20,28 @@ beforeAll(async () => {
 
 type Stub = Pick<WalletObjectContract, 'authorize' | 'abandon' | 'settle'>;
 
-/** The test env with every wallet object's stub passed through `wrap` (which sees the real one). */
-function withStubs(wrap: (stub: Stub) => Stub): TestEnv {
+/**
+ * The test env with every wallet object's `authorize` passed through `authorize` (which gets the real
+ * stub's) and each `settle` message recorded by call id in `settles`.
+ */
+function observed(authorize: (request: WalletCallRequest, real: Stub['authorize']) => ReturnType<Stub['authorize']>) {
   const objects = testEnv.WALLET as DurableObjectNamespace<WalletObjectContract>;
+  const settles: string[] = [];
   const wrapped = {
     idFromName: (name: string) => objects.idFromName(name),
-    get: (id: DurableObjectId) => {
+    get: (id: DurableObjectId): Stub => {
       const stub = objects.get(id);
-      return wrap({
-        authorize: (request) => stub.authorize(request),
+      return {
+        authorize: (request) => authorize(request, (forwarded) => stub.authorize(forwarded)),
         abandon: (callId, log) => stub.abandon(callId, log),
-        settle: (callId, settlement) => stub.settle(callId, settlement),
-      });
+        settle: (callId, settlement) => {
+          settles.push(callId);
+          return stub.settle(callId, settlement);
+        },
+      };
     },
   };
-  return { ...testEnv, WALLET: wrapped as unknown as Env['WALLET'] };
+  return { env: { ...testEnv, WALLET: wrapped as unknown as Env['WALLET'] } as TestEnv, settles };
 }
 
 function platformCallRequest(token: string): Request {
@@ -43,6 +50,19 @@ function platformCallRequest(token: string): Request {
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'x-request-id': newRequestId() },
     body: JSON.stringify(platformCall),
   });
+}
+
+/** Two calls of one end user, the second sent as soon as the first is answered (within the grace); returns once both requests are done. */
+async function oneCallThenAnother(env: TestEnv, token: string, fake: ReturnType<typeof answeringUpstream>) {
+  const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+  const firstCtx = createExecutionContext();
+  const first = await gateway.fetch(platformCallRequest(token), env, firstCtx);
+  expect(first.status).toBe(200);
+  const secondCtx = createExecutionContext();
+  const second = await gateway.fetch(platformCallRequest(token), env, secondCtx);
+  await waitOnExecutionContext(firstCtx);
+  await waitOnExecutionContext(secondCtx);
+  return { first, second, firstId: first.headers.get('x-faucet-call-id') as string };
 }
 
 const chargeOf = async (response: Response) =>
@@ -59,71 +79,37 @@ describe('a settlement carried by the next call of its wallet', () => {
   it('reaches the object in that call’s authorize, sends no message of its own, and is booked once at its charge', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const fake = answeringUpstream();
-    const settles: string[] = [];
     const carried: string[] = [];
-    const env = withStubs((stub) => ({
-      ...stub,
-      authorize: (request) => {
-        carried.push(...(request.settlements ?? []).map(([callId]) => callId));
-        return stub.authorize(request);
-      },
-      settle: (callId, settlement) => {
-        settles.push(callId);
-        return stub.settle(callId, settlement);
-      },
-    }));
-    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
-    const firstCtx = createExecutionContext();
-    const first = await gateway.fetch(platformCallRequest(session.token), env, firstCtx);
-    expect(first.status).toBe(200);
-    const firstId = first.headers.get('x-faucet-call-id') as string;
-    // Within the grace: the second call's authorize carries the first call's settlement.
-    const secondCtx = createExecutionContext();
-    const second = await gateway.fetch(platformCallRequest(session.token), env, secondCtx);
+    const { env, settles } = observed((request, authorize) => {
+      carried.push(...(request.settlements ?? []).map(([callId]) => callId));
+      return authorize(request);
+    });
+    const { first, second, firstId } = await oneCallThenAnother(env, session.token, fake);
     expect(second.status).toBe(200);
-    const secondId = second.headers.get('x-faucet-call-id') as string;
-    const charges = [await chargeOf(first), await chargeOf(second)];
-    await waitOnExecutionContext(firstCtx);
-    await waitOnExecutionContext(secondCtx);
+    // The second call's authorize carried the first call's settlement; only the second's went as a
+    // message of its own (no later call carried it).
     expect(carried).toEqual([firstId]);
-    // Only the second call's settlement went as a message of its own (no later call carried it).
-    expect(settles).toEqual([secondId]);
+    expect(settles).toEqual([second.headers.get('x-faucet-call-id')]);
     const object = walletObjectOf(session.token);
     expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 2 });
     await object.flush();
-    expect(await bookedRetails(session.endUserId)).toEqual(charges);
+    expect(await bookedRetails(session.endUserId)).toEqual([await chargeOf(first), await chargeOf(second)]);
     await expectBooksAgree(testEnv, [...fake.requests]);
   });
 
   it('is sent by its own call when the authorize that carried it never reached the object: booked at its charge, not at its bound', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const fake = answeringUpstream();
-    const settles: string[] = [];
     let authorizes = 0;
-    const env = withStubs((stub) => ({
-      ...stub,
-      authorize: (request) => {
-        authorizes += 1;
-        // The second call's message is lost on its way, settlements and all.
-        if (authorizes === 2) return Promise.reject(new Error('the authorize never reached the object'));
-        return stub.authorize(request);
-      },
-      settle: (callId, settlement) => {
-        settles.push(callId);
-        return stub.settle(callId, settlement);
-      },
-    }));
-    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
-    const firstCtx = createExecutionContext();
-    const first = await gateway.fetch(platformCallRequest(session.token), env, firstCtx);
-    expect(first.status).toBe(200);
-    const firstId = first.headers.get('x-faucet-call-id') as string;
-    const charge = await chargeOf(first);
-    const secondCtx = createExecutionContext();
-    const second = await gateway.fetch(platformCallRequest(session.token), env, secondCtx);
+    const { env, settles } = observed((request, authorize) => {
+      authorizes += 1;
+      // The second call's message is lost on its way, settlements and all.
+      if (authorizes === 2) return Promise.reject(new Error('the authorize never reached the object')) as ReturnType<Stub['authorize']>;
+      return authorize(request);
+    });
+    const { first, second, firstId } = await oneCallThenAnother(env, session.token, fake);
     expect(second.status).toBeGreaterThanOrEqual(500);
-    await waitOnExecutionContext(firstCtx);
-    await waitOnExecutionContext(secondCtx);
+    const charge = await chargeOf(first);
     expect(settles).toEqual([firstId]);
     const object = walletObjectOf(session.token);
     expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 1, unflushedUsd: charge });
