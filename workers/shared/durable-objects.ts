@@ -134,6 +134,19 @@ export type WalletCallDecision =
     };
 
 /** A settled call as the object stores and flushes it: the booking (faucet_usage_booking as JSON) and its retail. */
+/**
+ * How long the gateway holds an answered call's settlement for a later call of its wallet from the same
+ * isolate to carry in its `authorize` (wallet/unsent-settlements.ts) before sending it on its own.
+ */
+export const settlementGraceMs = 10;
+
+/**
+ * How long a read of an end user's own calls lets their wallet object wait for settlements still on
+ * their way (`flush(settlingMs)`): a few times the gateway's grace, so a call answered just before the
+ * read is in it.
+ */
+export const readSettlingMs = 5 * settlementGraceMs;
+
 export interface WalletSettlement {
   booking: Record<string, unknown>;
   /** 8-decimal USD: what the booking charges, counted against the lease until it is flushed. */
@@ -200,7 +213,10 @@ export interface WalletObjectContract extends Rpc.DurableObjectBranded {
   /**
    * Books every settled call now (the alarm does it on its own). A failed flush wrote nothing and is
    * retried by the alarm; `error` names why (a SQLSTATE, or `unreachable`), never with the data sent.
+   * `settlingMs` (a read of the end user's own calls): while calls are in flight, first waits up to that
+   * long for their settlements — a call answered a moment ago may still have its settlement on the way
+   * (the gateway holds it briefly for the wallet's next call to carry).
    */
-  flush(): Promise<WalletSnapshot & { error: string | null }>;
+  flush(settlingMs?: number): Promise<WalletSnapshot & { error: string | null }>;
   snapshot(): Promise<WalletSnapshot>;
 }

@@ -6,7 +6,7 @@
  * end user's first gateway call, not next to the developer's backend.
  */
 import { sql } from 'drizzle-orm';
-import type { WalletObjectContract } from '../durable-objects.ts';
+import { readSettlingMs, type WalletObjectContract } from '../durable-objects.ts';
 import type { Env } from '../env.ts';
 import { queryRows, type SqlDatabase } from '../query.ts';
 import { leasingObjectNames } from './wallet-objects.ts';
@@ -164,7 +164,13 @@ export async function tellWalletObjects(
  * already answered. Best effort: an object that cannot be reached books them within a second anyway.
  */
 export function bookOwnCalls(env: Env, endUserId: string, logger?: Logger): Promise<void> {
-  return tellWalletObject(env, endUserId, (object) => object.flush(), 'a wallet object was not asked to book before a read', logger);
+  return tellWalletObject(
+    env,
+    endUserId,
+    (object) => object.flush(readSettlingMs),
+    'a wallet object was not asked to book before a read',
+    logger,
+  );
 }
 
 /** One message to an end user's wallet object a failure is logged, never thrown. */

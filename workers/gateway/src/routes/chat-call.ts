@@ -9,6 +9,7 @@
  * tried when an attempt fails before its first byte (fallback/: the hold covers them all; only the
  * attempt that answered is booked, at its model's prices).
  */
+import { settlementGraceMs } from '#shared/durable-objects.ts';
 import type { Context } from 'hono';
 import type { AppEnv } from '#shared/app-env.ts';
 import { callLimits } from '#shared/calls/call-limits.ts';
@@ -136,12 +137,6 @@ export async function serveChatCall(c: Context<AppEnv>, dependencies: GatewayDep
   if (read.stream) return streamCall(call);
   return buffersStream(call) ? bufferedCall(call) : completeCall(call);
 }
-
-/**
- * How long an answered call's settlement waits for a later call of its wallet from this isolate to
- * carry it in its `authorize` (wallet/unsent-settlements.ts) before it is sent on its own.
- */
-const settlementGraceMs = 10;
 
 /**
  * Resolves `settlementGraceMs` after the turn of the event loop that returns the answer, so the

@@ -5,11 +5,11 @@
  * sends no message of its own. Written as the failure: an `authorize` that never reaches the object
  * leaves each settlement it carried to its own call, so none is lost to the bound booking.
  */
-import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { WalletCallRequest, WalletObjectContract } from '#shared/durable-objects.ts';
+import { readSettlingMs, settlementGraceMs, type WalletCallRequest, type WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
-import { sql, type TestEnv } from '../../../test/harness.ts';
+import { api, call, sql, type TestEnv } from '../../../test/harness.ts';
 import { fundedSession, gatewayWith, newRequestId } from '../../../test/gateway-kit.ts';
 import { answeringUpstream, expectBooksAgree, leasedTestEnv, platformCall, walletObjectOf } from '../../../test/wallet-kit.ts';
 
@@ -24,7 +24,10 @@ type Stub = Pick<WalletObjectContract, 'authorize' | 'abandon' | 'settle'>;
  * The test env with every wallet object's `authorize` passed through `authorize` (which gets the real
  * stub's) and each `settle` message recorded by call id in `settles`.
  */
-function observed(authorize: (request: WalletCallRequest, real: Stub['authorize']) => ReturnType<Stub['authorize']>) {
+function observed(
+  authorize: (request: WalletCallRequest, real: Stub['authorize']) => ReturnType<Stub['authorize']>,
+  onTheWay: () => Promise<void> = async () => undefined,
+) {
   const objects = testEnv.WALLET as DurableObjectNamespace<WalletObjectContract>;
   const settles: string[] = [];
   const wrapped = {
@@ -34,8 +37,9 @@ function observed(authorize: (request: WalletCallRequest, real: Stub['authorize'
       return {
         authorize: (request) => authorize(request, (forwarded) => stub.authorize(forwarded)),
         abandon: (callId, log) => stub.abandon(callId, log),
-        settle: (callId, settlement) => {
+        settle: async (callId, settlement) => {
           settles.push(callId);
+          await onTheWay();
           return stub.settle(callId, settlement);
         },
       };
@@ -118,5 +122,57 @@ describe('a settlement carried by the next call of its wallet', () => {
     // The second call never reached the upstream.
     expect(fake.requests).toHaveLength(1);
     await expectBooksAgree(testEnv, [...fake.requests]);
+  });
+
+  it('is in a read of the end user’s own calls made meanwhile: the object waits for the settlement on its way', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const fake = answeringUpstream();
+    let deliver: () => void = () => undefined;
+    const delivered = new Promise<void>((resolve) => {
+      deliver = resolve;
+    });
+    // The answered call's own message is held on its way until the read waits in the object.
+    const { env } = observed(
+      (request, authorize) => authorize(request),
+      () => delivered,
+    );
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    const ctx = createExecutionContext();
+    const charge = await chargeOf(await gateway.fetch(platformCallRequest(session.token), env, ctx));
+    const object = walletObjectOf(session.token);
+    const read = object.flush(60_000);
+    const waiting = () =>
+      runInDurableObject(
+        object,
+        (instance) => (instance as unknown as { state: { waitingForSettlement: unknown[] } }).state.waitingForSettlement.length,
+      );
+    for (let tries = 0; (await waiting()) === 0; tries++) {
+      if (tries > 500) throw new Error('the read never waited for the settlement on its way');
+    }
+    deliver();
+    expect(await read).toMatchObject({ inFlight: 0, unflushed: 0, error: null });
+    expect(await bookedRetails(session.endUserId)).toEqual([charge]);
+    await waitOnExecutionContext(ctx);
+    await expectBooksAgree(testEnv, [...fake.requests]);
+  });
+
+  it('is waited for by the API’s reads of the end user’s own calls, a few times the gateway’s grace', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const objects = testEnv.WALLET as DurableObjectNamespace<WalletObjectContract>;
+    const asked: unknown[] = [];
+    const recording = {
+      idFromName: (name: string) => objects.idFromName(name),
+      get: (id: DurableObjectId) => ({
+        flush: (settlingMs?: number) => {
+          asked.push(settlingMs);
+          return objects.get(id).flush(settlingMs);
+        },
+      }),
+    };
+    const env = { ...testEnv, WALLET: recording as unknown as Env['WALLET'] } as TestEnv;
+    expect((await call(api(), env, '/v1/user/wallet', { token: session.token })).status).toBe(200);
+    expect((await call(api(), env, '/v1/user/usage', { token: session.token })).status).toBe(200);
+    expect(asked).toEqual([readSettlingMs, readSettlingMs]);
+    expect(readSettlingMs).toBeGreaterThanOrEqual(3 * settlementGraceMs);
   });
 });

@@ -103,6 +103,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       ...(settlement.log === undefined ? {} : { log: logRowOf(call.record, settlement.log) }),
     };
     state.calls.set(callId, settled);
+    state.settledOne();
     if (intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000) === 0) {
       // Write-through: booked before the gateway answers (for tests and operators who want it).
       await this.ctx.storage.put(`call:${callId}`, settled);
@@ -120,6 +121,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const call = state.calls.get(callId);
     if (call === undefined || call.state !== 'in_flight') return;
     state.calls.delete(callId);
+    state.settledOne();
     state.claims.delete(call.clientRequestId);
     await this.ctx.storage.delete([`call:${callId}`, `claim:${call.clientRequestId}`]);
     if (log !== undefined) {
@@ -152,7 +154,8 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     this.leases.resume();
   }
 
-  async flush(): Promise<WalletSnapshot & { error: string | null }> {
+  async flush(settlingMs = 0): Promise<WalletSnapshot & { error: string | null }> {
+    if (settlingMs > 0) await this.state.settlementsWithin(settlingMs);
     const error = await this.alarms.flush();
     return { ...(await this.snapshot()), error };
   }

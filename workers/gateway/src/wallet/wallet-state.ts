@@ -42,6 +42,7 @@ export class WalletState {
   private readonly unwritten = new Set<string>();
   private waitingForWrite: Array<() => void> = [];
   private writeTimer: ReturnType<typeof setTimeout> | null = null;
+  private waitingForSettlement: Array<() => void> = [];
   /** Postgres statements this instance has run (the snapshot shows them: tests, the benchmark, operators). */
   statements = 0;
   readonly logger: Logger;
@@ -103,6 +104,28 @@ export class WalletState {
       this.writeUnwritten();
     }, settlementWriteMs);
     return issued;
+  }
+
+  /** A call in flight was settled: a read waiting for settlements looks again. */
+  settledOne(): void {
+    const waiting = this.waitingForSettlement;
+    this.waitingForSettlement = [];
+    for (const release of waiting) release();
+  }
+
+  /** Waits, up to `ms`, until no call is in flight (each settlement that arrives meanwhile ends a wait). */
+  async settlementsWithin(ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    while ([...this.calls.values()].some((call) => call.state === 'in_flight')) {
+      const left = until - Date.now();
+      if (left <= 0) return;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
+        this.waitingForSettlement.push(resolve);
+        timer = setTimeout(resolve, left);
+      });
+      clearTimeout(timer);
+    }
   }
 
   /** Writes the settled records waiting for a write now, in a write of their own. */
