@@ -133,7 +133,6 @@ export type WalletCallDecision =
       retryAfterSeconds?: number;
     };
 
-/** A settled call as the object stores and flushes it: the booking (faucet_usage_booking as JSON) and its retail. */
 /**
  * How long the gateway holds an answered call's settlement for a later call of its wallet from the same
  * isolate to carry in its `authorize` (wallet/unsent-settlements.ts) before sending it on its own.
@@ -147,6 +146,7 @@ export const settlementGraceMs = 10;
  */
 export const readSettlingMs = 5 * settlementGraceMs;
 
+/** A settled call as the object stores and flushes it: the booking (faucet_usage_booking as JSON) and its retail. */
 export interface WalletSettlement {
   booking: Record<string, unknown>;
   /** 8-decimal USD: what the booking charges, counted against the lease until it is flushed. */

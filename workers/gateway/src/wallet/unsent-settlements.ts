@@ -65,16 +65,15 @@ export function takeUnsent(wallet: string): CarriedSettlements {
   });
   return {
     settlements,
-    riding: async (authorize) =>
-      Promise.resolve(authorize).then(
-        (decision) => {
-          answered(true);
-          return decision;
-        },
-        (error: unknown) => {
-          answered(false);
-          throw error;
-        },
-      ),
+    riding: async (authorize) => {
+      try {
+        const decision = await authorize;
+        answered(true);
+        return decision;
+      } catch (error) {
+        answered(false);
+        throw error;
+      }
+    },
   };
 }

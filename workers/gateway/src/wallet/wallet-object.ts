@@ -103,7 +103,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
       ...(settlement.log === undefined ? {} : { log: logRowOf(call.record, settlement.log) }),
     };
     state.calls.set(callId, settled);
-    state.settledOne();
+    state.callLeftFlight();
     if (intSetting(this.env.WALLET_FLUSH_INTERVAL_MS, 1000) === 0) {
       // Write-through: booked before the gateway answers (for tests and operators who want it).
       await this.ctx.storage.put(`call:${callId}`, settled);
@@ -121,7 +121,7 @@ export class WalletObject extends DurableObject<Env> implements WalletObjectCont
     const call = state.calls.get(callId);
     if (call === undefined || call.state !== 'in_flight') return;
     state.calls.delete(callId);
-    state.settledOne();
+    state.callLeftFlight();
     state.claims.delete(call.clientRequestId);
     await this.ctx.storage.delete([`call:${callId}`, `claim:${call.clientRequestId}`]);
     if (log !== undefined) {

@@ -106,8 +106,8 @@ export class WalletState {
     return issued;
   }
 
-  /** A call in flight was settled: a read waiting for settlements looks again. */
-  settledOne(): void {
+  /** A call in flight was settled or abandoned: a read waiting for settlements looks again. */
+  callLeftFlight(): void {
     const waiting = this.waitingForSettlement;
     this.waitingForSettlement = [];
     for (const release of waiting) release();
