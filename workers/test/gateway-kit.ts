@@ -216,3 +216,16 @@ export function sseData(text: string): string[] {
 }
 
 export const userMessage = (content: string) => ({ role: 'user' as const, content });
+
+/**
+ * Awaits all the work a test's `waitUntil` collected, also work registered while it waits (a call's
+ * settlement is registered once its upstream has answered): until nothing new comes within 50 ms.
+ */
+export async function allRegistered(background: Promise<unknown>[]): Promise<void> {
+  for (let awaited = 0; awaited < background.length; ) {
+    const registered = background.length;
+    await Promise.allSettled(background);
+    awaited = registered;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

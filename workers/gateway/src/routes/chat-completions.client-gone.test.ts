@@ -10,6 +10,7 @@ import {
   usageRows,
   userMessage,
   wallet,
+  allRegistered,
 } from '../../../test/gateway-kit.ts';
 
 let testEnv: TestEnv;
@@ -52,7 +53,7 @@ describe('a client that goes away during a non-streaming call', () => {
 
     // The client is gone (its response is never read); the registered work still books the call.
     answerUpstream();
-    await Promise.allSettled(background);
+    await allRegistered(background);
     await settled(testEnv);
     // Booked once, and its worst case no longer held.
     expect(await usageRows(testEnv, requestId)).toHaveLength(1);

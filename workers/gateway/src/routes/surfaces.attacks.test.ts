@@ -28,6 +28,7 @@ import {
   settled,
   usageRows,
   wallet,
+  allRegistered,
 } from '../../../test/gateway-kit.ts';
 import { expectBooksAgree } from '../../../test/wallet-kit.ts';
 
@@ -434,7 +435,7 @@ describe('a streamed answer whose client goes away', () => {
     );
     await expect.poll(() => upstream.requests.length).toBe(1);
     answer();
-    await Promise.allSettled(background);
+    await allRegistered(background);
     expect(await bookedOnce(requestId)).toMatchObject({ estimated: false, input_tokens: 6, output_tokens: 0 });
     expect((await wallet(testEnv, session.walletId)).held).toBe('0.00000000');
     await expectAuditAgainst(upstream, { input: 6, output: 0 });
