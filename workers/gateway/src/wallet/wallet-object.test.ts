@@ -546,6 +546,36 @@ describe('the attacker', () => {
     await expectBooksAgree(testEnv, fake.requests);
   });
 
+  it('a settlement carried by a refused authorize is durable before the refusal is answered: the object restarted at once still has it', async () => {
+    const victim = await fundedSession(testEnv, '1.00000000');
+    const attacker = await fundedSession(testEnv, '0.00000000');
+    const fake = upstream();
+    const gateway = gatewayWith({ upstreamFetch: fake.fetch });
+    const forged = `fvs_w${walletOfToken(victim.token)}_${attacker.token.slice(-43)}`;
+    // Refused once, so the object has the forged session's context and refuses it next without a statement.
+    expect((await chat(gateway, testEnv, forged, body)).status).toBe(401);
+    const ctx = createExecutionContext();
+    const answered = await gateway.fetch(platformCallRequest(victim.token), testEnv, ctx);
+    expect(answered.status).toBe(200);
+    const charged = ((await answered.json()) as { faucet: { charge: { amount_usd: string } } }).faucet.charge.amount_usd;
+    // The forged call carries the victim's settlement and is refused without a write of its own;
+    // the object dies before its own timer (settlementGraceMs) would have written what it took.
+    expect((await chat(gateway, testEnv, forged, body)).status).toBe(401);
+    await runInDurableObject(objectOf(victim.token), (_instance, state) => state.abort('crash right after the refusal')).catch(
+      () => undefined,
+    );
+    await waitOnExecutionContext(ctx);
+    // The only copy of the settlement was the one carried: nothing else sends it.
+    const object = objectOf(victim.token);
+    expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 1, unflushedUsd: charged });
+    await object.flush();
+    const booked = await sql<{ retail_usd: string }>(testEnv, 'select retail_usd::text from usage_events where end_user_id = $1', [
+      victim.endUserId,
+    ]);
+    expect(booked).toEqual([{ retail_usd: charged }]);
+    await expectBooksAgree(testEnv, fake.requests);
+  });
+
   it('a session revoked by its developer is refused at once, though the object had it cached', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const fake = upstream();
