@@ -35,7 +35,12 @@ create or replace function faucet_lease_context(
   developer_key jsonb,
   fallback_keys jsonb
 )
-language sql stable as $$
+-- PL/pgSQL, not SQL: a SQL function is inlined into the caller's statement and planned with it each
+-- time (the wallet object's statements are unnamed); here the query's plan is kept per connection
+-- (a context read took about 40% less time on a warm connection, docs/bench-history.md).
+language plpgsql stable as $$
+begin
+  return query
   select coalesce(c.outcome, 'leasable'), c.app_id, c.end_user_id, c.developer_share_bps,
     case when c.outcome is null then c.developer_price_per_mtok_usd::numeric(20, 8) end,
     case when c.outcome is null then c.open_fee_usd::numeric(20, 8) end,
@@ -56,5 +61,6 @@ language sql stable as $$
         and k.status = 'active'
       order by k.created_at desc limit 1),
     case when c.outcome is null and p_fallbacks is not null then faucet_byok_fallback_keys(c.end_user_id, p_provider, p_fallbacks) end
-  from faucet_call_context(p_token_hash, p_feature_key, p_provider, p_model, p_alias, p_fallbacks) c
+  from faucet_call_context(p_token_hash, p_feature_key, p_provider, p_model, p_alias, p_fallbacks) c;
+end
 $$;

@@ -185,34 +185,14 @@ async function settleLeaseRows(
     ...lease
   } = await queryOne<SettledLeaseRow>(
     db,
-    // The request log rides in the same statement (a data-modifying WITH runs once, whatever the
-    // query reads): written with the bookings or not at all, so a retried flush writes each row once.
-    // It also names the rows' apps that export traces (docs/traces.md), so the object learns whom to
-    // trace without a statement of its own.
-    sql`with input as (select ${JSON.stringify(flush.logs ?? [])}::jsonb as logs),
-        logged as (
-          insert into gateway_call_log
-          select r.* from input, jsonb_populate_recordset(null::gateway_call_log, input.logs) r
-           where r.end_user_id = ${flush.endUserId}::uuid
-             -- A row the table would refuse is left out, never failing the bookings beside it.
-             and r.id is not null and r.app_id is not null and r.feature_key is not null and r.requested_model is not null
-             and r.client_request_id is not null and r.created_at is not null and r.stream is not null
-             and r.surface in ('chat.completions', 'responses', 'messages', 'embeddings')
-             and r.outcome in ('answered', 'cut', 'upstream_error', 'refused')
-             and coalesce(r.authorize_ms, 0) >= 0 and coalesce(r.first_byte_ms, 0) >= 0 and coalesce(r.total_ms, 0) >= 0
-             and exists (select 1 from apps a where a.id = r.app_id)
-             and (r.provider_credential_id is null or exists (select 1 from provider_credentials k where k.id = r.provider_credential_id))
-          on conflict (id) do nothing
-        )
-        select (s.lease).*, s.results,
-               (select coalesce(jsonb_agg(t.app_id), '[]'::jsonb) from app_trace_exports t
-                 where t.enabled and t.app_id in (select (e ->> 'app_id')::uuid from input, jsonb_array_elements(input.logs) e)) as traced_apps,
-               -- Read after faucet_settle_lease ran (it is the FROM): set by the triggers its bookings fired.
-               coalesce(current_setting('faucet.webhook_events', true) = 'written', false) as webhook_events
-          from faucet_settle_lease(${flush.endUserId}::uuid, ${flush.leaseKey},
+    // The request log rides in the same statement (faucet_flush_lease): written with the bookings or
+    // not at all. It also names the rows' apps that export traces (docs/traces.md), so the object
+    // learns whom to trace without a statement of its own.
+    sql`select (f.lease).*, f.results, f.traced_apps, f.webhook_events
+          from faucet_flush_lease(${flush.endUserId}::uuid, ${flush.leaseKey}, ${JSON.stringify(flush.logs ?? [])}::jsonb,
       ${JSON.stringify(flush.calls)}::jsonb, ${JSON.stringify(flush.bookings)}::jsonb,
       ${flush.targetUsd}::numeric, ${flush.keep}::boolean, ${flush.ttlSeconds}::integer, ${flush.callSlots ?? null}::integer,
-      ${flush.budgets === undefined ? null : JSON.stringify(flush.budgets)}::jsonb) s`,
+      ${flush.budgets === undefined ? null : JSON.stringify(flush.budgets)}::jsonb) f`,
   );
   if (lease.amount_usd === null) throw new Error('faucet_settle_lease returned no lease');
   const answered = typeof results === 'string' ? (JSON.parse(results) as BookingRow[]) : results;
