@@ -39,6 +39,17 @@ const objectOf = walletObjectOf;
 
 const countOf = async (query: string, params: unknown[]) => Number((await sql<{ n: string }>(testEnv, query, params))[0]?.n);
 
+/** An end user's one settled call: held unflushed by their object at `charged`, then booked once at it. */
+async function expectOneCallBookedAt(token: string, endUserId: string, charged: string): Promise<void> {
+  const object = objectOf(token);
+  expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 1, unflushedUsd: charged });
+  await object.flush();
+  const booked = await sql<{ retail_usd: string }>(testEnv, 'select retail_usd::text from usage_events where end_user_id = $1', [
+    endUserId,
+  ]);
+  expect(booked).toEqual([{ retail_usd: charged }]);
+}
+
 describe('a call the lease covers', () => {
   it('is served, charged in its answer, and booked by the flush exactly once', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
@@ -535,13 +546,7 @@ describe('the attacker', () => {
     expect((await chat(gateway, testEnv, forged, body)).status).toBe(401);
     await waitOnExecutionContext(ctx);
     expect(fake.requests).toHaveLength(1);
-    const object = objectOf(victim.token);
-    expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 1, unflushedUsd: charged });
-    await object.flush();
-    const booked = await sql<{ retail_usd: string }>(testEnv, 'select retail_usd::text from usage_events where end_user_id = $1', [
-      victim.endUserId,
-    ]);
-    expect(booked).toEqual([{ retail_usd: charged }]);
+    await expectOneCallBookedAt(victim.token, victim.endUserId, charged);
     expect(await countOf('select count(*) as n from usage_events where end_user_id = $1', [attacker.endUserId])).toBe(0);
     await expectBooksAgree(testEnv, fake.requests);
   });
@@ -566,13 +571,7 @@ describe('the attacker', () => {
     );
     await waitOnExecutionContext(ctx);
     // The only copy of the settlement was the one carried: nothing else sends it.
-    const object = objectOf(victim.token);
-    expect(await object.snapshot()).toMatchObject({ inFlight: 0, unflushed: 1, unflushedUsd: charged });
-    await object.flush();
-    const booked = await sql<{ retail_usd: string }>(testEnv, 'select retail_usd::text from usage_events where end_user_id = $1', [
-      victim.endUserId,
-    ]);
-    expect(booked).toEqual([{ retail_usd: charged }]);
+    await expectOneCallBookedAt(victim.token, victim.endUserId, charged);
     await expectBooksAgree(testEnv, fake.requests);
   });
 
