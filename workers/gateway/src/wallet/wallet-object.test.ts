@@ -3,7 +3,8 @@
  * round trip; settlements kept in the object and flushed in batches, each booked exactly once.
  * Written as the attacker and as the outage: concurrent calls past the balance, a database gone
  * while calls go on, a flush that fails half-way, an object restarted with settlements unflushed,
- * a session revoked while the object has it cached, a token pointing at another user's wallet.
+ * a session revoked while the object has it cached, a token pointing at another user's wallet (also
+ * one whose refused call carried the victim's settlement just before the object died).
  */
 import { createExecutionContext, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
