@@ -584,15 +584,16 @@ describe('settleLease: the housekeeping around a lease', () => {
 });
 
 describe('the request log in the flush', () => {
-  it('writes each log row once with the flush; a row the table would refuse is left out and never fails the bookings', async () => {
+  it('writes each log row once with the flush; a row the table would refuse, or of another end user, is left out and never fails the bookings', async () => {
     const user = await createTestUser(testEnv);
+    const other = await createTestUser(testEnv);
     await fund(database, user.walletId, '1.00000000');
-    const row = (featureKey: string | null) =>
+    const row = (featureKey: string | null, of = user) =>
       callLogRow(
         {
           id: crypto.randomUUID(),
-          appId: user.appId,
-          endUserId: user.endUserId,
+          appId: of.appId,
+          endUserId: of.endUserId,
           featureKey: featureKey as string,
           clientRequestId: `client-${crypto.randomUUID()}`,
           provider: 'mock',
@@ -605,6 +606,8 @@ describe('the request log in the flush', () => {
       );
     const kept = row('chat');
     const refused = row(null);
+    // Smuggled into this end user's flush: another end user's row is never written by it.
+    const foreign = row('chat', other);
     const flush = {
       endUserId: user.endUserId,
       leaseKey: leaseKey(),
@@ -613,13 +616,15 @@ describe('the request log in the flush', () => {
       targetUsd: '0.50000000',
       keep: true,
       ttlSeconds: 120,
-      logs: [kept, refused],
+      logs: [kept, refused, foreign],
     };
     const first = await flushLease(database.db, flush);
     expect(first.leaseUsd).toBe('0.50000000');
     // The answer was lost: the same flush again writes nothing twice.
     await flushLease(database.db, flush);
-    const written = await sql<{ id: string }>(testEnv, 'select id from gateway_call_log where id = any($1)', [[kept.id, refused.id]]);
+    const written = await sql<{ id: string }>(testEnv, 'select id from gateway_call_log where id = any($1)', [
+      [kept.id, refused.id, foreign.id],
+    ]);
     expect(written).toEqual([{ id: kept.id }]);
   });
 });
