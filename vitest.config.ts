@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { cloudflareTest } from '@cloudflare/vitest-plugin';
 import { defaultClientConditions, defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
@@ -14,6 +15,10 @@ import { testSecrets } from './tests/setup/test-secrets.ts';
  */
 export default defineConfig({
   test: {
+    // Two files at a time even on two CPUs (Vitest's default there is one): the suites mostly wait on
+    // PostgreSQL, a browser or a timer, so a second file fills that time (the Workers files then share
+    // two runtimes). About a third off the suite's length on a two-CPU machine (README, Tests).
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       {
         plugins: [

@@ -43,7 +43,11 @@ describe('usage reports reach the ledger of the real control API', () => {
       // The SDK resending the same report is harmless: the API is idempotent per request_id.
       expect((await send(online.port)).status).toBe(202);
       await vi.waitFor(async () => expect(await online.services.outbox.pendingCount()).toBe(0), eventually);
-      expect(online.logs.filter((line) => line.includes('"msg":"usage report forwarded"'))).toHaveLength(2);
+      // Its log line may follow the outbox's delete by a moment.
+      await vi.waitFor(
+        () => expect(online.logs.filter((line) => line.includes('"msg":"usage report forwarded"'))).toHaveLength(2),
+        eventually,
+      );
       expect(online.logs.some((line) => line.includes('"recorded":false'))).toBe(true);
       expect(await online.services.outbox.listDead()).toEqual([]);
     } finally {

@@ -763,7 +763,8 @@ describe('a replayed x-request-id: the second call refused 409 while the first i
     expect(await bookedOnce(requestId)).toMatchObject(
       surface === embeddings ? { input_tokens: 4 } : { input_tokens: 11, output_tokens: 7 },
     );
-    expect(await wallet(testEnv, session.walletId)).toEqual(afterFirst);
+    // The balance, not what is held: the lease the wallet object holds may be given back meanwhile.
+    expect((await wallet(testEnv, session.walletId)).balance).toBe(afterFirst.balance);
     await expectAuditAgainst(upstream, reported(surface));
   });
 
