@@ -99,7 +99,10 @@ export class WalletAlarm {
       state.calls.set(call.id, settled);
       writes[`call:${call.id}`] = settled;
     }
-    if (Object.keys(writes).length > 0) await state.ctx.storage.put(writes);
+    if (Object.keys(writes).length === 0) return;
+    await state.ctx.storage.put(writes);
+    // A read waiting for these calls' settlements has them now.
+    state.callLeftFlight();
   }
 
   private forgetOldClaims(): void {

@@ -5,13 +5,15 @@
  * sends no message of its own. Written as the failure: an `authorize` that never reaches the object
  * leaves each settlement it carried to its own call, so none is lost to the bound booking.
  */
-import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test';
+import { createExecutionContext, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from 'cloudflare:test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readSettlingMs, settlementGraceMs, type WalletCallRequest, type WalletObjectContract } from '#shared/durable-objects.ts';
 import type { Env } from '#shared/env.ts';
 import { api, call, sql, type TestEnv } from '../../../test/harness.ts';
 import { fundedSession, gatewayWith, newRequestId } from '../../../test/gateway-kit.ts';
-import { answeringUpstream, expectBooksAgree, leasedTestEnv, platformCall, walletObjectOf } from '../../../test/wallet-kit.ts';
+import { fakeUpstream } from '../../../test/fake-upstream.ts';
+import { answeringUpstream, callsKeptBy, expectBooksAgree, leasedTestEnv, platformCall, walletObjectOf } from '../../../test/wallet-kit.ts';
+import type { StoredCall } from './lease-book.ts';
 
 let testEnv: TestEnv;
 beforeAll(async () => {
@@ -71,6 +73,13 @@ async function oneCallThenAnother(env: TestEnv, token: string, fake: ReturnType<
 
 const chargeOf = async (response: Response) =>
   ((await response.json()) as { faucet: { charge: { amount_usd: string } } }).faucet.charge.amount_usd;
+
+/** How many reads wait in the object for settlements on their way. */
+const readsWaitingIn = (object: ReturnType<typeof walletObjectOf>) =>
+  runInDurableObject(
+    object,
+    (instance) => (instance as unknown as { state: { waitingForSettlement: unknown[] } }).state.waitingForSettlement.length,
+  );
 
 const bookedRetails = async (endUserId: string) =>
   (
@@ -141,12 +150,7 @@ describe('a settlement carried by the next call of its wallet', () => {
     const charge = await chargeOf(await gateway.fetch(platformCallRequest(session.token), env, ctx));
     const object = walletObjectOf(session.token);
     const read = object.flush(60_000);
-    const waiting = () =>
-      runInDurableObject(
-        object,
-        (instance) => (instance as unknown as { state: { waitingForSettlement: unknown[] } }).state.waitingForSettlement.length,
-      );
-    for (let tries = 0; (await waiting()) === 0; tries++) {
+    for (let tries = 0; (await readsWaitingIn(object)) === 0; tries++) {
       if (tries > 500) throw new Error('the read never waited for the settlement on its way');
     }
     deliver();
@@ -154,6 +158,34 @@ describe('a settlement carried by the next call of its wallet', () => {
     expect(await bookedRetails(session.endUserId)).toEqual([charge]);
     await waitOnExecutionContext(ctx);
     await expectBooksAgree(testEnv, [...fake.requests]);
+  });
+
+  it('a read waiting for a call that never settles ends when the alarm books that call at its bound, not when its time is out', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    // The call's isolate is lost mid-call: no answer comes, and no settlement.
+    const upstream = fakeUpstream(() => new Promise<Response>(() => undefined));
+    void Promise.resolve(
+      gatewayWith({ upstreamFetch: upstream.fetch }).fetch(platformCallRequest(session.token), testEnv, createExecutionContext()),
+    ).catch(() => undefined);
+    await expect.poll(() => upstream.requests.length).toBe(1);
+    const [callId] = await callsKeptBy(session.token);
+    const object = walletObjectOf(session.token);
+    const read = object.flush(60_000);
+    for (let tries = 0; (await readsWaitingIn(object)) === 0; tries++) {
+      if (tries > 500) throw new Error('the read never waited for the call in flight');
+    }
+    // Its deadline and grace pass; the alarm books it at its bound.
+    await runInDurableObject(object, (instance) => {
+      const { calls } = (instance as unknown as { state: { calls: Map<string, StoredCall> } }).state;
+      calls.set(callId!, { ...calls.get(callId!)!, sweepAt: Date.now() - 1 });
+    });
+    expect(await runDurableObjectAlarm(object)).toBe(true);
+    const stillWaiting = new Promise((resolve) => setTimeout(() => resolve('still waiting'), 10_000));
+    expect(await Promise.race([read, stillWaiting])).toMatchObject({ inFlight: 0, unflushed: 0, error: null });
+    const booked = await sql<{ estimated: boolean }>(testEnv, 'select estimated from usage_events where end_user_id = $1', [
+      session.endUserId,
+    ]);
+    expect(booked).toEqual([{ estimated: true }]);
   });
 
   it('is waited for by the API’s reads of the end user’s own calls, a few times the gateway’s grace', async () => {
