@@ -1,6 +1,6 @@
 import parsePrometheus from 'parse-prometheus-text-format';
 import { env as cloudflareEnv } from 'cloudflare:test';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { createServiceApp } from '../app.ts';
 import type { MetricsObject, SeriesCounts } from '../durable-objects.ts';
 import type { Env } from '../env.ts';
@@ -139,6 +139,25 @@ describe('request counters are batched per isolate', () => {
     await Promise.all(second.pending);
     expect(metrics.calls.map((batch) => batch.reduce((sum, counts) => sum + counts.requests, 0))).toEqual([1, 2]);
     expect(requestsOf(await readMetrics(realMetrics, 'gateway'), route)).toBe(2);
+  });
+
+  it("a clock set back never holds a flush, nor its request's waitUntil, longer than the interval", async () => {
+    const metrics = observedMetrics();
+    const env = { ...testEnv, METRICS: metrics.namespace, METRICS_FLUSH_INTERVAL_MS: '1000' };
+    const { app, route } = probe();
+    const first = await fetchLeavingWork(app, env, route.replace(':id', '0'));
+    await Promise.all(first.pending);
+    // The isolate's clock is set back a day after that flush.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() - 86_400_000);
+      const second = await fetchLeavingWork(app, env, route.replace(':id', '1'));
+      const timeout = new Promise<'timed out'>((resolve) => setTimeout(() => resolve('timed out'), 10_000));
+      expect(await Promise.race([Promise.all(second.pending), timeout])).not.toBe('timed out');
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(metrics.requestsSent()).toBe(2);
   });
 
   it("/metrics first sends its isolate's pending counts, so it reports every request served before it", async () => {

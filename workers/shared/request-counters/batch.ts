@@ -46,7 +46,9 @@ class IsolateBatch {
     this.scheduledFor = due;
     // Even a flush due now waits for a timer: it then runs after the response is written, never in
     // the response's own turn (where the shard's call would be made before the answer left).
-    const wait = new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, due - now)));
+    // Never longer than the interval: a clock set back (lastFlushAt then in the future) must not
+    // hold the flush, and the request's waitUntil, for as long as it was set back.
+    const wait = new Promise<void>((resolve) => setTimeout(resolve, Math.min(intervalMs, Math.max(0, due - now))));
     return wait.then(() => {
       if (this.scheduledFor === due) this.scheduledFor = undefined;
       return this.flush(namespace, logger);
