@@ -17,7 +17,7 @@ export default defineConfig({
   test: {
     // Two files at a time even on two CPUs (Vitest's default there is one): the suites mostly wait on
     // PostgreSQL, a browser or a timer, so a second file fills that time (the Workers files then share
-    // two runtimes). About a third off the suite's length on a two-CPU machine (README, Tests).
+    // two runtimes). About a quarter off the suite's length on a two-CPU machine (README, Tests).
     maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       {
