@@ -72,6 +72,19 @@ function requestsOf(text: string, route: string): number {
   return series ? Number(series.value) : 0;
 }
 
+/**
+ * A probe app whose isolate batch (flushing every `intervalMs`) has served one request: the first
+ * request of a quiet isolate flushes at once, and that flush has landed.
+ */
+async function afterFirstFlush(intervalMs: string) {
+  const metrics = observedMetrics();
+  const env = { ...testEnv, METRICS: metrics.namespace, METRICS_FLUSH_INTERVAL_MS: intervalMs };
+  const { app, route } = probe();
+  const first = await fetchLeavingWork(app, env, route.replace(':id', '0'));
+  await Promise.all(first.pending);
+  return { metrics, env, app, route };
+}
+
 let testEnv: TestEnv;
 beforeAll(async () => {
   testEnv = await createTestEnv();
@@ -142,11 +155,7 @@ describe('request counters are batched per isolate', () => {
   });
 
   it("a clock set back never holds a flush, nor its request's waitUntil, longer than the interval", async () => {
-    const metrics = observedMetrics();
-    const env = { ...testEnv, METRICS: metrics.namespace, METRICS_FLUSH_INTERVAL_MS: '1000' };
-    const { app, route } = probe();
-    const first = await fetchLeavingWork(app, env, route.replace(':id', '0'));
-    await Promise.all(first.pending);
+    const { metrics, env, app, route } = await afterFirstFlush('1000');
     // The isolate's clock is set back a day after that flush.
     vi.useFakeTimers({ toFake: ['Date'] });
     try {
@@ -161,12 +170,7 @@ describe('request counters are batched per isolate', () => {
   });
 
   it("/metrics first sends its isolate's pending counts, so it reports every request served before it", async () => {
-    const metrics = observedMetrics();
-    const env = { ...testEnv, METRICS: metrics.namespace, METRICS_FLUSH_INTERVAL_MS: '3000' };
-    const { app, route } = probe();
-    // The first request of a quiet isolate flushes at once; let that flush land.
-    const first = await fetchLeavingWork(app, env, route.replace(':id', '0'));
-    await Promise.all(first.pending);
+    const { metrics, env, app, route } = await afterFirstFlush('3000');
     for (let index = 1; index < 5; index++) {
       const { response } = await fetchLeavingWork(app, env, route.replace(':id', String(index)));
       expect(response.status).toBe(200);
