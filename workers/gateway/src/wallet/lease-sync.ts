@@ -3,7 +3,8 @@
  * and renewal (`sync`: books the settled calls, sets the lease to what is committed plus a need and
  * a chunk, each developer key's budget lease likewise), the release (the lease down to the calls in
  * flight: a recall's, or the idle one) and a context read with its lease (a wallet's first call). A
- * recall holds new leases back until its debit is written (`resume`) or `recallPauseMs` has passed.
+ * recall holds new leases back until its debit is written (`resume`) or `recallPauseMs` has passed
+ * since its release was written.
  */
 import type { WalletCallRequest } from '#shared/durable-objects.ts';
 import { parseUsdSetting, usdFromUnits, usdToUnits } from '#shared/money/index.ts';
@@ -36,8 +37,11 @@ const recallPauseMs = 3_000;
 const callSlotChunk = 2;
 
 export class LeaseSync {
-  /** The recalls whose debit is being written (each until when at most): no new lease meanwhile. */
-  private readonly recalls: number[] = [];
+  /**
+   * The recalls whose debit is being written (each until when at most, counted from when its release
+   * was written: a release slow to run must not use up the debit's time): no new lease meanwhile.
+   */
+  private readonly recalls: { until: number }[] = [];
   /** Release statements (a recall's or the idle one) queued or running: the lease they set covers only the calls already in flight. */
   private releases = 0;
   /** Every Postgres statement that touches the lease runs in this order, one at a time. */
@@ -51,12 +55,15 @@ export class LeaseSync {
 
   /**
    * Gives the lease back down to the calls in flight. No new lease until the debit that asked is
-   * written (`resume`) or a moment has passed: a call racing the debit waits for it instead of taking
-   * the money back first.
+   * written (`resume`) or a moment has passed since the release was: a call racing the debit waits
+   * for it instead of taking the money back first, however long the release took.
    */
   recall(): Promise<void> {
-    this.recalls.push(Date.now() + recallPauseMs);
-    return this.sync(0n, { release: true });
+    const pause = { until: Number.POSITIVE_INFINITY };
+    this.recalls.push(pause);
+    return this.sync(0n, { release: true }).finally(() => {
+      pause.until = Date.now() + recallPauseMs;
+    });
   }
 
   /** One recall's debit is written; the others' still hold new leases back. */
@@ -66,7 +73,7 @@ export class LeaseSync {
 
   /** A release is queued or running, or a recall's debit is being written. */
   recalling(): boolean {
-    return this.releases > 0 || this.recalls.some((until) => until > Date.now());
+    return this.releases > 0 || this.recalls.some((pause) => pause.until > Date.now());
   }
 
   /**
@@ -272,7 +279,7 @@ export class LeaseSync {
   private async leaseUnpaused(): Promise<void> {
     for (;;) {
       const now = Date.now();
-      while (this.recalls.length > 0 && (this.recalls[0] as number) <= now) this.recalls.shift();
+      while (this.recalls.length > 0 && (this.recalls[0] as { until: number }).until <= now) this.recalls.shift();
       if (this.recalls.length === 0) return;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }

@@ -85,6 +85,29 @@ async function leaseOf(token: string) {
 }
 
 describe('money outside the gateway', () => {
+  it('a recall whose release is slow still holds new leases back for the debit once it is written, until the debit resumes it', async () => {
+    const session = await fundedSession(testEnv, '1.00000000');
+    const gateway = gatewayWith({ upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported))).fetch });
+    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    const object = objectOf(session.token);
+    type Leases = { recalling(): boolean; syncNow(...args: unknown[]): Promise<unknown> };
+    const leasesOf = (instance: unknown) => (instance as { leases: Leases }).leases;
+    // The release statement takes longer than the pause a recall gives its debit (3 s).
+    await runInDurableObject(object, (instance) => {
+      const leases = leasesOf(instance);
+      const syncNow = leases.syncNow.bind(leases);
+      leases.syncNow = async (...args: unknown[]) => {
+        if (args[1] === true) await new Promise((resolve) => setTimeout(resolve, 3_500));
+        return syncNow(...args);
+      };
+    });
+    await object.recall();
+    // The debit is only now written: a call arriving meanwhile must still find new leases held back.
+    expect(await runInDurableObject(object, (instance) => leasesOf(instance).recalling())).toBe(true);
+    await object.resume();
+    expect(await runInDurableObject(object, (instance) => leasesOf(instance).recalling())).toBe(false);
+  });
+
   it('an operator debit recalls the lease: what the object settled is booked first, then the debit meets the whole balance', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
     const gateway = gatewayWith({ upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported))).fetch });
