@@ -279,7 +279,7 @@ export class LeaseSync {
   private async leaseUnpaused(): Promise<void> {
     for (;;) {
       const now = Date.now();
-      while (this.recalls.length > 0 && (this.recalls[0] as { until: number }).until <= now) this.recalls.shift();
+      while ((this.recalls[0]?.until ?? Number.POSITIVE_INFINITY) <= now) this.recalls.shift();
       if (this.recalls.length === 0) return;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }

@@ -87,8 +87,8 @@ async function leaseOf(token: string) {
 describe('money outside the gateway', () => {
   it('a recall whose release is slow still holds new leases back for the debit once it is written, until the debit resumes it', async () => {
     const session = await fundedSession(testEnv, '1.00000000');
-    const gateway = gatewayWith({ upstreamFetch: fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported))).fetch });
-    expect((await chat(gateway, testEnv, session.token, body)).status).toBe(200);
+    const fake = fakeUpstream(() => jsonResponse(openAiCompletion('Hi', reported)));
+    expect((await chat(gatewayWith({ upstreamFetch: fake.fetch }), testEnv, session.token, body)).status).toBe(200);
     const object = objectOf(session.token);
     type Leases = { recalling(): boolean; syncNow(...args: unknown[]): Promise<unknown> };
     const leasesOf = (instance: unknown) => (instance as { leases: Leases }).leases;
@@ -106,6 +106,9 @@ describe('money outside the gateway', () => {
     expect(await runInDurableObject(object, (instance) => leasesOf(instance).recalling())).toBe(true);
     await object.resume();
     expect(await runInDurableObject(object, (instance) => leasesOf(instance).recalling())).toBe(false);
+    // The recall booked what the object settled: the books agree, and the upstream call is billed once.
+    expect(await reconciled()).toBe(true);
+    await expectBooksAgree(testEnv, [...fake.requests]);
   });
 
   it('an operator debit recalls the lease: what the object settled is booked first, then the debit meets the whole balance', async () => {
